@@ -1,0 +1,16 @@
+// One Register<Name>Command per subcommand; each lives in cmd_<name>.cc and only turns flags into
+// library calls. A command's callback returns its process exit code through CommandResult.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace k3::app {
+
+// Exit code chosen by the subcommand that ran (0 when none ran, e.g. `k3 --version`).
+int& CommandExitCode();
+
+// Prints "k3 <command>: <message>" to stderr and sets exit code 1 (2 for usage errors).
+void FailCommand(const std::string& command, const std::string& message, int exit_code = 1);
+
+
+}  // namespace k3::app

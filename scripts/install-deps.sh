@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Installs every Debian package k3stack needs, and nothing else. Idempotent: when everything is already
+# present it only runs dpkg queries and returns in well under a second.
+#
+#   scripts/install-deps.sh              build + test dependencies
+#   scripts/install-deps.sh --reference  also python3-torch, for tools/reference (golden generation only)
+set -euo pipefail
+
+packages=(
+  # toolchain
+  g++ cmake ninja-build pkg-config clang-14 libclang-rt-14-dev clang-format
+  # libraries (design.md "Dependencies")
+  libcli11-dev nlohmann-json3-dev libspdlog-dev libfmt-dev libhwy-dev libpcre2-dev libyaml-cpp-dev
+  libboost-dev
+  # tests and benchmarks
+  googletest libgtest-dev libgmock-dev libbenchmark-dev
+)
+if [[ "${1:-}" == "--reference" ]]; then
+  packages+=(python3-torch python3-numpy)
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+if ((${#missing[@]} == 0)); then
+  exit 0
+fi
+
+echo "install-deps: installing ${missing[*]}" >&2
+sudo=""
+if [[ $(id -u) != 0 ]]; then sudo="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# The second README command: installs what is missing, builds, and runs every test.
+#   1. the release build and its unit + integration tests (ctest)
+#   2. an AddressSanitizer + UndefinedBehaviorSanitizer build of the unit tests
+#   3. every libFuzzer target for K3_FUZZ_SECONDS (default 60) each, when clang is present
+# Prints "N passed, N failed" at the end; exits non-zero on any failure.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh || exit 1
+
+passed=0
+failed=0
+step() {  # step NAME COMMAND...
+  local name=$1
+  shift
+  echo "=== $name"
+  if "$@"; then
+    passed=$((passed + 1))
+  else
+    echo "FAILED: $name"
+    failed=$((failed + 1))
+  fi
+}
+
+ctest_dir() {
+  ctest --test-dir "$1" --output-on-failure -j"$(nproc)" --timeout 600
+}
+
+step "build (release)" scripts/build.sh build -DCMAKE_BUILD_TYPE=Release
+step "tests (release)" ctest_dir build
+step "build (asan+ubsan)" scripts/build.sh build-asan -DCMAKE_BUILD_TYPE=Debug -DK3_SANITIZE=ON -DK3_BUILD_BENCH=OFF
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+  step "tests (asan+ubsan)" ctest_dir build-asan
+if [[ -f fuzz/CMakeLists.txt ]] && command -v clang++-14 >/dev/null; then
+  step "build (fuzz)" scripts/build.sh build-fuzz -DCMAKE_CXX_COMPILER=clang++-14 -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DK3_FUZZ=ON -DK3_BUILD_TESTS=OFF -DK3_BUILD_BENCH=OFF
+  for f in build-fuzz/fuzz/fuzz_*; do
+    [[ -x $f ]] || continue
+    corpus=fuzz/corpus/$(basename "$f")
+    mkdir -p "build-fuzz/corpus-$(basename "$f")"
+    step "fuzz $(basename "$f")" "$f" -max_total_time="${K3_FUZZ_SECONDS:-60}" -rss_limit_mb=4096 \
+      "build-fuzz/corpus-$(basename "$f")" $( [[ -d $corpus ]] && echo "$corpus" )
+  done
+fi
+
+echo "test.sh: $passed passed, $failed failed"
+[[ $failed == 0 ]]

@@ -1,0 +1,76 @@
+// Tests for src/base: Status/Result plumbing, bf16 rounding, ThreadPool coverage, file helpers.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "src/base/bf16.h"
+#include "src/base/file.h"
+#include "src/base/status.h"
+#include "src/base/thread_pool.h"
+
+namespace k3 {
+namespace {
+
+Result<int> Half(int x) {
+  if (x % 2 != 0) return InvalidArgument("{} is odd", x);
+  return x / 2;
+}
+
+Result<int> Quarter(int x) {
+  K3_ASSIGN_OR_RETURN(int h, Half(x));
+  K3_ASSIGN_OR_RETURN(int q, Half(h));
+  return q;
+}
+
+TEST(Status, ResultPropagates) {
+  EXPECT_EQ(*Quarter(8), 2);
+  Result<int> r = Quarter(6);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(r.status().message(), "3 is odd");
+  EXPECT_EQ(r.status().WithPrefix("f").ToString(), "InvalidArgument: f: 3 is odd");
+}
+
+TEST(Bf16, RoundsToNearestEven) {
+  EXPECT_EQ(FloatToBf16(1.0f).bits, 0x3f80);
+  // 1 + 2^-8 is exactly half-way between 1 and 1 + 2^-7: ties to even (1.0).
+  EXPECT_EQ(RoundBf16(1.0f + std::ldexp(1.0f, -8)), 1.0f);
+  // 1 + 3 * 2^-8 is half-way between 1 + 2^-7 and 1 + 2^-6: ties to even (1 + 2^-6).
+  EXPECT_EQ(RoundBf16(1.0f + 3 * std::ldexp(1.0f, -8)), 1.0f + std::ldexp(1.0f, -6));
+  EXPECT_TRUE(std::isnan(RoundBf16(std::numeric_limits<float>::quiet_NaN())));
+  EXPECT_TRUE(std::isinf(RoundBf16(std::numeric_limits<float>::infinity())));
+  EXPECT_EQ(RoundBf16(-0.0f), -0.0f);
+}
+
+TEST(ThreadPool, RunsEveryTaskOnce) {
+  for (size_t threads : {1u, 2u, 4u}) {
+    ThreadPool pool(threads);
+    for (size_t n : {0u, 1u, 3u, 1000u}) {
+      std::vector<std::atomic<int>> hits(n);
+      for (int rep = 0; rep < 20; ++rep) {
+        pool.ParallelFor(n, [&](size_t task, size_t worker) {
+          EXPECT_LT(worker, pool.num_threads());
+          hits[task].fetch_add(1);
+        });
+      }
+      for (size_t i = 0; i < n; ++i) EXPECT_EQ(hits[i].load(), 20);
+    }
+  }
+}
+
+TEST(File, WriteReadMap) {
+  std::string path = testing::TempDir() + "/k3_file_test.bin";
+  ASSERT_TRUE(WriteFileAtomic(path, "hello").ok());
+  EXPECT_EQ(*ReadFileToString(path), "hello");
+  auto mapped = MappedFile::Open(path);
+  ASSERT_TRUE(mapped.ok());
+  EXPECT_EQ((*mapped)->size(), 5u);
+  EXPECT_EQ(std::string(reinterpret_cast<const char*>((*mapped)->data()), 5), "hello");
+  EXPECT_EQ(MappedFile::Open(path + ".missing").status().code(), StatusCode::kNotFound);
+}
+
+}  // namespace
+}  // namespace k3

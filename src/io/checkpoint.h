@@ -1,0 +1,63 @@
+// Checkpoint: every tensor of a Hugging Face checkpoint directory, over one or many safetensors shards.
+//
+// A directory holds either model.safetensors, or model.safetensors.index.json
+//   {"metadata": {"total_size": N}, "weight_map": {"tensor name": "model-00001-of-00002.safetensors"}}
+// plus its shards. Every shard is mapped read-only; tensors are used in place. The index is checked
+// against the shards: a tensor the index names must be in that shard, and shards may not define the same
+// tensor twice.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "src/base/status.h"
+#include "src/io/dtype.h"
+#include "src/io/safetensors.h"
+
+namespace k3::io {
+
+class Checkpoint {
+ public:
+  static Result<std::unique_ptr<Checkpoint>> Open(const std::string& dir);
+
+  const std::string& dir() const { return dir_; }
+  const TensorView* Find(const std::string& name) const;
+  // Error naming the tensor (and the shard it came from) unless it exists with exactly this dtype/shape.
+  Result<const TensorView*> Get(const std::string& name, DType dtype, const std::vector<int64_t>& shape) const;
+  const std::map<std::string, const TensorView*>& tensors() const { return by_name_; }
+  // Sum of all tensors' byte sizes.
+  uint64_t total_bytes() const;
+  // Bytes of all shard files (what loading reads).
+  uint64_t file_bytes() const;
+
+ private:
+  std::string dir_;
+  std::vector<std::unique_ptr<SafetensorsFile>> shards_;
+  std::map<std::string, const TensorView*> by_name_;
+  std::map<const TensorView*, std::string> shard_of_;
+};
+
+// Streams tensors into shards of at most `max_shard_bytes` each (a larger tensor gets a shard of its
+// own), named model-0000i-of-0000n.safetensors, plus model.safetensors.index.json. Only one shard's
+// tensors are held in memory at a time. Finish() writes the index; without it the directory holds no
+// index and Checkpoint::Open fails on it (never a half-written checkpoint that looks whole).
+class ShardedCheckpointWriter {
+ public:
+  ShardedCheckpointWriter(std::string dir, uint64_t max_shard_bytes);
+  Status Add(TensorToWrite tensor);
+  Status Finish();
+
+ private:
+  Status FlushShard();
+  std::string dir_;
+  uint64_t max_shard_bytes_;
+  std::vector<TensorToWrite> pending_;
+  uint64_t pending_bytes_ = 0;
+  std::vector<std::string> shard_files_;              // temporary names, renamed in Finish()
+  std::vector<std::vector<std::string>> shard_names_;  // tensor names per shard
+  uint64_t total_bytes_ = 0;
+};
+
+}  // namespace k3::io

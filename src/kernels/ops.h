@@ -1,0 +1,81 @@
+// Numeric kernels of the engine: raw pointers and sizes in, no model types, no allocation.
+//
+// Every kernel here has two implementations with the same contract:
+//   k3::kernels::X          the fast one (Highway SIMD with runtime dispatch, threaded through `pool`)
+//   k3::kernels::scalar::X  the scalar reference beside it (ops_scalar.cc): the oracle for kernel tests.
+// Results agree to fp32 rounding-order noise (tests use a relative tolerance of 1e-5 on dot products).
+//
+// Conventions. Activations are fp32 arrays that usually hold bf16-representable values (the model rounds
+// with RoundToBf16 where the reference rounds, spec §2.0). Weights are stored [N, K] row-major as in the
+// checkpoint ("x @ W^T"). `pool` may be nullptr (run on the calling thread).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "src/base/bf16.h"
+#include "src/base/thread_pool.h"
+
+namespace k3::kernels {
+
+// ---- GEMM / GEMV ------------------------------------------------------------------------------------
+// y[m, n] = sum_k x[m, k] * W[n, k]; x [M, K] fp32, W [N, K] bf16, y [M, N] fp32 (fp32 accumulation,
+// not rounded). Strides: x rows are K apart, y rows are N apart.
+void MatMulBf16(const float* x, size_t M, size_t K, const bf16* W, size_t N, float* y, ThreadPool* pool);
+// Same with fp32 weights.
+void MatMulF32(const float* x, size_t M, size_t K, const float* W, size_t N, float* y, ThreadPool* pool);
+// Same with MXFP4 weights (spec §3.3): packed [N, K/2] (low nibble = even column), scales [N, K/32]
+// (E8M0, value 2^(s-127)). Dequantised inside the kernel; K % 32 == 0.
+void MatMulMxfp4(const float* x, size_t M, size_t K, const uint8_t* packed, const uint8_t* scales, size_t N,
+                 float* y, ThreadPool* pool);
+
+// ---- MXFP4 ---------------------------------------------------------------------------------------------
+// E2M1 code (low 4 bits of `code`) -> value: sign bit 3, magnitudes {0, .5, 1, 1.5, 2, 3, 4, 6}.
+float E2M1ToFloat(uint8_t code);
+// E8M0 scale byte -> 2^(s - 127) (s = 0 gives 2^-127, a subnormal; s = 255 gives 2^128 = inf in fp32).
+float E8M0ToFloat(uint8_t scale);
+// One row of K logical values from K/2 packed bytes and K/32 scales.
+void DequantMxfp4Row(const uint8_t* packed, const uint8_t* scales, size_t K, float* out);
+
+// ---- element-wise and row ops --------------------------------------------------------------------------
+// x[i] = bf16(x[i]) (round to nearest even).
+void RoundToBf16(float* x, size_t n);
+// Widen bf16 -> fp32.
+void Bf16ToF32(const bf16* x, size_t n, float* y);
+// KimiRMSNorm (spec §2.1): y = bf16(w * bf16(x * rsqrt(mean(x^2) + eps))), w bf16. y may alias x.
+void RmsNorm(const float* x, const bf16* w, size_t n, float eps, float* y);
+// Unweighted: y = x * rsqrt(mean(x^2) + eps) in fp32, not rounded (AttnRes keys). y may alias x.
+void RmsNormNoWeight(const float* x, size_t n, float eps, float* y);
+// Gated RMSNorm (KDA o_norm, spec §2.1): y = bf16((o * rsqrt(mean(o^2) + eps)) * w * sigmoid(gate)),
+// all fp32 math, w fp32. y may alias o.
+void GatedRmsNorm(const float* o, const float* gate, const float* w, size_t n, float eps, float* y);
+// SiTU-GLU (spec §2.2): out = bf16(beta*tanh(a/beta)*sigmoid(a) * lbeta*tanh(b/lbeta)). out may alias a.
+void SituGlu(const float* a, const float* b, size_t n, float beta, float linear_beta, float* out);
+// SiLU-GLU: out = bf16(a * sigmoid(a) * b). out may alias a.
+void SiluGlu(const float* a, const float* b, size_t n, float* out);
+// sum_i a[i] * b[i], fp32.
+float Dot(const float* a, const float* b, size_t n);
+// y[i] += alpha * x[i].
+void Axpy(float alpha, const float* x, float* y, size_t n);
+// In-place numerically stable softmax over n values (fp32).
+void Softmax(float* x, size_t n);
+
+// ---- scalar references ---------------------------------------------------------------------------------
+namespace scalar {
+void MatMulBf16(const float* x, size_t M, size_t K, const bf16* W, size_t N, float* y);
+void MatMulF32(const float* x, size_t M, size_t K, const float* W, size_t N, float* y);
+void MatMulMxfp4(const float* x, size_t M, size_t K, const uint8_t* packed, const uint8_t* scales, size_t N,
+                 float* y);
+void RoundToBf16(float* x, size_t n);
+void Bf16ToF32(const bf16* x, size_t n, float* y);
+void RmsNorm(const float* x, const bf16* w, size_t n, float eps, float* y);
+void RmsNormNoWeight(const float* x, size_t n, float eps, float* y);
+void GatedRmsNorm(const float* o, const float* gate, const float* w, size_t n, float eps, float* y);
+void SituGlu(const float* a, const float* b, size_t n, float beta, float linear_beta, float* out);
+void SiluGlu(const float* a, const float* b, size_t n, float* out);
+float Dot(const float* a, const float* b, size_t n);
+void Axpy(float alpha, const float* x, float* y, size_t n);
+void Softmax(float* x, size_t n);
+}  // namespace scalar
+
+}  // namespace k3::kernels

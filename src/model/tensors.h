@@ -1,0 +1,54 @@
+// The one list of a checkpoint's text-tower tensors, derived from a ModelConfig (spec §3.2, §7).
+// Loading checks a checkpoint against it, gen-model writes exactly it, and the planner sizes from it;
+// nothing else spells tensor names.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "src/io/dtype.h"
+#include "src/io/model_config.h"
+
+namespace k3::model {
+
+// How gen-model fills a tensor with deterministic random values of a sane scale.
+enum class InitKind {
+  kLinear,       // normal, std = 1/sqrt(fan_in)
+  kEmbedding,    // normal, std = 1
+  kNormWeight,   // 1 + small noise
+  kConv,         // normal, std = 1/sqrt(kernel)
+  kALog,         // log(uniform[1, 16])
+  kDtBias,       // small normal
+  kRouterBias,   // small normal (e_score_correction_bias)
+  kMxfp4Packed,  // MXFP4 codes of a kLinear matrix; its scales are the next entry (kMxfp4Scale)
+  kMxfp4Scale,
+  kSentinel,
+};
+
+struct TensorSpec {
+  std::string name;            // full checkpoint name, prefix included
+  std::vector<int64_t> shape;  // as stored
+  io::DType dtype;             // what gen-model writes
+  std::vector<io::DType> accepted_dtypes;  // what loading accepts (always contains dtype)
+  InitKind init = InitKind::kLinear;
+  int64_t fan_in = 0;          // logical input width of a matrix (MXFP4: unpacked), for kLinear init
+};
+
+// Layer-scoped name: "<prefix>model.layers.<layer>.<suffix>".
+std::string LayerTensorName(const io::ModelConfig& cfg, int64_t layer, const std::string& suffix);
+// Global name: "<prefix><suffix>" (e.g. "model.norm.weight", "lm_head.weight").
+std::string GlobalTensorName(const io::ModelConfig& cfg, const std::string& suffix);
+
+// All text tensors in a stable order: globals, then per layer (norms, attention, ffn, experts by index).
+std::vector<TensorSpec> ListTensors(const io::ModelConfig& cfg);
+
+// Parameter counts (logical elements; MXFP4 counts unpacked values).
+struct ParameterCount {
+  int64_t total = 0;
+  int64_t routed_experts = 0;
+  int64_t active_per_token = 0;  // excluding the embedding table
+};
+ParameterCount CountParameters(const io::ModelConfig& cfg);
+
+}  // namespace k3::model
