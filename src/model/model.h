@@ -1,0 +1,61 @@
+// Model: a loaded K3-family checkpoint and its batched forward pass (spec §2).
+//
+//   auto model = Model::Load(dir, &pool);                // mmap + check every tensor against the config
+//   auto seq = model->NewSequenceState();                // KDA states + conv tails + MLA latent cache
+//   SequenceBatchItem items[] = {{seq.get(), prompt_ids}};
+//   model->Forward(items, &logits);                      // logits of each item's last token (or all)
+//
+// Forward takes a batch of sequences, each with its new tokens (a prefill chunk or a single decode token)
+// and its own state, advances every state by those tokens and returns logits. Results do not depend on
+// how a prompt is chunked or on what else is in the batch (up to fp32 summation order, <= 1e-5).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "src/base/status.h"
+#include "src/base/thread_pool.h"
+#include "src/io/model_config.h"
+
+namespace k3::model {
+
+// Per-sequence decode state. Sizes (see spec §6): per KDA layer H*K*V fp32 recurrent state plus
+// 3 * (W-1) * P fp32 conv tails; per MLA layer (kv_lora + rope) floats per cached token.
+// The engine issue replaces the contiguous MLA cache by paged blocks behind the same accessors.
+class SequenceState {
+ public:
+  virtual ~SequenceState() = default;
+  // Number of tokens already processed (the next token's position).
+  virtual int64_t num_tokens() const = 0;
+  // Deep copy (prefix snapshots, n > 1).
+  virtual std::unique_ptr<SequenceState> Clone() const = 0;
+};
+
+struct SequenceBatchItem {
+  SequenceState* state = nullptr;
+  std::span<const int32_t> tokens;  // >= 1 new tokens
+  bool all_logits = false;          // true: logits for every new token; false: only the last
+};
+
+// Output of Forward: logits rows, concatenated over items in batch order; item i contributes
+// tokens.size() rows if all_logits else 1. Shape [rows, vocab_size].
+struct ForwardOutput {
+  std::vector<float> logits;
+  int64_t rows = 0;
+};
+
+class Model {
+ public:
+  virtual ~Model() = default;
+  // Loads config.json and every tensor of ListTensors(config); errors name the tensor and the mismatch.
+  static Result<std::unique_ptr<Model>> Load(const std::string& dir, ThreadPool* pool);
+
+  virtual const io::ModelConfig& config() const = 0;
+  virtual std::unique_ptr<SequenceState> NewSequenceState() const = 0;
+  virtual void Forward(std::span<const SequenceBatchItem> batch, ForwardOutput* out) = 0;
+};
+
+}  // namespace k3::model
