@@ -57,8 +57,8 @@ struct ModelConfig {
   int64_t mxfp4_group_size = 32;
 
   // Gated MLA.
-  int64_t mla_num_heads = 0;   // num_attention_heads
-  int64_t q_lora_rank = 0;     // 0: a single q_proj (Kimi Linear)
+  int64_t mla_num_heads = 0;  // num_attention_heads
+  int64_t q_lora_rank = 0;    // 0: a single q_proj (Kimi Linear)
   int64_t kv_lora_rank = 0;
   int64_t qk_nope_head_dim = 0;
   int64_t qk_rope_head_dim = 0;  // the unrotated shared-key slot
@@ -69,9 +69,9 @@ struct ModelConfig {
   int64_t kda_num_heads = 0;
   int64_t kda_head_dim = 0;
   int64_t short_conv_kernel_size = 4;
-  bool kda_full_rank_gate = true;     // use_full_rank_gate: g_proj [P, D]; else g_a_proj/g_b_proj
+  bool kda_full_rank_gate = true;  // use_full_rank_gate: g_proj [P, D]; else g_a_proj/g_b_proj
   bool kda_has_gate_lower_bound = false;
-  float kda_gate_lower_bound = 0.0f;  // e.g. -5.0
+  float kda_gate_lower_bound = 0.0f;      // e.g. -5.0
   std::vector<int64_t> kda_layers;        // 1-based, as in config.json
   std::vector<int64_t> full_attn_layers;  // 1-based
 
@@ -91,9 +91,13 @@ struct ModelConfig {
   int64_t mla_q_head_dim() const { return qk_nope_head_dim + qk_rope_head_dim; }
   int64_t shared_expert_intermediate() const { return num_shared_experts * moe_intermediate_size; }
   // Width the routed experts read and write: routed_expert_hidden_size if latent, else hidden_size.
-  int64_t expert_io_dim() const { return routed_expert_hidden_size > 0 ? routed_expert_hidden_size : hidden_size; }
+  int64_t expert_io_dim() const {
+    return routed_expert_hidden_size > 0 ? routed_expert_hidden_size : hidden_size;
+  }
   int64_t num_kda_layers() const;
   int64_t num_mla_layers() const;
+
+  bool operator==(const ModelConfig&) const = default;
 };
 
 // Parses config.json text (path is only used in messages).
