@@ -86,10 +86,16 @@ class Config:
             raise ValueError("config.json: group-limited top-k with more than one group is not implemented")
 
         qc = raw.get("quantization_config") or text.get("quantization_config")
-        self.mxfp4 = bool(qc) and "mxfp4" in str(qc.get("format", "")) if qc else False
+        # compressed-tensors mxfp4-pack-quantized routed experts (format at the top or per config group).
+        self.mxfp4 = False
         self.mxfp4_group = 32
-        if self.mxfp4:
+        if qc:
             groups = qc.get("config_groups") or {}
+            formats = [qc.get("format")] + [grp.get("format") for grp in groups.values()]
+            formats = [f for f in formats if f]
+            if any(f != "mxfp4-pack-quantized" for f in formats) or not formats:
+                raise ValueError(f"config.json: unsupported quantization_config formats {formats}")
+            self.mxfp4 = True
             for grp in groups.values():
                 gs = (grp.get("weights") or {}).get("group_size")
                 if gs:
