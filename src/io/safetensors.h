@@ -7,7 +7,9 @@
 // The header is untrusted input. Open() rejects, with a message naming the file and the tensor:
 // header length past EOF or above kMaxHeaderBytes, invalid JSON, non-object entries, unknown dtype,
 // negative or non-integer shapes, shape products that overflow, byte length != product(shape) x dtype
-// size, ranges outside the data area, ranges that overlap, duplicate names.
+// size, ranges outside the data area, ranges that overlap, duplicate names, a "__metadata__" that is not
+// an object of strings. Gaps between tensors are accepted (the Rust reader is stricter). Corruption is
+// DataLoss; a dtype safetensors defines but k3stack does not support (F8_*, ...) is Unimplemented.
 #pragma once
 
 #include <cstdint>
@@ -42,7 +44,7 @@ class SafetensorsFile {
   static Result<std::unique_ptr<SafetensorsFile>> Open(const std::string& path);
   // Parses an in-memory image (used by Open and the fuzzer). `bytes` must outlive the result.
   static Result<std::unique_ptr<SafetensorsFile>> Parse(const uint8_t* bytes, size_t size,
-                                                       const std::string& name_for_errors);
+                                                        const std::string& name_for_errors);
 
   const std::string& path() const { return path_; }
   const std::map<std::string, TensorView>& tensors() const { return tensors_; }
@@ -64,7 +66,9 @@ struct TensorToWrite {
   std::vector<uint8_t> data;
 };
 
-// Writes one safetensors file (tensors in the given order, 8-byte aligned header, atomic rename).
+// Writes one safetensors file: header padded with spaces to a multiple of 8 bytes (as the Rust
+// implementation does), tensor data laid out largest element size first (stable: otherwise in the given
+// order) so every tensor is aligned to its element size, written under a temporary name and renamed.
 Status WriteSafetensors(const std::string& path, const std::vector<TensorToWrite>& tensors,
                         const std::map<std::string, std::string>& metadata = {});
 
