@@ -1,0 +1,193 @@
+"""Writes the golden logits the C++ model test (tests/model_golden_test.cc) compares against.
+
+  /usr/bin/python3 tools/reference/make_goldens.py --k3 build/k3 [--presets tiny-k3,tiny-kimi-linear]
+
+For each preset:
+  1. `k3 gen-model --preset P --seed 0 --out TMP/P` writes the deterministic random-weight checkpoint.
+  2. Its fingerprint (sha256 over config.json, the index and every shard, see fingerprint()) is recorded
+     so the C++ test can tell "checkpoint changed: regenerate goldens" from a model bug.
+  3. Prompts are drawn from a fixed-seed generator (6..20 ids below the first special id). A candidate is
+     kept only if, along the prompt AND its greedy continuation, the gap between the two largest logits
+     is at least --min-margin at every position, so the C++ argmax cannot flip on a near tie.
+  4. tests/data/golden/P.json (metadata, prompts, continuations, per-step top logits of the continuation)
+     and tests/data/golden/P.logits.f32 (little-endian fp32, the full logits at every prompt position,
+     prompts one after another, [rows, vocab]) are written.
+
+The greedy continuation re-runs the whole sequence every step (the reference has no cache to get
+wrong); a final pass over prompt + continuation checks the step-by-step argmaxes again.
+"""
+
+import argparse
+import hashlib
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import k3_reference  # noqa: E402
+import safetensors_np  # noqa: E402
+
+NUM_SPECIAL = 256  # the vocabulary ends with 256 special ids (spec §4.1); prompts use ordinary ranks
+CONT_TOP = 8       # per continuation step: logits at the 8 largest reference ids
+
+
+def fingerprint(model_dir):
+    """sha256 over the files that determine the logits, in a fixed order:
+    config.json, model.safetensors.index.json (if present), then the shards sorted by name.
+    Each file contributes  NAME '\\n' SIZE_IN_DECIMAL '\\n' BYTES.  Tokenizer files are not included."""
+    shards, index = safetensors_np.checkpoint_files(model_dir)
+    names = ["config.json"] + (["model.safetensors.index.json"] if index else []) + shards
+    h = hashlib.sha256()
+    for name in names:
+        with open(os.path.join(model_dir, name), "rb") as f:
+            data = f.read()
+        h.update(f"{name}\n{len(data)}\n".encode())
+        h.update(data)
+    return h.hexdigest(), names
+
+
+def margin(row):
+    top2 = torch.topk(row, 2).values
+    return float(top2[0] - top2[1])
+
+
+def try_prompt(model, prompt, new_tokens, min_margin):
+    """Greedy continuation with margin checks; None if some position is closer than min_margin."""
+    logits = model.forward(prompt)
+    margins = [margin(logits[i]) for i in range(len(prompt))]
+    if min(margins) < min_margin:
+        return None
+    prompt_logits = logits
+    seq = list(prompt)
+    cont = []
+    steps = []
+    for step in range(new_tokens):
+        row = logits[-1]
+        nxt = int(torch.argmax(row))
+        cont.append(nxt)
+        if step > 0:
+            steps.append(row)
+        seq.append(nxt)
+        if step + 1 < new_tokens:
+            logits = model.forward(seq)
+            m = margin(logits[-1])
+            margins.append(m)
+            if m < min_margin:
+                return None
+    # Re-check against one pass over the whole sequence (causality + determinism of the reference).
+    final = model.forward(seq[:-1])
+    again = [int(i) for i in torch.argmax(final[len(prompt) - 1:], dim=-1)]
+    if again != cont:
+        raise RuntimeError(f"reference is not self-consistent: step-by-step {cont} vs one pass {again}")
+    rel = float((final[:len(prompt)] - prompt_logits).norm() / prompt_logits.norm())
+    if rel > 1e-5:
+        raise RuntimeError(f"reference prompt logits depend on later tokens (relative L2 {rel:.2e})")
+    # steps[i] = logits after continuation token i (the input of decode step i+1).
+    return {"prompt_logits": prompt_logits, "continuation": cont, "steps": steps, "min_margin": min(margins)}
+
+
+def make_preset(args, preset, work):
+    out = os.path.join(work, preset)
+    cmd = [args.k3, "gen-model", "--preset", preset, "--seed", str(args.seed), "--out", out]
+    subprocess.run(cmd, check=True)
+    fp, files = fingerprint(out)
+    model = k3_reference.Reference(out)
+    cfg = model.cfg
+    num_ranks = cfg.vocab_size - NUM_SPECIAL
+    rng = random.Random(f"k3stack-goldens-{preset}-{args.prompt_seed}")
+    prompts = []
+    tried = 0
+    t0 = time.time()
+    while len(prompts) < args.num_prompts:
+        tried += 1
+        if tried > args.max_tries:
+            raise RuntimeError(f"{preset}: only {len(prompts)} prompts with margin >= {args.min_margin} "
+                               f"in {args.max_tries} tries")
+        length = rng.randint(args.min_len, args.max_len)
+        prompt = [rng.randrange(num_ranks) for _ in range(length)]
+        res = try_prompt(model, prompt, args.new_tokens, args.min_margin)
+        print(f"{preset}: try {tried} len {length}: " +
+              ("rejected" if res is None else f"kept, min margin {res['min_margin']:.4f}"), flush=True)
+        if res is not None:
+            res["ids"] = prompt
+            prompts.append(res)
+    unused = model.unused_tensors()
+    unused = [n for n in unused if ".self_attention_res_" not in n or ".layers.0." not in n]
+    if unused:
+        raise RuntimeError(f"{preset}: the reference never read {unused[:5]}")
+
+    os.makedirs(args.out_dir, exist_ok=True)
+    logits_name = f"{preset}.logits.f32"
+    rows = []
+    meta_prompts = []
+    offset = 0
+    for p in prompts:
+        rows.append(p["prompt_logits"].numpy().astype("<f4"))
+        tops = []
+        for row in p["steps"]:
+            vals, idx = torch.topk(row, CONT_TOP)
+            tops.append({"norm": float(row.norm()), "ids": [int(i) for i in idx],
+                         "logits": [float(v) for v in vals]})
+        meta_prompts.append({"ids": p["ids"], "logits_row_offset": offset, "continuation": p["continuation"],
+                             "continuation_top": tops, "min_margin": p["min_margin"]})
+        offset += len(p["ids"])
+    blob = np.concatenate(rows, axis=0)
+    with open(os.path.join(args.out_dir, logits_name), "wb") as f:
+        f.write(blob.tobytes())
+    golden = {
+        "what": "golden logits of the PyTorch reference (tools/reference/k3_reference.py) for the C++ model "
+                "test tests/model_golden_test.cc; regenerate with tools/reference/make_goldens.py",
+        "preset": preset,
+        "seed": args.seed,
+        "fingerprint": fp,
+        "fingerprint_files": files,
+        "vocab_size": cfg.vocab_size,
+        "new_tokens": args.new_tokens,
+        "min_margin_required": args.min_margin,
+        "logits_file": logits_name,
+        "logits_rows": int(blob.shape[0]),
+        "logits_layout": "little-endian float32 [logits_rows, vocab_size]; rows = every prompt position, "
+                         "prompts in order (prompt i starts at its logits_row_offset)",
+        "continuation_top_layout": "for continuation tokens 1..new_tokens-1: the reference logits row that "
+                                   "chose it (after feeding the previous continuation token): its L2 norm, "
+                                   "its top ids and their logits",
+        "prompts": meta_prompts,
+    }
+    with open(os.path.join(args.out_dir, f"{preset}.json"), "w") as f:
+        json.dump(golden, f, indent=1)
+        f.write("\n")
+    print(f"{preset}: {len(prompts)} prompts from {tried} tries in {time.time() - t0:.0f} s, "
+          f"fingerprint {fp[:16]}..., {blob.nbytes} bytes of logits", flush=True)
+
+
+def main():
+    here = os.path.dirname(os.path.abspath(__file__))
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--k3", required=True, help="path of the built k3 binary (for gen-model)")
+    ap.add_argument("--presets", default="tiny-k3,tiny-kimi-linear")
+    ap.add_argument("--seed", type=int, default=0, help="gen-model seed")
+    ap.add_argument("--prompt-seed", type=int, default=0, help="seed of the prompt search")
+    ap.add_argument("--num-prompts", type=int, default=3)
+    ap.add_argument("--min-len", type=int, default=6)
+    ap.add_argument("--max-len", type=int, default=14)
+    ap.add_argument("--new-tokens", type=int, default=32)
+    ap.add_argument("--min-margin", type=float, default=1e-3)
+    ap.add_argument("--max-tries", type=int, default=200)
+    ap.add_argument("--out-dir", default=os.path.normpath(os.path.join(here, "..", "..", "tests", "data", "golden")))
+    ap.add_argument("--threads", type=int, default=2)
+    args = ap.parse_args()
+    torch.set_num_threads(args.threads)
+    with tempfile.TemporaryDirectory(prefix="k3-goldens-") as work:
+        for preset in args.presets.split(","):
+            make_preset(args, preset, work)
+
+
+if __name__ == "__main__":
+    main()
