@@ -12,5 +12,7 @@ int& CommandExitCode();
 // Prints "k3 <command>: <message>" to stderr and sets exit code 1 (2 for usage errors).
 void FailCommand(const std::string& command, const std::string& message, int exit_code = 1);
 
+void RegisterPlanCommand(CLI::App& app);
+
 
 }  // namespace k3::app

@@ -26,6 +26,7 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::string("k3 ") + K3_VERSION_STRING);
   app.require_subcommand(1);
   // Subcommands, in the order `k3 --help` lists them.
+  k3::app::RegisterPlanCommand(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

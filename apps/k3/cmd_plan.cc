@@ -1,0 +1,50 @@
+// k3 plan: capacity, layout, cost and load-time plan for a model on one or every deployment target.
+// Flags -> deploy::BuildPlan -> deploy::FormatPlan; no logic here.
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "apps/k3/commands.h"
+#include "src/deploy/plan.h"
+#include "src/deploy/plan_format.h"
+
+namespace k3::app {
+
+void RegisterPlanCommand(CLI::App& app) {
+  struct Flags {
+    deploy::PlanOptions options;
+    std::string format = "table";
+  };
+  auto flags = std::make_shared<Flags>();
+  CLI::App* cmd =
+      app.add_subcommand("plan", "Memory, parallel layout, node count, cost and load time per target");
+  cmd->add_option("--model", flags->options.model, "kimi-k3 | kimi-linear-48b | checkpoint DIR | config.json")
+      ->capture_default_str();
+  cmd->add_option("--target", flags->options.target, "one target (default: all)");
+  cmd->add_option("--instance", flags->options.instance, "instance type (default: the target's)");
+  cmd->add_option("--max-model-len", flags->options.max_model_len,
+                  "tokens per sequence (default: model context)");
+  cmd->add_option("--concurrency", flags->options.concurrency, "sequences at max-model-len")
+      ->capture_default_str();
+  cmd->add_option("--weights-bandwidth", flags->options.weights_bandwidth,
+                  "storage read bandwidth (10Gbps, 2GB/s)")
+      ->capture_default_str();
+  cmd->add_option("--replicas", flags->options.replicas, "serving groups")->capture_default_str();
+  cmd->add_option("--overhead-gb", flags->options.overhead_gb_per_gpu,
+                  "per-GPU allowance for context/activations")
+      ->capture_default_str();
+  cmd->add_flag("--prefer-pp", flags->options.prefer_pp,
+                "TP = GPUs per node, PP = nodes (instead of TP up to 8)");
+  cmd->add_option("--format", flags->format, "table | json | markdown")->capture_default_str();
+  cmd->callback([flags] {
+    const auto& catalog = deploy::EmbeddedCatalog();
+    if (!catalog.ok()) return FailCommand("plan", catalog.status().ToString());
+    auto format = deploy::ParsePlanFormat(flags->format);
+    if (!format.ok()) return FailCommand("plan", format.status().message(), 2);
+    auto plan = deploy::BuildPlan(*catalog, flags->options);
+    if (!plan.ok()) return FailCommand("plan", plan.status().message(), 2);
+    std::fputs(deploy::FormatPlan(*plan, *format).c_str(), stdout);
+  });
+}
+
+}  // namespace k3::app

@@ -1,0 +1,270 @@
+// Plan output in three formats. The table and Markdown forms share one row model; JSON mirrors the structs.
+#include "src/deploy/plan_format.h"
+
+#include <cmath>
+
+#include <nlohmann/json.hpp>
+
+namespace k3::deploy {
+namespace {
+
+using Json = nlohmann::ordered_json;
+using Rows = std::vector<std::vector<std::string>>;
+
+std::string Gb(double gb) { return fmt::format("{:.1f} GB", gb); }
+
+std::string LayoutText(const Layout& l) {
+  std::string s = fmt::format("TP={}", l.tp);
+  if (l.pp > 1) s += fmt::format(" PP={}", l.pp);
+  if (l.ep > 1) s += fmt::format(" EP={}", l.ep);
+  return s;
+}
+
+std::string RenderRows(const Rows& rows, bool markdown) {
+  std::vector<size_t> width;
+  for (const auto& row : rows) {
+    for (size_t i = 0; i < row.size(); ++i) {
+      if (width.size() <= i) width.push_back(0);
+      width[i] = std::max(width[i], row[i].size());
+    }
+  }
+  std::string out;
+  for (size_t r = 0; r < rows.size(); ++r) {
+    std::string line = markdown ? "|" : "";
+    for (size_t i = 0; i < rows[r].size(); ++i) {
+      if (markdown) {
+        line += " " + rows[r][i] + " |";
+      } else {
+        line += rows[r][i] + std::string(width[i] - rows[r][i].size() + 2, ' ');
+      }
+    }
+    while (!markdown && !line.empty() && line.back() == ' ') line.pop_back();
+    out += line + "\n";
+    if (markdown && r == 0) {
+      out += "|";
+      for (size_t i = 0; i < rows[r].size(); ++i) out += "---|";
+      out += "\n";
+    }
+  }
+  return out;
+}
+
+Rows FitRows(const Plan& plan) {
+  Rows rows = {{"Configuration", "Total VRAM", "Layout", "Need / GPU", "Usable / GPU", "Meets Requirement"}};
+  for (const FitRow& f : plan.fit_table) {
+    rows.push_back({fmt::format("{}x {}", f.config.count, f.config.gpu),
+                    fmt::format("{:.0f} GB", f.total_vram_gb), LayoutText(f.layout), Gb(f.per_gpu.need_gb),
+                    Gb(f.per_gpu.usable_gb), f.per_gpu.fits ? "Meets" : "Below"});
+  }
+  return rows;
+}
+
+Rows TargetRows(const Plan& plan) {
+  Rows rows = {{"Target", "Instance", "GPUs", "Arch", "Nodes", "Layout", "Need / GPU", "Cost / hour",
+                "Cost / month (730 h)", "Load", "Startup budget"}};
+  for (const TargetPlan& t : plan.targets) {
+    rows.push_back({t.target.id, t.instance.id, fmt::format("{}x {}", t.instance.gpu_count, t.instance.gpu),
+                    t.instance.cpu_arch, t.fits ? std::to_string(t.layout.nodes) : "does not fit",
+                    LayoutText(t.layout), Gb(t.per_gpu.need_gb), FormatCostPerHour(t.cost),
+                    FormatCostPerMonth(t.cost), FormatDuration(t.probes.load_seconds),
+                    FormatDuration(t.probes.startup_budget_seconds)});
+  }
+  return rows;
+}
+
+std::string Header(const Plan& plan) {
+  const ModelSpec& m = plan.model;
+  return fmt::format(
+      "Model {} ({}): weights {} ({}; {})\n"
+      "Cache at max-model-len {} x concurrency {}: MLA latent {} B/token -> {} per copy (every TP rank holds "
+      "its PP stage's share); KDA state {} per sequence -> {}\n"
+      "Assumptions: overhead {} per GPU, gpu_memory_utilization {:.2f}; weights read at {} (load {})\n",
+      m.id, m.hf_id, Gb(plan.totals.weights_gb), m.weight_format, m.weight_bytes_note,
+      plan.assumptions.max_model_len, plan.assumptions.concurrency, m.MlaBytesPerToken(),
+      Gb(plan.totals.mla_cache_gb_per_copy), fmt::format("{:.1f} MB", m.kda_state_bytes_per_sequence / 1e6),
+      Gb(plan.totals.kda_state_gb), Gb(plan.assumptions.overhead_gb_per_gpu),
+      plan.assumptions.gpu_memory_utilization, plan.bandwidth_text,
+      FormatDuration(static_cast<double>(m.weight_bytes) * 8 / plan.bandwidth_bps));
+}
+
+std::string Details(const Plan& plan, bool markdown) {
+  std::string out;
+  for (const TargetPlan& t : plan.targets) {
+    out += markdown ? fmt::format("\n### {} ({})\n\n", t.target.id, t.target.platform)
+                    : fmt::format("\n{} ({})\n", t.target.id, t.target.platform);
+    const std::string bullet = markdown ? "- " : "  - ";
+    out += bullet + fmt::format("{} x {}: {} GPUs per node, {} x {} GB, {}, {} vCPU, {} GiB RAM; {}\n",
+                                t.layout.nodes * t.replicas, t.instance.id, t.instance.gpu_count,
+                                t.instance.gpu_count, t.instance.gpu_memory_gb, t.instance.cpu_arch,
+                                t.instance.vcpu, t.instance.ram_gib, t.instance.interconnect);
+    out +=
+        bullet + fmt::format("per GPU: weights {} + MLA {} + KDA {} + overhead {} = {} of {} usable\n",
+                             Gb(t.per_gpu.weights_gb), Gb(t.per_gpu.mla_cache_gb), Gb(t.per_gpu.kda_state_gb),
+                             Gb(t.per_gpu.overhead_gb), Gb(t.per_gpu.need_gb), Gb(t.per_gpu.usable_gb));
+    out += bullet + fmt::format(
+                        "probes: startupProbe period {} s x failureThreshold {} = {} (2 x load {} + 600 s); "
+                        "readiness every {} s\n",
+                        t.probes.startup_period_seconds, t.probes.startup_failure_threshold,
+                        FormatDuration(t.probes.startup_budget_seconds),
+                        FormatDuration(t.probes.load_seconds), t.probes.readiness_period_seconds);
+    if (t.cost.known) {
+      for (const Price& p : t.cost.prices) {
+        out += bullet + fmt::format("price: USD {}/h per instance, {} [{} {}{}]\n", FormatUsd(p.usd_per_hour),
+                                    p.what, p.source, p.date, p.verified ? "" : ", unverified");
+      }
+    } else {
+      out += bullet + "price: unknown (" + t.cost.unknown_reason + ")\n";
+    }
+    for (const std::string& w : t.warnings) out += bullet + "WARNING: " + w + "\n";
+    for (const std::string& n : t.notes) out += bullet + n + "\n";
+  }
+  out += markdown ? "\n### Sources\n\n" : "\nSources\n";
+  for (const Source& s : plan.sources_cited) {
+    out += (markdown ? "- " : "  ") + fmt::format("{}: {} ({})\n", s.key, s.title, s.date);
+  }
+  return out;
+}
+
+Json LayoutJson(const Layout& l) {
+  return {{"nodes", l.nodes}, {"gpus_per_node", l.gpus_per_node}, {"tp", l.tp}, {"pp", l.pp}, {"ep", l.ep}};
+}
+
+Json PerGpuJson(const MemoryPerGpu& m) {
+  return {{"weights_gb", m.weights_gb},
+          {"mla_cache_gb", m.mla_cache_gb},
+          {"kda_state_gb", m.kda_state_gb},
+          {"overhead_gb", m.overhead_gb},
+          {"need_gb", m.need_gb},
+          {"usable_gb", m.usable_gb},
+          {"fits", m.fits}};
+}
+
+Json PlanJson(const Plan& plan) {
+  Json j;
+  const ModelSpec& m = plan.model;
+  j["model"] = {{"id", m.id},
+                {"hf_id", m.hf_id},
+                {"weight_bytes", m.weight_bytes},
+                {"weight_bytes_note", m.weight_bytes_note},
+                {"mla_bytes_per_token", m.MlaBytesPerToken()},
+                {"kda_state_bytes_per_sequence", m.kda_state_bytes_per_sequence}};
+  j["assumptions"] = {{"max_model_len", plan.assumptions.max_model_len},
+                      {"concurrency", plan.assumptions.concurrency},
+                      {"overhead_gb_per_gpu", plan.assumptions.overhead_gb_per_gpu},
+                      {"gpu_memory_utilization", plan.assumptions.gpu_memory_utilization},
+                      {"weights_bandwidth_bps", plan.bandwidth_bps}};
+  j["totals"] = {{"weights_gb", plan.totals.weights_gb},
+                 {"mla_cache_gb_per_copy", plan.totals.mla_cache_gb_per_copy},
+                 {"kda_state_gb", plan.totals.kda_state_gb}};
+  Json fit = Json::array();
+  for (const FitRow& f : plan.fit_table) {
+    fit.push_back({{"gpu", f.config.gpu},
+                   {"count", f.config.count},
+                   {"total_vram_gb", f.total_vram_gb},
+                   {"layout", LayoutJson(f.layout)},
+                   {"per_gpu", PerGpuJson(f.per_gpu)},
+                   {"meets", f.per_gpu.fits}});
+  }
+  j["fit_table"] = fit;
+  Json targets = Json::array();
+  for (const TargetPlan& t : plan.targets) {
+    Json prices = Json::array();
+    for (const Price& p : t.cost.prices) {
+      prices.push_back({{"usd_per_hour", p.usd_per_hour},
+                        {"what", p.what},
+                        {"source", p.source},
+                        {"date", p.date},
+                        {"verified", p.verified}});
+    }
+    Json cost = {{"known", t.cost.known}, {"billed_instances", t.cost.billed_instances}, {"prices", prices}};
+    if (t.cost.known) {
+      cost["usd_per_hour"] = {t.cost.low_per_hour, t.cost.high_per_hour};
+      cost["usd_per_month"] = {t.cost.low_per_hour * CostRange::kHoursPerMonth,
+                               t.cost.high_per_hour * CostRange::kHoursPerMonth};
+    } else {
+      cost["unknown_reason"] = t.cost.unknown_reason;
+    }
+    targets.push_back({{"target", t.target.id},
+                       {"platform", t.target.platform},
+                       {"instance", t.instance.id},
+                       {"gpu", t.instance.gpu},
+                       {"cpu_arch", t.instance.cpu_arch},
+                       {"fits", t.fits},
+                       {"replicas", t.replicas},
+                       {"layout", LayoutJson(t.layout)},
+                       {"per_gpu", PerGpuJson(t.per_gpu)},
+                       {"cost", cost},
+                       {"load_seconds", t.probes.load_seconds},
+                       {"startup_probe",
+                        {{"period_seconds", t.probes.startup_period_seconds},
+                         {"failure_threshold", t.probes.startup_failure_threshold},
+                         {"budget_seconds", t.probes.startup_budget_seconds}}},
+                       {"warnings", t.warnings},
+                       {"notes", t.notes}});
+  }
+  j["targets"] = targets;
+  Json sources = Json::array();
+  for (const Source& s : plan.sources_cited)
+    sources.push_back({{"key", s.key}, {"title", s.title}, {"date", s.date}});
+  j["sources"] = sources;
+  return j;
+}
+
+}  // namespace
+
+Result<PlanFormat> ParsePlanFormat(const std::string& name) {
+  if (name == "table") return PlanFormat::kTable;
+  if (name == "markdown") return PlanFormat::kMarkdown;
+  if (name == "json") return PlanFormat::kJson;
+  return InvalidArgument("--format '{}': one of table, json, markdown", name);
+}
+
+std::string FormatUsd(double value) {
+  const long long whole = std::llround(value);
+  std::string digits = std::to_string(whole);
+  std::string out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  if (value < 1000 && std::fabs(value - static_cast<double>(whole)) > 1e-9)
+    return fmt::format("{:.2f}", value);
+  return out;
+}
+
+std::string FormatCostPerHour(const CostRange& cost) {
+  if (!cost.known) return "unknown";
+  if (cost.low_per_hour == cost.high_per_hour) return "USD " + FormatUsd(cost.low_per_hour);
+  return "USD " + FormatUsd(cost.low_per_hour) + "-" + FormatUsd(cost.high_per_hour);
+}
+
+std::string FormatCostPerMonth(const CostRange& cost) {
+  if (!cost.known) return "unknown";
+  const double low = cost.low_per_hour * CostRange::kHoursPerMonth;
+  const double high = cost.high_per_hour * CostRange::kHoursPerMonth;
+  if (low == high) return "USD " + FormatUsd(low);
+  return "USD " + FormatUsd(low) + "-" + FormatUsd(high);
+}
+
+std::string FormatDuration(double seconds) {
+  const long long s = std::llround(seconds);
+  if (s >= 3600) return fmt::format("{}h{:02}m", s / 3600, (s % 3600) / 60);
+  if (s >= 60) return fmt::format("{}m{:02}s", s / 60, s % 60);
+  return fmt::format("{}s", s);
+}
+
+std::string FormatPlan(const Plan& plan, PlanFormat format) {
+  switch (format) {
+    case PlanFormat::kJson:
+      return PlanJson(plan).dump(2) + "\n";
+    case PlanFormat::kMarkdown:
+      return "## Plan\n\n" + Header(plan) + "\n### GPU configurations (guide §2.2)\n\n" +
+             RenderRows(FitRows(plan), true) + "\n### Targets\n\n" + RenderRows(TargetRows(plan), true) +
+             Details(plan, true);
+    default:
+      return Header(plan) + "\nGPU configurations (guide §2.2)\n" + RenderRows(FitRows(plan), false) +
+             "\nTargets\n" + RenderRows(TargetRows(plan), false) + Details(plan, false);
+  }
+}
+
+}  // namespace k3::deploy
