@@ -60,6 +60,10 @@ void Axpy(float alpha, const float* x, float* y, size_t n);
 // In-place numerically stable softmax over n values (fp32).
 void Softmax(float* x, size_t n);
 
+// ---- dispatch -----------------------------------------------------------------------------------------
+// Name of the SIMD target the kernels run on in this process (e.g. "AVX3", "AVX2"), for logs/benchmarks.
+const char* KernelTargetName();
+
 // ---- scalar references ---------------------------------------------------------------------------------
 namespace scalar {
 void MatMulBf16(const float* x, size_t M, size_t K, const bf16* W, size_t N, float* y);

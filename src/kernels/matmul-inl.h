@@ -1,0 +1,432 @@
+// Highway bodies of the matmul kernels (MatMulBf16, MatMulF32, MatMulMxfp4 of ops.h), compiled once per
+// SIMD target by matmul.cc through hwy/foreach_target.h. Model code never includes this file.
+//
+// Shape: y[M, N] = x[M, K] @ W[N, K]^T. Work is split over blocks of output rows n (one pool task each);
+// inside a task a register tile of up to kMaxTileM x rows by kTileN = 4 weight rows keeps
+// kMaxTileM * 4 vector accumulators, so each weight chunk is decoded once and used for every x row of
+// the tile. Decode (M <= kUnblockedMaxM) streams each weight row once over the full K. For larger M
+// (prefill, batched experts) K is cut into blocks of kBlockK elements and x into blocks of kBlockM rows
+// so the weight block and the x block stay in L2 while every pair is multiplied; the accumulators of
+// the tiles are parked in a per-thread buffer between K blocks.
+//
+// Numerics: each y[m, n] is one vector accumulator fed chunk by chunk over K in the same order whatever
+// M, the tile shape, the K blocking or the thread count, then summed across lanes. A row of x therefore
+// gives bit-identical results alone or in a batch for a given target (design.md: batching must not
+// change results).
+//
+// Layout: K is cut into chunks of 2L elements (L = float lanes, capped at 16). A weight policy turns
+// one chunk of one weight row into two fp32 vectors (`first`, `second`). x is copied once per call into
+// a scratch buffer laid out to match, zero-padded to whole chunks: for bf16 and MXFP4 weights `first`
+// holds the even elements of the chunk and `second` the odd ones (two bf16 share a 32-bit lane and two
+// E2M1 codes share a byte, so this split costs no shuffles); for fp32 weights the chunk is plain.
+
+#if defined(K3_KERNELS_MATMUL_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef K3_KERNELS_MATMUL_INL_H_
+#undef K3_KERNELS_MATMUL_INL_H_
+#else
+#define K3_KERNELS_MATMUL_INL_H_
+#endif
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "hwy/highway.h"
+#include "src/base/bf16.h"
+#include "src/base/thread_pool.h"
+#include "src/kernels/ops.h"
+#include "src/kernels/scratch.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace k3::kernels::HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+#if HWY_TARGET == HWY_SCALAR
+// HWY_SCALAR (the fallback g++ < 12.3 gets instead of EMU128, for CPUs without SSE4) has one lane and no
+// narrowing descriptors: it runs the scalar references, one output element at a time, over the pool.
+template <class DotOne>
+void ScalarMatMul(size_t M, size_t N, ThreadPool* pool, const DotOne& dot_one) {
+  constexpr size_t kRowsPerTask = 16;
+  const size_t num_tasks = (N + kRowsPerTask - 1) / kRowsPerTask;
+  auto run_task = [&](size_t task, size_t /*worker*/) {
+    for (size_t m = 0; m < M; ++m) {
+      for (size_t n = task * kRowsPerTask; n < std::min(N, (task + 1) * kRowsPerTask); ++n) dot_one(m, n);
+    }
+  };
+  if (pool == nullptr) {
+    for (size_t task = 0; task < num_tasks; ++task) run_task(task, 0);
+  } else {
+    pool->ParallelFor(num_tasks, run_task);
+  }
+}
+
+void MatMulBf16Impl(const float* x, size_t M, size_t K, const bf16* W, size_t N, float* y, ThreadPool* pool) {
+  ScalarMatMul(M, N, pool,
+               [&](size_t m, size_t n) { scalar::MatMulBf16(x + m * K, 1, K, W + n * K, 1, y + m * N + n); });
+}
+
+void MatMulF32Impl(const float* x, size_t M, size_t K, const float* W, size_t N, float* y, ThreadPool* pool) {
+  ScalarMatMul(M, N, pool,
+               [&](size_t m, size_t n) { scalar::MatMulF32(x + m * K, 1, K, W + n * K, 1, y + m * N + n); });
+}
+
+void MatMulMxfp4Impl(const float* x, size_t M, size_t K, const uint8_t* packed, const uint8_t* scales,
+                     size_t N, float* y, ThreadPool* pool) {
+  HWY_ASSERT(K % 32 == 0);
+  ScalarMatMul(M, N, pool, [&](size_t m, size_t n) {
+    scalar::MatMulMxfp4(x + m * K, 1, K, packed + n * (K / 2), scales + n * (K / 32), 1, y + m * N + n);
+  });
+}
+
+#else  // SIMD targets
+
+// At most 16 float lanes, so that an MXFP4 group (32 elements) is a whole number of chunks.
+using DMatMul = hn::CappedTag<float, 16>;
+using VMatMul = hn::Vec<DMatMul>;
+
+constexpr size_t kTileN = 4;
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+constexpr size_t kMaxTileM = 4;        // 16 accumulators + 8 x vectors + weights fit in 32 registers
+#else
+constexpr size_t kMaxTileM = 2;  // 16 registers
+#endif
+constexpr size_t kUnblockedMaxM = 16;  // up to here: no K blocking (decode, small batches)
+constexpr size_t kBlockK = 512;        // elements of K per block when blocked
+constexpr size_t kBlockM = 64;         // x rows per block when blocked
+constexpr size_t kAccumulatorFloats = kMaxTileM * kTileN * 16;  // one tile's accumulators, 16 lanes max
+
+// ---- weight policies: chunk c of weight row n -> (first, second) fp32 vectors ----------------------
+
+// bf16 weights [N, K]: a chunk of 2L bf16 is read as L 32-bit lanes; the low half of lane i is element
+// 2i (little endian), the high half element 2i+1. Widening bf16 to fp32 is a 16-bit shift.
+struct Bf16Weights {
+  static constexpr bool kEvenOddInput = true;
+  const uint16_t* w;  // [N, K]
+  size_t K;
+  size_t full_chunks;  // chunks lying entirely inside a row
+
+  HWY_INLINE void Widen(DMatMul df, hn::Vec<hn::RebindToUnsigned<DMatMul> > pairs, VMatMul& first,
+                        VMatMul& second) const {
+    const hn::RebindToUnsigned<DMatMul> du32;
+    first = hn::BitCast(df, hn::ShiftLeft<16>(pairs));
+    second = hn::BitCast(df, hn::And(pairs, hn::Set(du32, 0xFFFF0000u)));
+  }
+  HWY_INLINE void Load(DMatMul df, size_t n, size_t c, VMatMul& first, VMatMul& second) const {
+    const hn::RebindToUnsigned<DMatMul> du32;
+    const hn::Repartition<uint16_t, decltype(du32)> du16;
+    const uint16_t* p = w + n * K + c * 2 * hn::Lanes(df);
+    Widen(df, hn::BitCast(du32, hn::LoadU(du16, p)), first, second);
+  }
+  // The last, partial chunk of a row: copied into a zero-padded buffer so nothing past the row is read.
+  HWY_INLINE void LoadTail(DMatMul df, size_t n, size_t c, VMatMul& first, VMatMul& second) const {
+    const hn::RebindToUnsigned<DMatMul> du32;
+    const hn::Repartition<uint16_t, decltype(du32)> du16;
+    const size_t begin = c * 2 * hn::Lanes(df);
+    HWY_ALIGN uint16_t buffer[2 * hn::MaxLanes(DMatMul())] = {};
+    std::memcpy(buffer, w + n * K + begin, (K - begin) * sizeof(uint16_t));
+    Widen(df, hn::BitCast(du32, hn::Load(du16, buffer)), first, second);
+  }
+};
+
+// fp32 weights [N, K]: a chunk is two plain vectors.
+struct F32Weights {
+  static constexpr bool kEvenOddInput = false;
+  const float* w;  // [N, K]
+  size_t K;
+  size_t full_chunks;
+
+  HWY_INLINE void Load(DMatMul df, size_t n, size_t c, VMatMul& first, VMatMul& second) const {
+    const size_t L = hn::Lanes(df);
+    const float* p = w + n * K + c * 2 * L;
+    first = hn::LoadU(df, p);
+    second = hn::LoadU(df, p + L);
+  }
+  HWY_INLINE void LoadTail(DMatMul df, size_t n, size_t c, VMatMul& first, VMatMul& second) const {
+    const size_t L = hn::Lanes(df);
+    const size_t begin = c * 2 * L;
+    HWY_ALIGN float buffer[2 * hn::MaxLanes(DMatMul())] = {};
+    std::memcpy(buffer, w + n * K + begin, (K - begin) * sizeof(float));
+    first = hn::Load(df, buffer);
+    second = hn::Load(df, buffer + L);
+  }
+};
+
+// E8M0 scale byte -> 2^(s - 127), built from its bits (s = 0 is the subnormal 2^-127, s = 255 is inf).
+HWY_INLINE float E8M0Value(uint8_t s) {
+  const uint32_t bits = s == 0 ? 0x00400000u : uint32_t{s} << 23;
+  float value;
+  std::memcpy(&value, &bits, sizeof(value));
+  return value;
+}
+
+// E2M1 code -> value, low 4 bits (spec §3.3).
+alignas(64) static constexpr float kE2M1Values[16] = {0.0f,  0.5f,  1.0f,  1.5f,  2.0f,  3.0f,  4.0f,  6.0f,
+                                                      -0.0f, -0.5f, -1.0f, -1.5f, -2.0f, -3.0f, -4.0f, -6.0f};
+
+// MXFP4 weights (spec §3.3): packed [N, K/2] (low nibble = even element), scales [N, K/32]. A chunk of
+// 2L elements is L bytes: low nibbles give `first` (even elements), high nibbles `second` (odd). The
+// E2M1 table is multiplied by the group's scale once, then indexed by the codes, so each element costs
+// one lane permute. K % 32 == 0, so every chunk is full and inside one scale group.
+struct Mxfp4Weights {
+  static constexpr bool kEvenOddInput = true;
+  const uint8_t* packed;  // [N, K/2]
+  const uint8_t* scales;  // [N, K/32]
+  size_t K;
+  size_t full_chunks;
+
+  HWY_INLINE void Load(DMatMul df, size_t n, size_t c, VMatMul& first, VMatMul& second) const {
+    const size_t L = hn::Lanes(df);
+    const hn::RebindToUnsigned<DMatMul> du32;
+    const hn::Rebind<uint8_t, DMatMul> du8;
+    const auto codes = hn::PromoteTo(du32, hn::LoadU(du8, packed + n * (K / 2) + c * L));
+    const auto low = hn::And(codes, hn::Set(du32, 0xFu));
+    const auto high = hn::ShiftRight<4>(codes);
+    const auto scale = hn::Set(df, E8M0Value(scales[n * (K / 32) + (c * 2 * L) / 32]));
+    if constexpr (hn::MaxLanes(DMatMul()) >= 16) {
+      // The whole signed table fits one vector.
+      const VMatMul table = hn::Mul(hn::Load(df, kE2M1Values), scale);
+      first = hn::TableLookupLanes(table, hn::IndicesFromVec(df, low));
+      second = hn::TableLookupLanes(table, hn::IndicesFromVec(df, high));
+    } else if constexpr (hn::MaxLanes(DMatMul()) >= 8) {
+      // Magnitudes from an 8-entry table, then the sign bit (code bit 3 -> fp32 bit 31).
+      const VMatMul table = hn::Mul(hn::LoadU(df, kE2M1Values), scale);
+      first = Signed(df, hn::TableLookupLanes(table, hn::IndicesFromVec(df, hn::And(low, hn::Set(du32, 7u)))),
+                     low);
+      second = Signed(
+          df, hn::TableLookupLanes(table, hn::IndicesFromVec(df, hn::And(high, hn::Set(du32, 7u)))), high);
+    } else {
+      first = hn::Mul(Magnitude(df, low), scale);
+      second = hn::Mul(Magnitude(df, high), scale);
+      first = Signed(df, first, low);
+      second = Signed(df, second, high);
+    }
+  }
+  HWY_INLINE void LoadTail(DMatMul df, size_t n, size_t c, VMatMul& first, VMatMul& second) const {
+    Load(df, n, c, first, second);  // never called: K % 32 == 0 leaves no partial chunk
+  }
+
+ private:
+  template <class VU>
+  static HWY_INLINE VMatMul Signed(DMatMul df, VMatMul magnitude, VU codes) {
+    const hn::RebindToUnsigned<DMatMul> du32;
+    return hn::Xor(magnitude, hn::BitCast(df, hn::ShiftLeft<28>(hn::And(codes, hn::Set(du32, 8u)))));
+  }
+  // Narrow targets (fewer than 8 lanes): the magnitude of code m (bits 0..2) computed from its bits.
+  // For m >= 2 the fp32 pattern of {1, 1.5, 2, 3, 4, 6} is (m + 252) << 22; m = 0, 1 give m / 2.
+  template <class VU>
+  static HWY_INLINE VMatMul Magnitude(DMatMul df, VU codes) {
+    const hn::RebindToUnsigned<DMatMul> du32;
+    const hn::RebindToSigned<DMatMul> di32;
+    const auto m = hn::And(codes, hn::Set(du32, 7u));
+    const VMatMul normal = hn::BitCast(df, hn::ShiftLeft<22>(hn::Add(m, hn::Set(du32, 252u))));
+    const VMatMul small = hn::Mul(hn::ConvertTo(df, hn::BitCast(di32, m)), hn::Set(df, 0.5f));
+    const auto is_small = hn::RebindMask(df, hn::Lt(hn::BitCast(di32, m), hn::Set(di32, 2)));
+    return hn::IfThenElse(is_small, small, normal);
+  }
+};
+
+// ---- register tile -------------------------------------------------------------------------------
+
+struct TileRows {
+  const float* x_rows[kMaxTileM];  // x scratch rows, chunk layout
+  float* y_rows[kMaxTileM];        // &y[m, n0]
+  size_t n_rows[kTileN];           // weight rows; past N the last valid row repeats (not stored)
+  size_t n_valid;                  // 1..kTileN
+};
+
+template <size_t kM, bool kTail, class Weights>
+HWY_INLINE void AccumulateChunk(DMatMul df, const Weights& w, const TileRows& t, size_t c,
+                                VMatMul (&acc)[kM][kTileN]) {
+  const size_t L = hn::Lanes(df);
+  VMatMul x_first[kM];
+  VMatMul x_second[kM];
+  for (size_t i = 0; i < kM; ++i) {
+    x_first[i] = hn::LoadU(df, t.x_rows[i] + c * 2 * L);
+    x_second[i] = hn::LoadU(df, t.x_rows[i] + c * 2 * L + L);
+  }
+  for (size_t j = 0; j < kTileN; ++j) {
+    VMatMul w_first;
+    VMatMul w_second;
+    if constexpr (kTail) {
+      w.LoadTail(df, t.n_rows[j], c, w_first, w_second);
+    } else {
+      w.Load(df, t.n_rows[j], c, w_first, w_second);
+    }
+    for (size_t i = 0; i < kM; ++i) {
+      acc[i][j] = hn::MulAdd(x_first[i], w_first, acc[i][j]);
+      acc[i][j] = hn::MulAdd(x_second[i], w_second, acc[i][j]);
+    }
+  }
+}
+
+// Chunks [c_begin, c_end) of a kM x kTileN tile. `partial` [kM * kTileN * L] holds the accumulators
+// between K blocks (nullptr when the whole K is one block). The last block writes y.
+template <size_t kM, class Weights>
+HWY_INLINE void RunTile(const Weights& w, const TileRows& t, size_t c_begin, size_t c_end, float* partial,
+                        bool first_block, bool last_block) {
+  const DMatMul df;
+  const size_t L = hn::Lanes(df);
+  VMatMul acc[kM][kTileN];
+  for (size_t i = 0; i < kM; ++i) {
+    for (size_t j = 0; j < kTileN; ++j) {
+      acc[i][j] = first_block ? hn::Zero(df) : hn::Load(df, partial + (i * kTileN + j) * L);
+    }
+  }
+  const size_t c_full_end = std::min(c_end, w.full_chunks);
+  size_t c = c_begin;
+  for (; c < c_full_end; ++c) AccumulateChunk<kM, false>(df, w, t, c, acc);
+  for (; c < c_end; ++c) AccumulateChunk<kM, true>(df, w, t, c, acc);
+  if (last_block) {
+    for (size_t i = 0; i < kM; ++i) {
+      for (size_t j = 0; j < t.n_valid; ++j) t.y_rows[i][j] = hn::GetLane(hn::SumOfLanes(df, acc[i][j]));
+    }
+  } else {
+    for (size_t i = 0; i < kM; ++i) {
+      for (size_t j = 0; j < kTileN; ++j) hn::Store(acc[i][j], df, partial + (i * kTileN + j) * L);
+    }
+  }
+}
+
+// ---- drivers -------------------------------------------------------------------------------------
+
+// Computes y[:, n_begin:n_end) for all M rows. xs: x in chunk layout, `row_stride` floats per row.
+template <class Weights>
+HWY_NOINLINE void MatMulRowBlock(const Weights& w, const float* xs, size_t M, size_t row_stride,
+                                 size_t num_chunks, float* y, size_t N, size_t n_begin, size_t n_end) {
+  const DMatMul df;
+  const size_t L = hn::Lanes(df);
+  const bool blocked = M > kUnblockedMaxM;
+  const size_t chunks_per_block = blocked ? std::max<size_t>(1, kBlockK / (2 * L)) : num_chunks;
+  const size_t rows_per_m_block = blocked ? kBlockM : M;
+  const size_t n_tiles = (n_end - n_begin + kTileN - 1) / kTileN;
+  const size_t m_tiles_per_block = (rows_per_m_block + kMaxTileM - 1) / kMaxTileM;
+  float* partial_base = blocked ? ThreadScratch(ScratchSlot::kMatMulAccumulators,
+                                                m_tiles_per_block * n_tiles * kAccumulatorFloats)
+                                : nullptr;
+
+  for (size_t m_block = 0; m_block < M; m_block += rows_per_m_block) {
+    const size_t m_block_end = std::min(M, m_block + rows_per_m_block);
+    size_t c0 = 0;
+    do {  // K blocks; runs once when K == 0 so that y is written (zeros)
+      const size_t c1 = std::min(num_chunks, c0 + chunks_per_block);
+      const bool first_block = c0 == 0;
+      const bool last_block = c1 == num_chunks;
+      for (size_t nt = 0; nt < n_tiles; ++nt) {
+        const size_t n0 = n_begin + nt * kTileN;
+        TileRows t;
+        t.n_valid = std::min(kTileN, n_end - n0);
+        for (size_t j = 0; j < kTileN; ++j) t.n_rows[j] = n0 + std::min(j, t.n_valid - 1);
+        size_t mt = 0;
+        for (size_t m0 = m_block; m0 < m_block_end; m0 += kMaxTileM, ++mt) {
+          const size_t rows = std::min(kMaxTileM, m_block_end - m0);
+          for (size_t i = 0; i < rows; ++i) {
+            t.x_rows[i] = xs + (m0 + i) * row_stride;
+            t.y_rows[i] = y + (m0 + i) * N + n0;
+          }
+          float* partial = blocked ? partial_base + (mt * n_tiles + nt) * kAccumulatorFloats : nullptr;
+          switch (rows) {
+            case 1:
+              RunTile<1>(w, t, c0, c1, partial, first_block, last_block);
+              break;
+            case 2:
+              RunTile<2>(w, t, c0, c1, partial, first_block, last_block);
+              break;
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+            case 3:
+              RunTile<3>(w, t, c0, c1, partial, first_block, last_block);
+              break;
+            case 4:
+              RunTile<4>(w, t, c0, c1, partial, first_block, last_block);
+              break;
+#endif
+            default:
+              HWY_ASSERT(false);
+          }
+        }
+      }
+      c0 = c1;
+    } while (c0 < num_chunks);
+  }
+}
+
+// Copies x [M, K] into xs [M, num_chunks * 2L] in the chunk layout of the weights, zero-padded.
+template <bool kEvenOddInput>
+void LayOutInput(const float* x, size_t M, size_t K, size_t num_chunks, float* xs) {
+  const size_t L = hn::Lanes(DMatMul());
+  const size_t chunk = 2 * L;
+  const size_t row_stride = num_chunks * chunk;
+  for (size_t m = 0; m < M; ++m) {
+    const float* src = x + m * K;
+    float* dst = xs + m * row_stride;
+    std::fill(dst + (K / chunk) * chunk, dst + row_stride, 0.0f);
+    if constexpr (kEvenOddInput) {
+      for (size_t k = 0; k < K; ++k) {
+        const size_t within = k % chunk;
+        dst[k - within + (within % 2) * L + within / 2] = src[k];
+      }
+    } else {
+      std::copy(src, src + K, dst);
+    }
+  }
+}
+
+// Rows of output per pool task: a multiple of kTileN, about 64 tasks for balance over 2..16 threads,
+// capped so that a blocked task's accumulators and weight block stay small.
+inline size_t RowsPerTask(size_t M, size_t N) {
+  const size_t max_rows = M > kUnblockedMaxM ? 32 : 64;
+  size_t rows = (N + 63) / 64;
+  rows = (rows + kTileN - 1) / kTileN * kTileN;
+  return std::clamp<size_t>(rows, kTileN, max_rows);
+}
+
+template <class Weights>
+void MatMulThreaded(const Weights& w, const float* x, size_t M, size_t K, size_t N, float* y,
+                    ThreadPool* pool) {
+  if (M == 0 || N == 0) return;
+  const size_t chunk = 2 * hn::Lanes(DMatMul());
+  const size_t num_chunks = (K + chunk - 1) / chunk;
+  const size_t row_stride = num_chunks * chunk;
+  float* xs = ThreadScratch(ScratchSlot::kMatMulInput, M * row_stride);
+  LayOutInput<Weights::kEvenOddInput>(x, M, K, num_chunks, xs);
+
+  const size_t rows_per_task = RowsPerTask(M, N);
+  const size_t num_tasks = (N + rows_per_task - 1) / rows_per_task;
+  auto run_task = [&](size_t task) {
+    const size_t n_begin = task * rows_per_task;
+    MatMulRowBlock(w, xs, M, row_stride, num_chunks, y, N, n_begin, std::min(N, n_begin + rows_per_task));
+  };
+  if (pool == nullptr || pool->num_threads() == 1 || num_tasks == 1) {
+    for (size_t task = 0; task < num_tasks; ++task) run_task(task);
+  } else {
+    pool->ParallelFor(num_tasks, [&](size_t task, size_t /*worker*/) { run_task(task); });
+  }
+}
+
+// ---- per-target entry points (exported by matmul.cc) ---------------------------------------------
+
+inline size_t FullChunks(size_t K) { return K / (2 * hn::Lanes(DMatMul())); }
+
+void MatMulBf16Impl(const float* x, size_t M, size_t K, const bf16* W, size_t N, float* y, ThreadPool* pool) {
+  const Bf16Weights w{reinterpret_cast<const uint16_t*>(W), K, FullChunks(K)};
+  MatMulThreaded(w, x, M, K, N, y, pool);
+}
+
+void MatMulF32Impl(const float* x, size_t M, size_t K, const float* W, size_t N, float* y, ThreadPool* pool) {
+  const F32Weights w{W, K, FullChunks(K)};
+  MatMulThreaded(w, x, M, K, N, y, pool);
+}
+
+void MatMulMxfp4Impl(const float* x, size_t M, size_t K, const uint8_t* packed, const uint8_t* scales,
+                     size_t N, float* y, ThreadPool* pool) {
+  HWY_ASSERT(K % 32 == 0);
+  const Mxfp4Weights w{packed, scales, K, FullChunks(K)};
+  MatMulThreaded(w, x, M, K, N, y, pool);
+}
+
+#endif  // HWY_TARGET == HWY_SCALAR
+
+}  // namespace k3::kernels::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#endif  // K3_KERNELS_MATMUL_INL_H_

@@ -1,0 +1,36 @@
+// Dispatching entry points of the matmul kernels (ops.h): MatMulBf16, MatMulF32, MatMulMxfp4.
+// Compiles matmul-inl.h once per SIMD target (hwy/foreach_target.h) and calls the best one the CPU
+// supports at run time, so the binary is built for the baseline ISA (no -march=native).
+#include <cstddef>
+#include <cstdint>
+
+#include "src/kernels/ops.h"
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "src/kernels/matmul.cc"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+#include "hwy/highway.h"
+#include "src/kernels/matmul-inl.h"
+
+#if HWY_ONCE
+namespace k3::kernels {
+
+HWY_EXPORT(MatMulBf16Impl);
+HWY_EXPORT(MatMulF32Impl);
+HWY_EXPORT(MatMulMxfp4Impl);
+
+void MatMulBf16(const float* x, size_t M, size_t K, const bf16* W, size_t N, float* y, ThreadPool* pool) {
+  HWY_DYNAMIC_DISPATCH(MatMulBf16Impl)(x, M, K, W, N, y, pool);
+}
+
+void MatMulF32(const float* x, size_t M, size_t K, const float* W, size_t N, float* y, ThreadPool* pool) {
+  HWY_DYNAMIC_DISPATCH(MatMulF32Impl)(x, M, K, W, N, y, pool);
+}
+
+void MatMulMxfp4(const float* x, size_t M, size_t K, const uint8_t* packed, const uint8_t* scales, size_t N,
+                 float* y, ThreadPool* pool) {
+  HWY_DYNAMIC_DISPATCH(MatMulMxfp4Impl)(x, M, K, packed, scales, N, y, pool);
+}
+
+}  // namespace k3::kernels
+#endif  // HWY_ONCE

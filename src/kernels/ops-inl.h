@@ -1,0 +1,248 @@
+// Highway bodies of the element-wise and row kernels of ops.h (norms, GLU activations, bf16 rounding,
+// dot, axpy, softmax), compiled once per SIMD target by ops.cc through hwy/foreach_target.h.
+//
+// Each op is written once as a template over the vector descriptor D: whole vectors run with the full
+// width, the remaining n % L elements with a one-lane descriptor, so nothing past the arrays is read
+// and every element goes through the same instructions. Formulas mirror ops_scalar.cc term by term
+// (same association order) so the fp32 results differ from the reference only by the vector math
+// (hwy Exp/Tanh, about 1-2 ulp) and by the summation order of reductions. The final bf16 rounding is
+// round-to-nearest-even with quiet NaN, bit-for-bit the same as k3::FloatToBf16.
+
+#if defined(K3_KERNELS_OPS_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef K3_KERNELS_OPS_INL_H_
+#undef K3_KERNELS_OPS_INL_H_
+#else
+#define K3_KERNELS_OPS_INL_H_
+#endif
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+
+#include "hwy/contrib/math/math-inl.h"
+#include "hwy/highway.h"
+#include "src/base/bf16.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace k3::kernels::HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+using DFull = hn::ScalableTag<float>;
+using DOne = hn::CappedTag<float, 1>;
+
+// ---- building blocks -----------------------------------------------------------------------------
+
+// fp32 -> nearest-even bf16, returned widened back to fp32 (k3::RoundBf16, lane-wise).
+template <class D, class V>
+HWY_INLINE V RoundBf16(D d, V v) {
+  const hn::RebindToUnsigned<D> du;
+  const auto bits = hn::BitCast(du, v);
+  const auto high_mask = hn::Set(du, 0xFFFF0000u);
+  const auto lsb = hn::And(hn::ShiftRight<16>(bits), hn::Set(du, 1u));
+  const auto rounded = hn::And(hn::Add(bits, hn::Add(hn::Set(du, 0x7FFFu), lsb)), high_mask);
+  const auto quiet_nan = hn::Or(hn::And(bits, high_mask), hn::Set(du, 0x00400000u));
+  // NaN: exponent all ones and a non-zero mantissa, i.e. |bits| > 0x7F800000 (a signed compare of two
+  // non-negative int32 values).
+  const hn::RebindToSigned<D> di;
+  const auto magnitude = hn::BitCast(di, hn::And(bits, hn::Set(du, 0x7FFFFFFFu)));
+  const auto is_nan = hn::RebindMask(d, hn::Gt(magnitude, hn::Set(di, 0x7F800000)));
+  return hn::IfThenElse(is_nan, hn::BitCast(d, quiet_nan), hn::BitCast(d, rounded));
+}
+
+// Lanes(d) bf16 from p, widened to fp32.
+template <class D>
+HWY_INLINE hn::Vec<D> LoadBf16(D d, const bf16* p) {
+  const hn::RebindToUnsigned<D> du32;
+  const hn::Rebind<uint16_t, D> du16;
+  const auto bits = hn::PromoteTo(du32, hn::LoadU(du16, reinterpret_cast<const uint16_t*>(p)));
+  return hn::BitCast(d, hn::ShiftLeft<16>(bits));
+}
+
+// 1 / (1 + exp(-v)). The exponent is capped at 100 (exp gives inf from 88.7 on, and hwy's Exp is valid
+// up to 104), so very negative v gives 0 like the scalar reference.
+template <class D, class V>
+HWY_INLINE V Sigmoid(D d, V v) {
+  const V one = hn::Set(d, 1.0f);
+  return hn::Div(one, hn::Add(one, hn::Exp(d, hn::Min(hn::Neg(v), hn::Set(d, 100.0f)))));
+}
+
+// sum_i a[i] * b[i] with four accumulators over whole vectors, then the remainder in order.
+HWY_INLINE float DotImpl(const float* a, const float* b, size_t n) {
+  const DFull d;
+  const size_t L = hn::Lanes(d);
+  auto sum0 = hn::Zero(d);
+  auto sum1 = hn::Zero(d);
+  auto sum2 = hn::Zero(d);
+  auto sum3 = hn::Zero(d);
+  size_t i = 0;
+  for (; i + 4 * L <= n; i += 4 * L) {
+    sum0 = hn::MulAdd(hn::LoadU(d, a + i), hn::LoadU(d, b + i), sum0);
+    sum1 = hn::MulAdd(hn::LoadU(d, a + i + L), hn::LoadU(d, b + i + L), sum1);
+    sum2 = hn::MulAdd(hn::LoadU(d, a + i + 2 * L), hn::LoadU(d, b + i + 2 * L), sum2);
+    sum3 = hn::MulAdd(hn::LoadU(d, a + i + 3 * L), hn::LoadU(d, b + i + 3 * L), sum3);
+  }
+  for (; i + L <= n; i += L) sum0 = hn::MulAdd(hn::LoadU(d, a + i), hn::LoadU(d, b + i), sum0);
+  float total = hn::GetLane(hn::SumOfLanes(d, hn::Add(hn::Add(sum0, sum1), hn::Add(sum2, sum3))));
+  for (; i < n; ++i) total += a[i] * b[i];
+  return total;
+}
+
+// ---- per-vector steps (D is the full or the one-lane descriptor) -----------------------------------
+
+template <class D>
+HWY_INLINE void RoundStep(D d, float* x) {
+  hn::StoreU(RoundBf16(d, hn::LoadU(d, x)), d, x);
+}
+
+template <class D>
+HWY_INLINE void WidenStep(D d, const bf16* x, float* y) {
+  hn::StoreU(LoadBf16(d, x), d, y);
+}
+
+// y = bf16(w * bf16(x * inv))
+template <class D>
+HWY_INLINE void RmsNormStep(D d, const float* x, const bf16* w, float inv, float* y) {
+  const auto normed = RoundBf16(d, hn::Mul(hn::LoadU(d, x), hn::Set(d, inv)));
+  hn::StoreU(RoundBf16(d, hn::Mul(LoadBf16(d, w), normed)), d, y);
+}
+
+template <class D>
+HWY_INLINE void ScaleStep(D d, const float* x, float inv, float* y) {
+  hn::StoreU(hn::Mul(hn::LoadU(d, x), hn::Set(d, inv)), d, y);
+}
+
+// y = bf16(((o * inv) * w) * sigmoid(gate))
+template <class D>
+HWY_INLINE void GatedRmsNormStep(D d, const float* o, const float* gate, const float* w, float inv,
+                                 float* y) {
+  const auto scaled = hn::Mul(hn::Mul(hn::LoadU(d, o), hn::Set(d, inv)), hn::LoadU(d, w));
+  hn::StoreU(RoundBf16(d, hn::Mul(scaled, Sigmoid(d, hn::LoadU(d, gate)))), d, y);
+}
+
+// out = bf16((beta * tanh(a / beta) * sigmoid(a)) * (linear_beta * tanh(b / linear_beta)))
+template <class D>
+HWY_INLINE void SituGluStep(D d, const float* a, const float* b, float beta, float linear_beta, float* out) {
+  const auto va = hn::LoadU(d, a);
+  const auto vb = hn::LoadU(d, b);
+  const auto vbeta = hn::Set(d, beta);
+  const auto vlinear_beta = hn::Set(d, linear_beta);
+  const auto act = hn::Mul(hn::Mul(vbeta, hn::Tanh(d, hn::Div(va, vbeta))), Sigmoid(d, va));
+  const auto lin = hn::Mul(vlinear_beta, hn::Tanh(d, hn::Div(vb, vlinear_beta)));
+  hn::StoreU(RoundBf16(d, hn::Mul(act, lin)), d, out);
+}
+
+// out = bf16((a * sigmoid(a)) * b)
+template <class D>
+HWY_INLINE void SiluGluStep(D d, const float* a, const float* b, float* out) {
+  const auto va = hn::LoadU(d, a);
+  hn::StoreU(RoundBf16(d, hn::Mul(hn::Mul(va, Sigmoid(d, va)), hn::LoadU(d, b))), d, out);
+}
+
+template <class D>
+HWY_INLINE void AxpyStep(D d, float alpha, const float* x, float* y) {
+  hn::StoreU(hn::MulAdd(hn::Set(d, alpha), hn::LoadU(d, x), hn::LoadU(d, y)), d, y);
+}
+
+// x = exp(x - max); returns the values for the caller's sum.
+template <class D>
+HWY_INLINE hn::Vec<D> ExpShiftedStep(D d, float max, float* x) {
+  const auto e = hn::Exp(d, hn::Sub(hn::LoadU(d, x), hn::Set(d, max)));
+  hn::StoreU(e, d, x);
+  return e;
+}
+
+template <class D>
+HWY_INLINE void DivideStep(D d, float divisor, float* x) {
+  hn::StoreU(hn::Div(hn::LoadU(d, x), hn::Set(d, divisor)), d, x);
+}
+
+// Runs step(d, i) over [0, n): whole vectors of the full descriptor, then single lanes.
+template <class Step>
+HWY_INLINE void ForEachVector(size_t n, const Step& step) {
+  const DFull d;
+  const DOne d1;
+  const size_t L = hn::Lanes(d);
+  size_t i = 0;
+  for (; i + L <= n; i += L) step(d, i);
+  for (; i < n; ++i) step(d1, i);
+}
+
+// rsqrt(mean(x^2) + eps) computed as the reference does (1 / sqrt(...), fp32).
+HWY_INLINE float InverseRms(const float* x, size_t n, float eps) {
+  const float ss = DotImpl(x, x, n);
+  return 1.0f / std::sqrt(ss / static_cast<float>(n) + eps);
+}
+
+// ---- per-target entry points (exported by ops.cc) ------------------------------------------------
+
+void RoundToBf16Impl(float* x, size_t n) {
+  ForEachVector(n, [&](auto d, size_t i) HWY_ATTR { RoundStep(d, x + i); });
+}
+
+void Bf16ToF32Impl(const bf16* x, size_t n, float* y) {
+  ForEachVector(n, [&](auto d, size_t i) HWY_ATTR { WidenStep(d, x + i, y + i); });
+}
+
+void RmsNormImpl(const float* x, const bf16* w, size_t n, float eps, float* y) {
+  const float inv = InverseRms(x, n, eps);
+  ForEachVector(n, [&](auto d, size_t i) HWY_ATTR { RmsNormStep(d, x + i, w + i, inv, y + i); });
+}
+
+void RmsNormNoWeightImpl(const float* x, size_t n, float eps, float* y) {
+  const float inv = InverseRms(x, n, eps);
+  ForEachVector(n, [&](auto d, size_t i) HWY_ATTR { ScaleStep(d, x + i, inv, y + i); });
+}
+
+void GatedRmsNormImpl(const float* o, const float* gate, const float* w, size_t n, float eps, float* y) {
+  const float inv = InverseRms(o, n, eps);
+  ForEachVector(n,
+                [&](auto d, size_t i) HWY_ATTR { GatedRmsNormStep(d, o + i, gate + i, w + i, inv, y + i); });
+}
+
+void SituGluImpl(const float* a, const float* b, size_t n, float beta, float linear_beta, float* out) {
+  ForEachVector(n,
+                [&](auto d, size_t i) HWY_ATTR { SituGluStep(d, a + i, b + i, beta, linear_beta, out + i); });
+}
+
+void SiluGluImpl(const float* a, const float* b, size_t n, float* out) {
+  ForEachVector(n, [&](auto d, size_t i) HWY_ATTR { SiluGluStep(d, a + i, b + i, out + i); });
+}
+
+float DotImplExport(const float* a, const float* b, size_t n) { return DotImpl(a, b, n); }
+
+void AxpyImpl(float alpha, const float* x, float* y, size_t n) {
+  ForEachVector(n, [&](auto d, size_t i) HWY_ATTR { AxpyStep(d, alpha, x + i, y + i); });
+}
+
+void SoftmaxImpl(float* x, size_t n) {
+  if (n == 0) return;
+  const DFull d;
+  const size_t L = hn::Lanes(d);
+  float max = x[0];
+  size_t i = 0;
+  if (n >= L) {
+    auto vmax = hn::LoadU(d, x);
+    for (i = L; i + L <= n; i += L) vmax = hn::Max(vmax, hn::LoadU(d, x + i));
+    max = hn::GetLane(hn::MaxOfLanes(d, vmax));
+  }
+  for (; i < n; ++i) max = std::max(max, x[i]);
+
+  auto vsum = hn::Zero(d);
+  float sum = 0.0f;
+  ForEachVector(n, [&](auto dd, size_t j) HWY_ATTR {
+    const auto e = ExpShiftedStep(dd, max, x + j);
+    if constexpr (hn::MaxLanes(decltype(dd)()) == 1) {
+      sum += hn::GetLane(e);
+    } else {
+      vsum = hn::Add(vsum, e);
+    }
+  });
+  sum += hn::GetLane(hn::SumOfLanes(d, vsum));
+  ForEachVector(n, [&](auto dd, size_t j) HWY_ATTR { DivideStep(dd, sum, x + j); });
+}
+
+}  // namespace k3::kernels::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#endif  // K3_KERNELS_OPS_INL_H_

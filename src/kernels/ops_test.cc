@@ -1,0 +1,619 @@
+// Tests of the SIMD kernels (ops.h) against the scalar references in ops_scalar.cc and, for bf16-rounded
+// outputs, against a double-precision evaluation of the formula. Every test runs once per SIMD target
+// compiled into k3_kernels that this CPU supports (hwy::SetSupportedTargetsForTest), over lengths
+// 0..2 x max lanes + a few, odd shapes and pointers misaligned by 1..3 elements.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "hwy/targets.h"
+#include "src/base/bf16.h"
+#include "src/base/thread_pool.h"
+#include "src/kernels/ops.h"
+
+namespace k3::kernels {
+namespace {
+
+constexpr size_t kMaxLanes = 16;  // AVX-512 fp32
+constexpr size_t kMaxLength = 2 * kMaxLanes + 5;
+
+// The targets of k3_kernels this CPU can run: those for which forcing the target makes the dispatch
+// report that target's name.
+std::vector<int64_t> CompiledTargets() {
+  std::vector<int64_t> targets;
+  const int64_t supported = hwy::SupportedTargets();
+  for (int bit = 0; bit < 63; ++bit) {
+    const int64_t target = int64_t{1} << bit;
+    if ((supported & target) == 0) continue;
+    hwy::SetSupportedTargetsForTest(target);
+    if (std::string(KernelTargetName()) == hwy::TargetName(target)) targets.push_back(target);
+  }
+  hwy::SetSupportedTargetsForTest(0);
+  return targets;
+}
+
+// Runs body() once per target, with the target in the failure messages.
+void ForEachTarget(const std::function<void()>& body) {
+  for (int64_t target : CompiledTargets()) {
+    hwy::SetSupportedTargetsForTest(target);
+    SCOPED_TRACE(hwy::TargetName(target));
+    body();
+  }
+  hwy::SetSupportedTargetsForTest(0);
+}
+
+std::vector<float> RandomFloats(std::mt19937& rng, size_t n, float lo, float hi) {
+  std::uniform_real_distribution<float> dist(lo, hi);
+  std::vector<float> v(n);
+  for (float& f : v) f = dist(rng);
+  return v;
+}
+
+std::vector<float> RandomBf16Values(std::mt19937& rng, size_t n, float lo, float hi) {
+  std::vector<float> v = RandomFloats(rng, n, lo, hi);
+  for (float& f : v) f = RoundBf16(f);
+  return v;
+}
+
+std::vector<bf16> RandomBf16(std::mt19937& rng, size_t n, float lo, float hi) {
+  std::vector<bf16> v(n);
+  for (bf16& b : v) b = FloatToBf16(std::uniform_real_distribution<float>(lo, hi)(rng));
+  return v;
+}
+
+uint32_t Bits(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
+
+// The bf16 values an exact (double) result may round to, allowing for fp32 evaluation error: the
+// nearest-even bf16, plus the other neighbour when `exact` lies within `rel` (relative) of the midpoint.
+std::vector<float> Bf16Candidates(double exact, double rel = 2e-5) {
+  const float nearest = RoundBf16(static_cast<float>(exact));
+  std::vector<float> out{nearest};
+  const float lower = RoundBf16(static_cast<float>(exact * (1 - rel)));
+  const float upper = RoundBf16(static_cast<float>(exact * (1 + rel)));
+  if (lower != nearest) out.push_back(lower);
+  if (upper != nearest) out.push_back(upper);
+  return out;
+}
+
+bool OneOf(float got, const std::vector<float>& candidates) {
+  return std::find(candidates.begin(), candidates.end(), got) != candidates.end();
+}
+
+double SigmoidD(double v) { return 1.0 / (1.0 + std::exp(-v)); }
+
+TEST(DispatchTest, EveryCompiledTargetCanBeChosen) {
+  const std::vector<int64_t> targets = CompiledTargets();
+  ASSERT_FALSE(targets.empty());
+  // With no mock, the dispatch picks the best (lowest-bit) compiled target the CPU supports.
+  EXPECT_STREQ(KernelTargetName(), hwy::TargetName(targets.front()));
+}
+
+// ---- bf16 conversions ------------------------------------------------------------------------------
+
+TEST(OpsTest, RoundToBf16MatchesFloatToBf16Exactly) {
+  std::mt19937 rng(1);
+  std::vector<float> special = {0.0f,
+                                -0.0f,
+                                1.0f,
+                                std::numeric_limits<float>::infinity(),
+                                -std::numeric_limits<float>::infinity(),
+                                std::numeric_limits<float>::quiet_NaN(),
+                                std::numeric_limits<float>::max(),
+                                std::numeric_limits<float>::denorm_min(),
+                                std::numeric_limits<float>::min()};
+  // Exact ties (low 16 bits 0x8000) with even and odd bf16 mantissas, and a signalling-NaN pattern.
+  for (uint32_t bits : {0x3F808000u, 0x3F818000u, 0xBF808000u, 0x7F7F8000u, 0x7F800001u, 0xFF812345u}) {
+    float f;
+    std::memcpy(&f, &bits, 4);
+    special.push_back(f);
+  }
+  ForEachTarget([&] {
+    for (size_t n = 0; n <= kMaxLength; ++n) {
+      for (size_t offset = 0; offset <= 3; ++offset) {
+        std::vector<float> buffer = RandomFloats(rng, n + offset, -1e4f, 1e4f);
+        for (size_t i = 0; i < n; ++i) {
+          if (rng() % 3 == 0) buffer[offset + i] = special[rng() % special.size()];
+        }
+        std::vector<float> want(buffer.begin() + offset, buffer.end());
+        RoundToBf16(buffer.data() + offset, n);
+        for (size_t i = 0; i < n; ++i) {
+          ASSERT_EQ(Bits(buffer[offset + i]), uint32_t{FloatToBf16(want[i]).bits} << 16)
+              << "n=" << n << " i=" << i;
+        }
+      }
+    }
+  });
+}
+
+TEST(OpsTest, Bf16ToF32IsExact) {
+  std::mt19937 rng(2);
+  ForEachTarget([&] {
+    for (size_t n = 0; n <= kMaxLength; ++n) {
+      for (size_t offset = 0; offset <= 3; ++offset) {
+        std::vector<bf16> x(n + offset);
+        for (bf16& b : x) b.bits = static_cast<uint16_t>(rng());
+        std::vector<float> y(n + offset, -7.0f);
+        Bf16ToF32(x.data() + offset, n, y.data() + offset);
+        for (size_t i = 0; i < offset; ++i) ASSERT_EQ(y[i], -7.0f);  // nothing written before
+        for (size_t i = 0; i < n; ++i) {
+          ASSERT_EQ(Bits(y[offset + i]), uint32_t{x[offset + i].bits} << 16);
+        }
+      }
+    }
+  });
+}
+
+// ---- norms and activations -------------------------------------------------------------------------
+
+TEST(OpsTest, RmsNormRoundsLikeTheFormula) {
+  std::mt19937 rng(3);
+  const float eps = 1e-5f;
+  ForEachTarget([&] {
+    size_t disagreements = 0;
+    size_t total = 0;
+    for (size_t n = 1; n <= kMaxLength + 60; ++n) {
+      const size_t offset = n % 4;
+      std::vector<float> x = RandomBf16Values(rng, n + offset, -3.0f, 3.0f);
+      std::vector<bf16> w = RandomBf16(rng, n + offset, -2.0f, 2.0f);
+      std::vector<float> got(n + offset), ref(n + offset);
+      RmsNorm(x.data() + offset, w.data() + offset, n, eps, got.data() + offset);
+      scalar::RmsNorm(x.data() + offset, w.data() + offset, n, eps, ref.data() + offset);
+      double ss = 0;
+      for (size_t i = 0; i < n; ++i) ss += double{x[offset + i]} * x[offset + i];
+      const double inv = 1.0 / std::sqrt(ss / n + eps);
+      for (size_t i = 0; i < n; ++i) {
+        std::vector<float> candidates;
+        for (float inner : Bf16Candidates(x[offset + i] * inv)) {
+          for (float outer : Bf16Candidates(double{Bf16ToFloat(w[offset + i])} * inner))
+            candidates.push_back(outer);
+        }
+        ASSERT_TRUE(OneOf(got[offset + i], candidates))
+            << "n=" << n << " i=" << i << " got=" << got[offset + i];
+        ASSERT_TRUE(OneOf(ref[offset + i], candidates)) << "reference n=" << n << " i=" << i;
+        disagreements += got[offset + i] != ref[offset + i];
+        ++total;
+      }
+    }
+    EXPECT_LE(disagreements, total / 50) << "of " << total;
+  });
+}
+
+TEST(OpsTest, RmsNormInPlace) {
+  std::mt19937 rng(4);
+  ForEachTarget([&] {
+    std::vector<float> x = RandomBf16Values(rng, 37, -3.0f, 3.0f);
+    std::vector<bf16> w = RandomBf16(rng, 37, -2.0f, 2.0f);
+    std::vector<float> separate(37);
+    RmsNorm(x.data(), w.data(), 37, 1e-5f, separate.data());
+    RmsNorm(x.data(), w.data(), 37, 1e-5f, x.data());
+    EXPECT_EQ(x, separate);
+  });
+}
+
+TEST(OpsTest, RmsNormNoWeightMatchesReference) {
+  std::mt19937 rng(5);
+  ForEachTarget([&] {
+    for (size_t n = 1; n <= kMaxLength + 30; ++n) {
+      const size_t offset = (n + 1) % 4;
+      std::vector<float> x = RandomFloats(rng, n + offset, -5.0f, 5.0f);
+      std::vector<float> got(n + offset), ref(n + offset);
+      RmsNormNoWeight(x.data() + offset, n, 1e-5f, got.data() + offset);
+      scalar::RmsNormNoWeight(x.data() + offset, n, 1e-5f, ref.data() + offset);
+      for (size_t i = 0; i < n; ++i) {
+        ASSERT_NEAR(got[offset + i], ref[offset + i], 2e-6 * std::abs(ref[offset + i]) + 1e-30)
+            << n << " " << i;
+      }
+    }
+    std::vector<float> x = RandomFloats(rng, 19, -5.0f, 5.0f), copy = x;
+    RmsNormNoWeight(x.data(), 19, 1e-5f, x.data());  // in place
+    std::vector<float> ref(19);
+    scalar::RmsNormNoWeight(copy.data(), 19, 1e-5f, ref.data());
+    for (size_t i = 0; i < 19; ++i) EXPECT_NEAR(x[i], ref[i], 2e-6 * std::abs(ref[i]));
+  });
+}
+
+TEST(OpsTest, GatedRmsNormRoundsLikeTheFormula) {
+  std::mt19937 rng(6);
+  const float eps = 1e-5f;
+  ForEachTarget([&] {
+    size_t disagreements = 0;
+    size_t total = 0;
+    for (size_t n = 1; n <= kMaxLength + 60; ++n) {
+      const size_t offset = (n + 2) % 4;
+      std::vector<float> o = RandomBf16Values(rng, n + offset, -3.0f, 3.0f);
+      std::vector<float> gate = RandomFloats(rng, n + offset, -12.0f, 12.0f);
+      std::vector<float> w = RandomFloats(rng, n + offset, 0.5f, 1.5f);
+      if (n > 3) gate[offset] = -120.0f, gate[offset + 1] = 120.0f;  // saturated sigmoid both ways
+      std::vector<float> got(n + offset), ref(n + offset);
+      GatedRmsNorm(o.data() + offset, gate.data() + offset, w.data() + offset, n, eps, got.data() + offset);
+      scalar::GatedRmsNorm(o.data() + offset, gate.data() + offset, w.data() + offset, n, eps,
+                           ref.data() + offset);
+      double ss = 0;
+      for (size_t i = 0; i < n; ++i) ss += double{o[offset + i]} * o[offset + i];
+      const double inv = 1.0 / std::sqrt(ss / n + eps);
+      for (size_t i = 0; i < n; ++i) {
+        const double exact = o[offset + i] * inv * w[offset + i] * SigmoidD(gate[offset + i]);
+        const std::vector<float> candidates = Bf16Candidates(exact);
+        ASSERT_TRUE(OneOf(got[offset + i], candidates))
+            << "n=" << n << " i=" << i << " got=" << got[offset + i];
+        ASSERT_TRUE(OneOf(ref[offset + i], candidates)) << "reference n=" << n << " i=" << i;
+        disagreements += got[offset + i] != ref[offset + i];
+        ++total;
+      }
+    }
+    EXPECT_LE(disagreements, total / 50) << "of " << total;
+  });
+}
+
+TEST(OpsTest, SituGluRoundsLikeTheFormula) {
+  std::mt19937 rng(7);
+  const float beta = 4.0f, linear_beta = 25.0f;  // spec §1.2
+  ForEachTarget([&] {
+    size_t disagreements = 0;
+    size_t total = 0;
+    for (size_t n = 0; n <= kMaxLength + 100; ++n) {
+      const size_t offset = n % 4;
+      std::vector<float> a = RandomBf16Values(rng, n + offset, -40.0f, 40.0f);
+      std::vector<float> b = RandomBf16Values(rng, n + offset, -80.0f, 80.0f);
+      if (n > 2) a[offset] = -200.0f, a[offset + 1] = 0.0f;
+      std::vector<float> got(n + offset), ref(n + offset);
+      SituGlu(a.data() + offset, b.data() + offset, n, beta, linear_beta, got.data() + offset);
+      scalar::SituGlu(a.data() + offset, b.data() + offset, n, beta, linear_beta, ref.data() + offset);
+      for (size_t i = 0; i < n; ++i) {
+        const double va = a[offset + i], vb = b[offset + i];
+        const double exact =
+            beta * std::tanh(va / beta) * SigmoidD(va) * (linear_beta * std::tanh(vb / linear_beta));
+        const std::vector<float> candidates = Bf16Candidates(exact);
+        ASSERT_TRUE(OneOf(got[offset + i], candidates))
+            << "a=" << va << " b=" << vb << " got=" << got[offset + i];
+        ASSERT_TRUE(OneOf(ref[offset + i], candidates)) << "reference a=" << va << " b=" << vb;
+        disagreements += got[offset + i] != ref[offset + i];
+        ++total;
+      }
+    }
+    EXPECT_LE(disagreements, total / 50) << "of " << total;
+    std::vector<float> a = RandomBf16Values(rng, 21, -9.0f, 9.0f), b = RandomBf16Values(rng, 21, -9.0f, 9.0f);
+    std::vector<float> separate(21);
+    SituGlu(a.data(), b.data(), 21, beta, linear_beta, separate.data());
+    SituGlu(a.data(), b.data(), 21, beta, linear_beta, a.data());  // out aliases a
+    EXPECT_EQ(a, separate);
+  });
+}
+
+TEST(OpsTest, SiluGluRoundsLikeTheFormula) {
+  std::mt19937 rng(8);
+  ForEachTarget([&] {
+    size_t disagreements = 0;
+    size_t total = 0;
+    for (size_t n = 0; n <= kMaxLength + 100; ++n) {
+      const size_t offset = (n + 3) % 4;
+      std::vector<float> a = RandomBf16Values(rng, n + offset, -30.0f, 30.0f);
+      std::vector<float> b = RandomBf16Values(rng, n + offset, -10.0f, 10.0f);
+      if (n > 2) a[offset] = -150.0f, a[offset + 1] = 150.0f;
+      std::vector<float> got(n + offset), ref(n + offset);
+      SiluGlu(a.data() + offset, b.data() + offset, n, got.data() + offset);
+      scalar::SiluGlu(a.data() + offset, b.data() + offset, n, ref.data() + offset);
+      for (size_t i = 0; i < n; ++i) {
+        const double va = a[offset + i];
+        const std::vector<float> candidates = Bf16Candidates(va * SigmoidD(va) * b[offset + i]);
+        ASSERT_TRUE(OneOf(got[offset + i], candidates)) << "a=" << va << " got=" << got[offset + i];
+        ASSERT_TRUE(OneOf(ref[offset + i], candidates)) << "reference a=" << va;
+        disagreements += got[offset + i] != ref[offset + i];
+        ++total;
+      }
+    }
+    EXPECT_LE(disagreements, total / 50) << "of " << total;
+  });
+}
+
+// ---- dot, axpy, softmax ----------------------------------------------------------------------------
+
+TEST(OpsTest, DotMatchesReference) {
+  std::mt19937 rng(9);
+  ForEachTarget([&] {
+    for (size_t n = 0; n <= 4 * kMaxLanes + 70; ++n) {
+      const size_t oa = n % 4, ob = (n / 4) % 4;
+      std::vector<float> a = RandomFloats(rng, n + oa, -2.0f, 2.0f);
+      std::vector<float> b = RandomFloats(rng, n + ob, -2.0f, 2.0f);
+      double magnitude = 0;
+      for (size_t i = 0; i < n; ++i) magnitude += std::abs(double{a[oa + i]} * b[ob + i]);
+      const float got = Dot(a.data() + oa, b.data() + ob, n);
+      const float ref = scalar::Dot(a.data() + oa, b.data() + ob, n);
+      ASSERT_NEAR(got, ref, 1e-5 * magnitude) << "n=" << n;
+    }
+  });
+}
+
+TEST(OpsTest, AxpyMatchesReference) {
+  std::mt19937 rng(10);
+  ForEachTarget([&] {
+    for (size_t n = 0; n <= kMaxLength; ++n) {
+      const size_t ox = n % 4, oy = (n + 1) % 4;
+      std::vector<float> x = RandomFloats(rng, n + ox, -2.0f, 2.0f);
+      std::vector<float> y = RandomFloats(rng, n + oy, -2.0f, 2.0f);
+      std::vector<float> ref = y;
+      Axpy(0.37f, x.data() + ox, y.data() + oy, n);
+      scalar::Axpy(0.37f, x.data() + ox, ref.data() + oy, n);
+      for (size_t i = 0; i < oy; ++i) ASSERT_EQ(y[i], ref[i]);
+      for (size_t i = 0; i < n; ++i) {
+        const double scale = std::abs(ref[oy + i]) + std::abs(0.37 * x[ox + i]);
+        ASSERT_NEAR(y[oy + i], ref[oy + i], 2e-7 * scale) << "n=" << n << " i=" << i;
+      }
+    }
+  });
+}
+
+TEST(OpsTest, SoftmaxMatchesReference) {
+  std::mt19937 rng(11);
+  ForEachTarget([&] {
+    for (size_t n = 0; n <= kMaxLength + 40; ++n) {
+      const size_t offset = n % 4;
+      std::vector<float> x = RandomFloats(rng, n + offset, -30.0f, 30.0f);
+      if (n > 2) x[offset + n / 2] = 80.0f;  // a dominant entry: others underflow towards 0
+      std::vector<float> ref = x;
+      Softmax(x.data() + offset, n);
+      scalar::Softmax(ref.data() + offset, n);
+      double sum = 0;
+      for (size_t i = 0; i < n; ++i) {
+        ASSERT_NEAR(x[offset + i], ref[offset + i], 1e-5 * ref[offset + i] + 1e-37)
+            << "n=" << n << " i=" << i;
+        sum += x[offset + i];
+      }
+      if (n > 0) {
+        ASSERT_NEAR(sum, 1.0, 1e-5);
+      }
+    }
+  });
+}
+
+// ---- MXFP4 -----------------------------------------------------------------------------------------
+
+TEST(Mxfp4Test, ScaleAndCodeTables) {
+  EXPECT_EQ(E8M0ToFloat(127), 1.0f);
+  EXPECT_EQ(E8M0ToFloat(121), 1.0f / 64);
+  EXPECT_EQ(E8M0ToFloat(0), std::ldexp(1.0f, -127));
+  EXPECT_EQ(E8M0ToFloat(254), std::ldexp(1.0f, 127));
+  EXPECT_TRUE(std::isinf(E8M0ToFloat(255)));
+  const float magnitudes[8] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f};
+  for (uint8_t code = 0; code < 16; ++code) {
+    EXPECT_EQ(std::abs(E2M1ToFloat(code)), magnitudes[code & 7]);
+    EXPECT_EQ(std::signbit(E2M1ToFloat(code)), (code & 8) != 0);
+  }
+}
+
+// Every byte value, both nibbles, under several scales: K = 512 holds the 256 bytes once.
+std::vector<uint8_t> AllBytes() {
+  std::vector<uint8_t> packed(256);
+  for (size_t i = 0; i < 256; ++i) packed[i] = static_cast<uint8_t>(i);
+  return packed;
+}
+
+TEST(Mxfp4Test, DequantizesEveryByte) {
+  const size_t K = 512;
+  const std::vector<uint8_t> packed = AllBytes();
+  std::vector<uint8_t> scales(K / 32);
+  for (size_t g = 0; g < scales.size(); ++g)
+    scales[g] = static_cast<uint8_t>(std::vector<int>{0, 1, 100, 127, 128, 200, 254, 255}[g % 8]);
+  std::vector<float> row(K);
+  DequantMxfp4Row(packed.data(), scales.data(), K, row.data());
+  for (size_t c = 0; c < K; ++c) {
+    const uint8_t byte = packed[c / 2];
+    const uint8_t code = c % 2 == 0 ? byte & 0xF : byte >> 4;
+    const float want = E2M1ToFloat(code) * std::ldexp(1.0f, scales[c / 32] - 127);
+    if (std::isnan(want)) {
+      EXPECT_TRUE(std::isnan(row[c])) << c;  // 0 x 2^128 (scale 255) is NaN: no special casing
+    } else {
+      EXPECT_EQ(Bits(row[c]), Bits(want)) << c;
+    }
+  }
+}
+
+TEST(Mxfp4Test, MatMulWithOneHotInputsReproducesEveryByte) {
+  const size_t K = 512, N = 3;
+  std::vector<uint8_t> packed, scales;
+  for (size_t n = 0; n < N; ++n) {
+    const std::vector<uint8_t> bytes = AllBytes();
+    // Rotate the bytes per row so rows differ; scales stay finite (255 would turn 0 x inf into NaN).
+    for (size_t i = 0; i < 256; ++i) packed.push_back(bytes[(i + 37 * n) % 256]);
+    for (size_t g = 0; g < K / 32; ++g)
+      scales.push_back(static_cast<uint8_t>(std::vector<int>{0, 1, 100, 127, 128, 200, 250}[(g + n) % 7]));
+  }
+  std::vector<float> x(K * K, 0.0f);  // identity: row m is one-hot at m
+  for (size_t m = 0; m < K; ++m) x[m * K + m] = 1.0f;
+  ThreadPool pool(2);
+  ForEachTarget([&] {
+    std::vector<float> y(K * N);
+    MatMulMxfp4(x.data(), K, K, packed.data(), scales.data(), N, y.data(), &pool);
+    std::vector<float> row(K);
+    for (size_t n = 0; n < N; ++n) {
+      DequantMxfp4Row(packed.data() + n * K / 2, scales.data() + n * K / 32, K, row.data());
+      for (size_t k = 0; k < K; ++k) ASSERT_EQ(y[k * N + n], row[k]) << "n=" << n << " k=" << k;
+    }
+  });
+}
+
+// Spec §3.3 golden: the first 16 values of row 0 of layers.1...experts.0.w1. With scale 2^-6
+// (E8M0 121) they are the E2M1 values 4, .5, -.5, -1.5, -4, -2, 1.5, 1, 3, -0, -1.5, -1, -1.5, -.5, 1, -1,
+// i.e. codes 6,1, 9,B, E,C, 3,2, 5,8, B,A, B,9, 2,A packed low nibble first.
+TEST(Mxfp4Test, SpecGoldenRow) {
+  const float golden[16] = {0.0625f,     0.0078125f,  -0.0078125f, -0.0234375f, -0.0625f,    -0.03125f,
+                            0.0234375f,  0.015625f,   0.046875f,   -0.0f,       -0.0234375f, -0.015625f,
+                            -0.0234375f, -0.0078125f, 0.015625f,   -0.015625f};
+  // Elements 16..31 are zero.
+  const std::vector<uint8_t> packed = {0x16, 0xB9, 0xCE, 0x23, 0x85, 0xAB, 0x9B, 0xA2,
+                                       0,    0,    0,    0,    0,    0,    0,    0};
+  const uint8_t scale = 121;
+  std::vector<float> row(32);
+  DequantMxfp4Row(packed.data(), &scale, 32, row.data());
+  for (size_t i = 0; i < 16; ++i) {
+    EXPECT_EQ(row[i], golden[i]) << i;
+    EXPECT_EQ(std::signbit(row[i]), std::signbit(golden[i])) << i;
+  }
+  ForEachTarget([&] {
+    std::vector<float> x(16 * 32, 0.0f);
+    for (size_t m = 0; m < 16; ++m) x[m * 32 + m] = 1.0f;
+    std::vector<float> y(16);
+    MatMulMxfp4(x.data(), 16, 32, packed.data(), &scale, 1, y.data(), nullptr);
+    for (size_t m = 0; m < 16; ++m) EXPECT_EQ(y[m], golden[m]) << m;
+  });
+}
+
+// ---- matmuls ---------------------------------------------------------------------------------------
+
+struct Shape {
+  size_t M, K, N;
+};
+
+// |got - ref| <= 1e-5 * sum_k |x_k * w_k| for every output; `wk(n, k)` is the dequantised weight.
+template <class WeightAt>
+void ExpectMatMulClose(const std::vector<float>& got, const std::vector<float>& ref, const float* x, size_t M,
+                       size_t K, size_t N, const WeightAt& wk, const std::string& what) {
+  for (size_t m = 0; m < M; ++m) {
+    for (size_t n = 0; n < N; ++n) {
+      double magnitude = 0;
+      for (size_t k = 0; k < K; ++k) magnitude += std::abs(double{x[m * K + k]} * wk(n, k));
+      ASSERT_NEAR(got[m * N + n], ref[m * N + n], 1e-5 * magnitude + 1e-30)
+          << what << " M=" << M << " K=" << K << " N=" << N << " m=" << m << " n=" << n;
+    }
+  }
+}
+
+std::vector<Shape> MatMulShapes(size_t k_multiple) {
+  std::vector<Shape> shapes;
+  const std::vector<size_t> ks = k_multiple == 1
+                                     ? std::vector<size_t>{0, 1, 2, 3, 15, 16, 17, 31, 32, 33, 67, 600}
+                                     : std::vector<size_t>{32, 64, 96, 608};
+  for (size_t K : ks) {
+    for (Shape s : {Shape{1, 0, 1}, Shape{1, 0, 5}, Shape{2, 0, 4}, Shape{3, 0, 9}, Shape{5, 0, 7},
+                    Shape{17, 0, 6}, Shape{70, 0, 5}}) {
+      s.K = K;
+      shapes.push_back(s);
+    }
+  }
+  shapes.push_back(Shape{1, 7 * k_multiple * (k_multiple == 1 ? 5 : 1), 130});  // many pool tasks
+  shapes.push_back(Shape{4, 32 * 3, 261});
+  return shapes;
+}
+
+// Runs `run(x, M, y, pool)` with pool = nullptr, 2 and 3 threads; every result must equal the
+// single-threaded one bit for bit, and each row of a batch must equal that row computed alone.
+void CheckThreadAndBatchInvariance(size_t M, size_t K, size_t N, const float* x,
+                                   const std::function<void(const float*, size_t, float*, ThreadPool*)>& run,
+                                   const std::vector<float>& single) {
+  ThreadPool pool2(2), pool3(3);
+  for (ThreadPool* pool : {&pool2, &pool3}) {
+    std::vector<float> y(M * N);
+    run(x, M, y.data(), pool);
+    ASSERT_EQ(y, single) << "threads=" << pool->num_threads() << " M=" << M << " K=" << K << " N=" << N;
+  }
+  for (size_t m : {size_t{0}, M - 1}) {
+    std::vector<float> row(N);
+    run(x + m * K, 1, row.data(), nullptr);
+    ASSERT_TRUE(std::equal(row.begin(), row.end(), single.begin() + m * N)) << "row " << m << " of M=" << M;
+  }
+}
+
+TEST(MatMulTest, Bf16MatchesReference) {
+  std::mt19937 rng(12);
+  ForEachTarget([&] {
+    for (const Shape& s : MatMulShapes(1)) {
+      const size_t ox = s.K % 4, ow = (s.K + 1) % 4, oy = s.N % 4;
+      std::vector<float> x = RandomBf16Values(rng, s.M * s.K + ox, -2.0f, 2.0f);
+      std::vector<bf16> w = RandomBf16(rng, s.N * s.K + ow, -1.0f, 1.0f);
+      std::vector<float> y(s.M * s.N + oy, 99.0f), ref(s.M * s.N);
+      MatMulBf16(x.data() + ox, s.M, s.K, w.data() + ow, s.N, y.data() + oy, nullptr);
+      scalar::MatMulBf16(x.data() + ox, s.M, s.K, w.data() + ow, s.N, ref.data());
+      for (size_t i = 0; i < oy; ++i) ASSERT_EQ(y[i], 99.0f);
+      std::vector<float> got(y.begin() + oy, y.end());
+      ExpectMatMulClose(
+          got, ref, x.data() + ox, s.M, s.K, s.N,
+          [&](size_t n, size_t k) { return Bf16ToFloat(w[ow + n * s.K + k]); }, "bf16");
+      CheckThreadAndBatchInvariance(
+          s.M, s.K, s.N, x.data() + ox,
+          [&](const float* xx, size_t M, float* yy, ThreadPool* pool) {
+            MatMulBf16(xx, M, s.K, w.data() + ow, s.N, yy, pool);
+          },
+          got);
+    }
+  });
+}
+
+TEST(MatMulTest, F32MatchesReference) {
+  std::mt19937 rng(13);
+  ForEachTarget([&] {
+    for (const Shape& s : MatMulShapes(1)) {
+      const size_t ox = (s.K + 2) % 4, ow = (s.K + 3) % 4;
+      std::vector<float> x = RandomFloats(rng, s.M * s.K + ox, -2.0f, 2.0f);
+      std::vector<float> w = RandomFloats(rng, s.N * s.K + ow, -1.0f, 1.0f);
+      std::vector<float> got(s.M * s.N), ref(s.M * s.N);
+      MatMulF32(x.data() + ox, s.M, s.K, w.data() + ow, s.N, got.data(), nullptr);
+      scalar::MatMulF32(x.data() + ox, s.M, s.K, w.data() + ow, s.N, ref.data());
+      ExpectMatMulClose(
+          got, ref, x.data() + ox, s.M, s.K, s.N, [&](size_t n, size_t k) { return w[ow + n * s.K + k]; },
+          "f32");
+      CheckThreadAndBatchInvariance(
+          s.M, s.K, s.N, x.data() + ox,
+          [&](const float* xx, size_t M, float* yy, ThreadPool* pool) {
+            MatMulF32(xx, M, s.K, w.data() + ow, s.N, yy, pool);
+          },
+          got);
+    }
+  });
+}
+
+TEST(MatMulTest, Mxfp4MatchesReference) {
+  std::mt19937 rng(14);
+  ForEachTarget([&] {
+    for (const Shape& s : MatMulShapes(32)) {
+      const size_t ox = (s.N + 1) % 4, op = s.N % 4, os = (s.N + 2) % 4;
+      std::vector<float> x = RandomBf16Values(rng, s.M * s.K + ox, -2.0f, 2.0f);
+      std::vector<uint8_t> packed(s.N * s.K / 2 + op), scales(s.N * s.K / 32 + os);
+      for (uint8_t& b : packed) b = static_cast<uint8_t>(rng());
+      for (uint8_t& b : scales) b = static_cast<uint8_t>(118 + rng() % 12);
+      std::vector<float> got(s.M * s.N), ref(s.M * s.N);
+      const uint8_t* p = packed.data() + op;
+      const uint8_t* sc = scales.data() + os;
+      MatMulMxfp4(x.data() + ox, s.M, s.K, p, sc, s.N, got.data(), nullptr);
+      scalar::MatMulMxfp4(x.data() + ox, s.M, s.K, p, sc, s.N, ref.data());
+      std::vector<float> dequant(s.N * s.K);
+      for (size_t n = 0; n < s.N; ++n)
+        DequantMxfp4Row(p + n * s.K / 2, sc + n * s.K / 32, s.K, &dequant[n * s.K]);
+      ExpectMatMulClose(
+          got, ref, x.data() + ox, s.M, s.K, s.N, [&](size_t n, size_t k) { return dequant[n * s.K + k]; },
+          "mxfp4");
+      CheckThreadAndBatchInvariance(
+          s.M, s.K, s.N, x.data() + ox,
+          [&](const float* xx, size_t M, float* yy, ThreadPool* pool) {
+            MatMulMxfp4(xx, M, s.K, p, sc, s.N, yy, pool);
+          },
+          got);
+    }
+  });
+}
+
+TEST(MatMulTest, EmptyShapes) {
+  ForEachTarget([&] {
+    std::vector<float> x(8, 1.0f), y(8, 5.0f);
+    std::vector<bf16> w(8, FloatToBf16(1.0f));
+    MatMulBf16(x.data(), 0, 4, w.data(), 2, y.data(), nullptr);  // M = 0: nothing written
+    MatMulBf16(x.data(), 2, 4, w.data(), 0, y.data(), nullptr);  // N = 0: nothing written
+    EXPECT_EQ(y, std::vector<float>(8, 5.0f));
+    MatMulBf16(x.data(), 2, 0, w.data(), 3, y.data(), nullptr);  // K = 0: zeros
+    EXPECT_EQ(std::vector<float>(y.begin(), y.begin() + 6), std::vector<float>(6, 0.0f));
+    EXPECT_EQ(y[6], 5.0f);
+  });
+}
+
+}  // namespace
+}  // namespace k3::kernels

@@ -1,0 +1,20 @@
+// Per-thread scratch buffers for kernels that need working memory (the re-laid-out activations of a
+// matmul, the partial accumulators of a K-blocked tile). Each thread owns one buffer per slot; a buffer
+// grows to the largest size asked for and is reused afterwards, so a kernel allocates only on its first
+// call at a new maximum size. Buffers are 64-byte aligned. Not for data that outlives one kernel call.
+#pragma once
+
+#include <cstddef>
+
+namespace k3::kernels {
+
+enum class ScratchSlot {
+  kMatMulInput = 0,     // the calling thread's copy of x in the kernel's layout
+  kMatMulAccumulators,  // each worker's partial sums between K blocks
+  kSentinel,
+};
+
+// Returns this thread's buffer for `slot`, holding at least `num_floats` floats (contents undefined).
+float* ThreadScratch(ScratchSlot slot, size_t num_floats);
+
+}  // namespace k3::kernels
