@@ -9,6 +9,7 @@
 
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -24,8 +25,10 @@ class Checkpoint {
 
   const std::string& dir() const { return dir_; }
   const TensorView* Find(const std::string& name) const;
-  // Error naming the tensor (and the shard it came from) unless it exists with exactly this dtype/shape.
-  Result<const TensorView*> Get(const std::string& name, DType dtype, const std::vector<int64_t>& shape) const;
+  // Error naming the tensor (and the shard it came from) unless it exists with exactly this dtype/shape
+  // and its data is aligned to the element size (NotFound when missing, InvalidArgument otherwise).
+  Result<const TensorView*> Get(const std::string& name, DType dtype,
+                                const std::vector<int64_t>& shape) const;
   const std::map<std::string, const TensorView*>& tensors() const { return by_name_; }
   // Sum of all tensors' byte sizes.
   uint64_t total_bytes() const;
@@ -42,7 +45,9 @@ class Checkpoint {
 // Streams tensors into shards of at most `max_shard_bytes` each (a larger tensor gets a shard of its
 // own), named model-0000i-of-0000n.safetensors, plus model.safetensors.index.json. Only one shard's
 // tensors are held in memory at a time. Finish() writes the index; without it the directory holds no
-// index and Checkpoint::Open fails on it (never a half-written checkpoint that looks whole).
+// index and Checkpoint::Open fails on it (never a half-written checkpoint that looks whole): an index or
+// model.safetensors already in the directory is removed before the first shard is written. Shards carry
+// the metadata {"format": "pt"} that transformers expects.
 class ShardedCheckpointWriter {
  public:
   ShardedCheckpointWriter(std::string dir, uint64_t max_shard_bytes);
@@ -55,9 +60,12 @@ class ShardedCheckpointWriter {
   uint64_t max_shard_bytes_;
   std::vector<TensorToWrite> pending_;
   uint64_t pending_bytes_ = 0;
-  std::vector<std::string> shard_files_;              // temporary names, renamed in Finish()
+  std::vector<std::string> shard_files_;               // temporary names, renamed in Finish()
   std::vector<std::vector<std::string>> shard_names_;  // tensor names per shard
   uint64_t total_bytes_ = 0;
+  std::set<std::string> names_;  // every tensor added, to reject duplicates
+  bool started_ = false;         // the old index has been removed
+  bool finished_ = false;
 };
 
 }  // namespace k3::io

@@ -46,9 +46,9 @@ class HeaderParser {
 
   Status Entry(const std::string& name, const json& entry, TensorView* out, Range* range) const {
     if (!entry.is_object()) {
-      return Corrupt(name,
-                     fmt::format("is a {}, expected an object {{\"dtype\", \"shape\", \"data_offsets\"}}",
-                                 JsonKind(entry)));
+      return Corrupt(
+          name, fmt::format("is a JSON {}, expected an object {{\"dtype\", \"shape\", \"data_offsets\"}}",
+                            JsonKind(entry)));
     }
     auto dtype_it = entry.find("dtype");
     if (dtype_it == entry.end() || !dtype_it->is_string()) {
@@ -125,12 +125,12 @@ class HeaderParser {
 
 Status ParseMetadata(const std::string& file, const json& value, std::map<std::string, std::string>* out) {
   if (!value.is_object()) {
-    return DataLoss("{}: \"__metadata__\" is a {}, expected an object of strings; {}", file, JsonKind(value),
-                    kCorruptFix);
+    return DataLoss("{}: \"__metadata__\" is a JSON {}, expected an object of strings; {}", file,
+                    JsonKind(value), kCorruptFix);
   }
   for (const auto& [key, item] : value.items()) {
     if (!item.is_string()) {
-      return DataLoss("{}: \"__metadata__\" entry '{}' is a {}, expected a string; {}", file, key,
+      return DataLoss("{}: \"__metadata__\" entry '{}' is a JSON {}, expected a string; {}", file, key,
                       JsonKind(item), kCorruptFix);
     }
     (*out)[key] = item.get<std::string>();
@@ -206,6 +206,7 @@ Result<std::unique_ptr<SafetensorsFile>> SafetensorsFile::Parse(const uint8_t* b
 
   auto result = std::unique_ptr<SafetensorsFile>(new SafetensorsFile());
   result->path_ = file;
+  result->file_size_ = size;
   HeaderParser parser(file, data_area, data_size);
   std::vector<Range> ranges;
   ranges.reserve(header.size());

@@ -47,12 +47,15 @@ class SafetensorsFile {
                                                         const std::string& name_for_errors);
 
   const std::string& path() const { return path_; }
+  // Bytes of the whole file (length field + header + data area).
+  uint64_t file_size() const { return file_size_; }
   const std::map<std::string, TensorView>& tensors() const { return tensors_; }
   const std::map<std::string, std::string>& metadata() const { return metadata_; }
   const TensorView* Find(const std::string& name) const;
 
  private:
   std::string path_;
+  uint64_t file_size_ = 0;
   std::unique_ptr<MappedFile> file_;  // null for Parse()
   std::map<std::string, TensorView> tensors_;
   std::map<std::string, std::string> metadata_;
@@ -65,6 +68,11 @@ struct TensorToWrite {
   std::vector<int64_t> shape;
   std::vector<uint8_t> data;
 };
+
+// Ok when `tensor` can be written: a non-empty name other than "__metadata__", a valid dtype,
+// non-negative dims, and data.size() == product(shape) x DTypeSize(dtype). `context` (a path) prefixes
+// the message.
+Status CheckTensorToWrite(const std::string& context, const TensorToWrite& tensor);
 
 // Writes one safetensors file: header padded with spaces to a multiple of 8 bytes (as the Rust
 // implementation does), tensor data laid out largest element size first (stable: otherwise in the given

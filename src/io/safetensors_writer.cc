@@ -12,9 +12,8 @@
 #include "src/io/safetensors.h"
 
 namespace k3::io {
-namespace {
 
-Status CheckTensor(const std::string& path, const TensorToWrite& tensor) {
+Status CheckTensorToWrite(const std::string& path, const TensorToWrite& tensor) {
   if (tensor.name.empty() || tensor.name == "__metadata__") {
     return InvalidArgument("{}: tensor name '{}' is reserved or empty; fix: rename the tensor", path,
                            tensor.name);
@@ -41,13 +40,11 @@ Status CheckTensor(const std::string& path, const TensorToWrite& tensor) {
   return OkStatus();
 }
 
-}  // namespace
-
 Status WriteSafetensors(const std::string& path, const std::vector<TensorToWrite>& tensors,
                         const std::map<std::string, std::string>& metadata) {
   std::set<std::string_view> names;
   for (const TensorToWrite& tensor : tensors) {
-    K3_RETURN_IF_ERROR(CheckTensor(path, tensor));
+    K3_RETURN_IF_ERROR(CheckTensorToWrite(path, tensor));
     if (!names.insert(tensor.name).second) {
       return InvalidArgument("{}: tensor '{}' given twice; fix: write each tensor once", path, tensor.name);
     }
