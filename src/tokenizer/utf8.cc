@@ -127,6 +127,22 @@ void AppendUtf8(char32_t cp, std::string& out) {
   }
 }
 
+// Bytes at text[pos] (not a valid sequence) that form the maximal ill-formed subsequence: a valid lead
+// byte plus the continuation bytes that still fit it, or one byte.
+static size_t MaximalSubpartLength(std::string_view text, size_t pos) {
+  unsigned char second_min, second_max;
+  const size_t length = LeadInfo(static_cast<unsigned char>(text[pos]), second_min, second_max);
+  if (length <= 1) return 1;
+  size_t count = 1;
+  while (count < length && pos + count < text.size()) {
+    const auto c = static_cast<unsigned char>(text[pos + count]);
+    const bool fits = count == 1 ? (c >= second_min && c <= second_max) : IsContinuation(c);
+    if (!fits) break;
+    ++count;
+  }
+  return count;
+}
+
 std::string ReplaceInvalidUtf8(std::string_view text) {
   std::string out;
   out.reserve(text.size());
@@ -135,7 +151,7 @@ std::string ReplaceInvalidUtf8(std::string_view text) {
     const size_t length = ValidSequenceLength(text, pos);
     if (length == 0) {
       AppendUtf8(0xFFFD, out);
-      ++pos;
+      pos += MaximalSubpartLength(text, pos);
     } else {
       out.append(text.substr(pos, length));
       pos += length;

@@ -28,7 +28,8 @@ size_t IncompleteTailLength(std::string_view text);
 
 void AppendUtf8(char32_t cp, std::string& out);
 
-// Copies text replacing every byte that is not part of a valid sequence by U+FFFD (one per byte).
+// Copies text replacing each maximal ill-formed subsequence by one U+FFFD (Unicode's recommended
+// practice, what Python's errors="replace" does).
 std::string ReplaceInvalidUtf8(std::string_view text);
 
 }  // namespace k3::tokenizer

@@ -55,6 +55,9 @@ TEST(Utf8Test, ReplaceInvalidUtf8) {
                                "b\xC3\xA9"),
             "a\xEF\xBF\xBD"
             "b\xC3\xA9");
+  // A truncated sequence is one replacement; a surrogate's three bytes are three.
+  EXPECT_EQ(ReplaceInvalidUtf8("\xE4\xBDx"), "\xEF\xBF\xBDx");
+  EXPECT_EQ(ReplaceInvalidUtf8("\xED\xA0\x80"), "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");
 }
 
 }  // namespace
