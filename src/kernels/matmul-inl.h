@@ -87,9 +87,11 @@ using VMatMul = hn::Vec<DMatMul>;
 
 constexpr size_t kTileN = 4;
 #if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
-constexpr size_t kMaxTileM = 4;        // 16 accumulators + 8 x vectors + weights fit in 32 registers
+constexpr size_t kMaxTileM = 4;  // 16 accumulators + 8 x vectors + weights fit in 32 registers
+constexpr bool kXInRegisters = true;
 #else
-constexpr size_t kMaxTileM = 2;  // 16 registers
+constexpr size_t kMaxTileM = 2;  // 16 registers: 8 accumulators + weights; x is read from L1
+constexpr bool kXInRegisters = false;
 #endif
 constexpr size_t kUnblockedMaxM = 16;  // up to here: no K blocking (decode, small batches)
 constexpr size_t kBlockK = 512;        // elements of K per block when blocked
@@ -239,24 +241,58 @@ template <size_t kM, bool kTail, class Weights>
 HWY_INLINE void AccumulateChunk(DMatMul df, const Weights& w, const TileRows& t, size_t c,
                                 VMatMul (&acc)[kM][kTileN]) {
   const size_t L = hn::Lanes(df);
-  VMatMul x_first[kM];
-  VMatMul x_second[kM];
-  for (size_t i = 0; i < kM; ++i) {
-    x_first[i] = hn::LoadU(df, t.x_rows[i] + c * 2 * L);
-    x_second[i] = hn::LoadU(df, t.x_rows[i] + c * 2 * L + L);
-  }
-  for (size_t j = 0; j < kTileN; ++j) {
-    VMatMul w_first;
-    VMatMul w_second;
-    if constexpr (kTail) {
-      w.LoadTail(df, t.n_rows[j], c, w_first, w_second);
-    } else {
-      w.Load(df, t.n_rows[j], c, w_first, w_second);
-    }
+  const size_t offset = c * 2 * L;
+  if constexpr (kXInRegisters) {
+    VMatMul x_first[kM];
+    VMatMul x_second[kM];
     for (size_t i = 0; i < kM; ++i) {
-      acc[i][j] = hn::MulAdd(x_first[i], w_first, acc[i][j]);
-      acc[i][j] = hn::MulAdd(x_second[i], w_second, acc[i][j]);
+      x_first[i] = hn::LoadU(df, t.x_rows[i] + offset);
+      x_second[i] = hn::LoadU(df, t.x_rows[i] + offset + L);
     }
+    for (size_t j = 0; j < kTileN; ++j) {
+      VMatMul w_first;
+      VMatMul w_second;
+      if constexpr (kTail) {
+        w.LoadTail(df, t.n_rows[j], c, w_first, w_second);
+      } else {
+        w.Load(df, t.n_rows[j], c, w_first, w_second);
+      }
+      for (size_t i = 0; i < kM; ++i) {
+        acc[i][j] = hn::MulAdd(x_first[i], w_first, acc[i][j]);
+        acc[i][j] = hn::MulAdd(x_second[i], w_second, acc[i][j]);
+      }
+    }
+  } else {
+    // Few registers: x is re-read from L1 for each weight row (a memory operand of the FMA).
+    for (size_t j = 0; j < kTileN; ++j) {
+      VMatMul w_first;
+      VMatMul w_second;
+      if constexpr (kTail) {
+        w.LoadTail(df, t.n_rows[j], c, w_first, w_second);
+      } else {
+        w.Load(df, t.n_rows[j], c, w_first, w_second);
+      }
+      for (size_t i = 0; i < kM; ++i) {
+        acc[i][j] = hn::MulAdd(hn::LoadU(df, t.x_rows[i] + offset), w_first, acc[i][j]);
+        acc[i][j] = hn::MulAdd(hn::LoadU(df, t.x_rows[i] + offset + L), w_second, acc[i][j]);
+      }
+    }
+  }
+}
+
+// The partial last chunk (K % 2L != 0), its accumulators in memory [kM * kTileN * L]. Kept out of line:
+// its zero-padded weight copy would otherwise keep the caller's accumulators out of registers.
+template <size_t kM, class Weights>
+HWY_NOINLINE void AccumulateTailChunk(const Weights& w, const TileRows& t, size_t c, float* accumulators) {
+  const DMatMul df;
+  const size_t L = hn::Lanes(df);
+  VMatMul acc[kM][kTileN];
+  for (size_t i = 0; i < kM; ++i) {
+    for (size_t j = 0; j < kTileN; ++j) acc[i][j] = hn::Load(df, accumulators + (i * kTileN + j) * L);
+  }
+  AccumulateChunk<kM, true>(df, w, t, c, acc);
+  for (size_t i = 0; i < kM; ++i) {
+    for (size_t j = 0; j < kTileN; ++j) hn::Store(acc[i][j], df, accumulators + (i * kTileN + j) * L);
   }
 }
 
@@ -276,10 +312,23 @@ HWY_INLINE void RunTile(const Weights& w, const TileRows& t, size_t c_begin, siz
   const size_t c_full_end = std::min(c_end, w.full_chunks);
   size_t c = c_begin;
   for (; c < c_full_end; ++c) AccumulateChunk<kM, false>(df, w, t, c, acc);
-  for (; c < c_end; ++c) AccumulateChunk<kM, true>(df, w, t, c, acc);
+  if (c < c_end) {  // the partial last chunk of each row, through memory (see AccumulateTailChunk)
+    HWY_ALIGN float spill[kM * kTileN * hn::MaxLanes(DMatMul())];
+    for (size_t i = 0; i < kM; ++i) {
+      for (size_t j = 0; j < kTileN; ++j) hn::Store(acc[i][j], df, spill + (i * kTileN + j) * L);
+    }
+    AccumulateTailChunk<kM>(w, t, c, spill);
+    for (size_t i = 0; i < kM; ++i) {
+      for (size_t j = 0; j < kTileN; ++j) acc[i][j] = hn::Load(df, spill + (i * kTileN + j) * L);
+    }
+  }
   if (last_block) {
     for (size_t i = 0; i < kM; ++i) {
-      for (size_t j = 0; j < t.n_valid; ++j) t.y_rows[i][j] = hn::GetLane(hn::SumOfLanes(df, acc[i][j]));
+      // j runs to the constant kTileN (a runtime bound would force acc out of registers).
+      for (size_t j = 0; j < kTileN; ++j) {
+        const float sum = hn::GetLane(hn::SumOfLanes(df, acc[i][j]));
+        if (j < t.n_valid) t.y_rows[i][j] = sum;
+      }
     }
   } else {
     for (size_t i = 0; i < kM; ++i) {

@@ -1,0 +1,72 @@
+// Machine limits for benchmarks (machine_limits.h).
+#include "bench/machine_limits.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "src/base/bf16.h"
+#include "src/base/thread_pool.h"
+#include "src/kernels/ops.h"
+
+namespace k3::bench {
+namespace {
+double SecondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+}  // namespace
+
+double Median(std::vector<double> samples) {
+  if (samples.empty()) return 0.0;
+  std::sort(samples.begin(), samples.end());
+  const size_t mid = samples.size() / 2;
+  return samples.size() % 2 == 1 ? samples[mid] : 0.5 * (samples[mid - 1] + samples[mid]);
+}
+
+double MeasureMemoryReadBandwidth(size_t bytes, size_t threads, int repetitions) {
+  const size_t num_floats = bytes / sizeof(float);
+  std::vector<float> buffer(num_floats, 1.0f);  // written once so every page is backed
+  ThreadPool pool(threads);
+  // Several slices per thread so a thread slowed by another process does not hold up the pass.
+  const size_t num_slices = 8 * pool.num_threads();
+  const size_t slice = (num_floats + num_slices - 1) / num_slices;
+  std::vector<float> sums(num_slices);
+  std::vector<double> gbps;
+  for (int rep = 0; rep < repetitions; ++rep) {
+    const auto start = std::chrono::steady_clock::now();
+    pool.ParallelFor(num_slices, [&](size_t s, size_t) {
+      const size_t begin = std::min(num_floats, s * slice);
+      const size_t end = std::min(num_floats, begin + slice);
+      // Dot of a slice with itself: one stream of loads (the second operand hits L1), SIMD-dispatched.
+      sums[s] = kernels::Dot(buffer.data() + begin, buffer.data() + begin, end - begin);
+    });
+    gbps.push_back(static_cast<double>(num_floats * sizeof(float)) / SecondsSince(start) / 1e9);
+  }
+  volatile float sink = sums[0];  // keep the reads observable
+  (void)sink;
+  return Median(gbps);
+}
+
+double MeasureMatMulFlops(size_t threads, int repetitions) {
+  const size_t M = 512, K = 2048, N = 2048;
+  std::mt19937 rng(1);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> x(M * K);
+  for (float& v : x) v = RoundBf16(dist(rng));
+  std::vector<bf16> w(N * K);
+  for (bf16& v : w) v = FloatToBf16(dist(rng));
+  std::vector<float> y(M * N);
+  ThreadPool pool(threads);
+  kernels::MatMulBf16(x.data(), M, K, w.data(), N, y.data(), &pool);  // warm-up
+  std::vector<double> gflops;
+  for (int rep = 0; rep < repetitions; ++rep) {
+    const auto start = std::chrono::steady_clock::now();
+    kernels::MatMulBf16(x.data(), M, K, w.data(), N, y.data(), &pool);
+    gflops.push_back(2.0 * M * N * K / SecondsSince(start) / 1e9);
+  }
+  return Median(gflops);
+}
+
+}  // namespace k3::bench
