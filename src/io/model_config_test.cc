@@ -339,6 +339,22 @@ TEST(ModelConfigTest, LoadReadsConfigJsonFromDirectory) {
   EXPECT_THAT(missing.status().message(), HasSubstr("config.json"));
 }
 
+TEST(ModelConfigTest, FuzzSeedConfigsParseAndRoundTrip) {
+  const std::string dir = std::string(K3_SOURCE_DIR) + "/fuzz/corpus/fuzz_model_config";
+  int count = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    auto text = ReadFileToString(entry.path().string());
+    ASSERT_TRUE(text.ok()) << text.status().ToString();
+    auto cfg = ParseModelConfig(*text, entry.path().string());
+    ASSERT_TRUE(cfg.ok()) << cfg.status().ToString();
+    auto back = Parse(ModelConfigToJson(*cfg));
+    ASSERT_TRUE(back.ok()) << back.status().ToString();
+    EXPECT_TRUE(*back == *cfg) << entry.path();
+    ++count;
+  }
+  EXPECT_GE(count, 3);
+}
+
 // --- Bad configs: each a clear Status naming the file, the field and the fix. ---
 
 void ExpectError(const Result<ModelConfig>& cfg, StatusCode code, const std::vector<std::string>& parts) {

@@ -157,6 +157,17 @@ TEST(SafetensorsTest, ParsesHandWrittenHeaderWithGapAndTrailingSpaces) {
   EXPECT_EQ((*file)->Find("b")->nbytes, 8u);
 }
 
+TEST(SafetensorsTest, FuzzSeedFilesParse) {
+  const std::string dir = std::string(K3_SOURCE_DIR) + "/fuzz/corpus/fuzz_safetensors_header";
+  int count = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    auto file = SafetensorsFile::Open(entry.path().string());
+    ASSERT_TRUE(file.ok()) << file.status().ToString();
+    ++count;
+  }
+  EXPECT_GE(count, 3);
+}
+
 TEST(SafetensorsErrorTest, FileShorterThanLengthField) {
   const std::vector<uint8_t> bytes = {1, 2, 3};
   ExpectError(ParseImage(bytes), StatusCode::kDataLoss, {"3 bytes", "8-byte header length"});
