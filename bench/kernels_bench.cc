@@ -5,8 +5,9 @@
 //
 // Weights are allocated in enough copies to exceed the last-level cache several times over and the
 // calls cycle through them, so every call streams its weights from memory as in a real forward pass.
-// Each figure is the median over repetitions. Usage: kernels_bench [threads] (default: all cores).
-#include <chrono>
+// Each figure is the median over repetitions. Two tables: wall-clock, and CPU-time per thread (the
+// estimate for a loaded machine, see machine_limits.h); each is a ratio against limits measured with the
+// same clock. Usage: kernels_bench [threads] (default: all cores).
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -25,30 +26,30 @@ namespace {
 constexpr size_t kStreamBytes = size_t{512} << 20;  // weights in rotation: well past any LLC
 constexpr size_t kBandwidthBytes = size_t{1} << 30;
 
-// Calls run(copy) `calls` times over `copies` weight copies; returns the median seconds per call.
+struct Row {
+  const char* kernel;
+  size_t M, K, N, weight_bytes;
+  double seconds[2];  // median per call: [wall, cpu]
+};
+
+// Calls run(copy) `calls` times over `copies` weight copies; the median seconds per call on each clock.
 template <class Run>
-double MedianSeconds(size_t copies, size_t calls, const Run& run) {
-  std::vector<double> seconds;
+void TimeCalls(size_t copies, size_t calls, size_t threads, const Run& run, double (&seconds)[2]) {
+  std::vector<double> samples[2];
   run(copies - 1);  // warm-up (thread start-up, scratch growth)
   for (size_t i = 0; i < calls; ++i) {
-    const auto start = std::chrono::steady_clock::now();
+    const double wall = Now(Clock::kWall), cpu = Now(Clock::kCpu);
     run(i % copies);
-    seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    samples[0].push_back(Elapsed(Clock::kWall, wall, Now(Clock::kWall), threads));
+    samples[1].push_back(Elapsed(Clock::kCpu, cpu, Now(Clock::kCpu), threads));
   }
-  return Median(seconds);
+  seconds[0] = Median(samples[0]);
+  seconds[1] = Median(samples[1]);
 }
 
 size_t CallsFor(size_t M) { return M <= 16 ? 60 : (M <= 64 ? 20 : 5); }
 
-void PrintRow(const char* kernel, size_t M, size_t K, size_t N, size_t weight_bytes, double seconds,
-              double bandwidth_gbps, double matmul_gflops) {
-  const double gbps = weight_bytes / seconds / 1e9;
-  const double gflops = 2.0 * M * N * K / seconds / 1e9;
-  std::printf("%-7s %4zu %5zu %5zu %9.3f %8.2f %10.2f %9.2f %9.2f\n", kernel, M, K, N, seconds * 1e3, gbps,
-              gbps / bandwidth_gbps, gflops, gflops / matmul_gflops);
-}
-
-void RunBf16(size_t M, ThreadPool& pool, double bandwidth, double flops) {
+Row RunBf16(size_t M, ThreadPool& pool) {
   const size_t K = 7168, N = 2048;  // e.g. an MLA / shared-expert projection at hidden size 7168
   const size_t weight_bytes = N * K * sizeof(bf16);
   const size_t copies = kStreamBytes / weight_bytes + 1;
@@ -59,13 +60,15 @@ void RunBf16(size_t M, ThreadPool& pool, double bandwidth, double flops) {
   std::vector<float> x(M * K);
   for (float& v : x) v = RoundBf16(std::uniform_real_distribution<float>(-1, 1)(rng));
   std::vector<float> y(M * N);
-  const double seconds = MedianSeconds(copies, CallsFor(M), [&](size_t c) {
-    kernels::MatMulBf16(x.data(), M, K, w.data() + c * N * K, N, y.data(), &pool);
-  });
-  PrintRow("bf16", M, K, N, weight_bytes, seconds, bandwidth, flops);
+  Row row{"bf16", M, K, N, weight_bytes, {}};
+  TimeCalls(
+      copies, CallsFor(M), pool.num_threads(),
+      [&](size_t c) { kernels::MatMulBf16(x.data(), M, K, w.data() + c * N * K, N, y.data(), &pool); },
+      row.seconds);
+  return row;
 }
 
-void RunMxfp4(size_t M, ThreadPool& pool, double bandwidth, double flops) {
+Row RunMxfp4(size_t M, ThreadPool& pool) {
   const size_t K = 3584, N = 3072;  // a routed expert's gate/up projection (spec §1.2, §3.3)
   const size_t packed_bytes = N * K / 2, scale_bytes = N * K / 32;
   const size_t weight_bytes = packed_bytes + scale_bytes;
@@ -77,27 +80,50 @@ void RunMxfp4(size_t M, ThreadPool& pool, double bandwidth, double flops) {
   std::vector<float> x(M * K);
   for (float& v : x) v = RoundBf16(std::uniform_real_distribution<float>(-1, 1)(rng));
   std::vector<float> y(M * N);
-  const double seconds = MedianSeconds(copies, CallsFor(M), [&](size_t c) {
-    kernels::MatMulMxfp4(x.data(), M, K, packed.data() + c * packed_bytes, scales.data() + c * scale_bytes, N,
-                         y.data(), &pool);
-  });
-  PrintRow("mxfp4", M, K, N, weight_bytes, seconds, bandwidth, flops);
+  Row row{"mxfp4", M, K, N, weight_bytes, {}};
+  TimeCalls(
+      copies, CallsFor(M), pool.num_threads(),
+      [&](size_t c) {
+        kernels::MatMulMxfp4(x.data(), M, K, packed.data() + c * packed_bytes,
+                             scales.data() + c * scale_bytes, N, y.data(), &pool);
+      },
+      row.seconds);
+  return row;
+}
+
+void PrintTable(const char* title, const std::vector<Row>& rows, int clock, double bandwidth_gbps,
+                double matmul_gflops) {
+  std::printf("\n%s: read bandwidth %.2f GB/s, matmul limit %.2f GFLOP/s\n", title, bandwidth_gbps,
+              matmul_gflops);
+  std::printf("%-7s %4s %5s %5s %9s %8s %8s %9s %8s\n", "kernel", "M", "K", "N", "ms", "GB/s", "/bw",
+              "GFLOP/s", "/matmul");
+  for (const Row& r : rows) {
+    const double seconds = r.seconds[clock];
+    const double gbps = r.weight_bytes / seconds / 1e9;
+    const double gflops = 2.0 * r.M * r.N * r.K / seconds / 1e9;
+    std::printf("%-7s %4zu %5zu %5zu %9.3f %8.2f %8.2f %9.2f %8.2f\n", r.kernel, r.M, r.K, r.N, seconds * 1e3,
+                gbps, gbps / bandwidth_gbps, gflops, gflops / matmul_gflops);
+  }
 }
 
 int Main(int argc, char** argv) {
   size_t threads = std::thread::hardware_concurrency();
   if (argc > 1) threads = std::strtoul(argv[1], nullptr, 10);
   ThreadPool pool(threads);
-  std::printf("kernel target: %s, threads: %zu\n", kernels::KernelTargetName(), pool.num_threads());
-  const double bandwidth = MeasureMemoryReadBandwidth(kBandwidthBytes, threads);
-  const double flops = MeasureMatMulFlops(threads);
-  std::printf("memory read bandwidth: %.2f GB/s (median, 1 GiB buffer)\n", bandwidth);
-  std::printf("matmul limit: %.2f GFLOP/s (MatMulBf16 M=512 K=N=2048, median)\n\n", flops);
-  std::printf("%-7s %4s %5s %5s %9s %8s %10s %9s %9s\n", "kernel", "M", "K", "N", "ms", "GB/s", "GB/s/bw",
-              "GFLOP/s", "/matmul");
-  for (size_t M : {1, 4, 16, 64, 512}) RunBf16(M, pool, bandwidth, flops);
-  for (size_t M : {1, 4, 16, 64, 512}) RunMxfp4(M, pool, bandwidth, flops);
-  std::printf("\nGB/s counts weight bytes (bf16: 2 per element; mxfp4: packed + scales) once per call.\n");
+  threads = pool.num_threads();
+  std::printf("kernel target: %s, threads: %zu\n", kernels::KernelTargetName(), threads);
+  const double bandwidth[2] = {MeasureMemoryReadBandwidth(kBandwidthBytes, threads, 7, Clock::kWall),
+                               MeasureMemoryReadBandwidth(kBandwidthBytes, threads, 7, Clock::kCpu)};
+  const double flops[2] = {MeasureMatMulFlops(threads, 5, Clock::kWall),
+                           MeasureMatMulFlops(threads, 5, Clock::kCpu)};
+  std::vector<Row> rows;
+  for (size_t M : {1, 4, 16, 64, 512}) rows.push_back(RunBf16(M, pool));
+  for (size_t M : {1, 4, 16, 64, 512}) rows.push_back(RunMxfp4(M, pool));
+  PrintTable("wall clock", rows, 0, bandwidth[0], flops[0]);
+  PrintTable("CPU time per thread", rows, 1, bandwidth[1], flops[1]);
+  std::printf(
+      "\nGB/s counts weight bytes (bf16: 2 per element; mxfp4: packed + scales) once per call. Limits: 1 GiB "
+      "streaming read; MatMulBf16 M=512 K=N=2048. All figures are medians.\n");
   return 0;
 }
 

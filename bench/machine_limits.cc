@@ -1,7 +1,9 @@
 // Machine limits for benchmarks (machine_limits.h).
 #include "bench/machine_limits.h"
 
+#include <time.h>
 #include <algorithm>
+
 #include <chrono>
 #include <cstdint>
 #include <random>
@@ -12,11 +14,19 @@
 #include "src/kernels/ops.h"
 
 namespace k3::bench {
-namespace {
-double SecondsSince(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+double Now(Clock clock) {
+  if (clock == Clock::kWall) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  }
+  timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
 }
-}  // namespace
+
+double Elapsed(Clock clock, double start, double end, size_t threads) {
+  return clock == Clock::kWall ? end - start
+                               : (end - start) / static_cast<double>(std::max<size_t>(1, threads));
+}
 
 double Median(std::vector<double> samples) {
   if (samples.empty()) return 0.0;
@@ -25,7 +35,7 @@ double Median(std::vector<double> samples) {
   return samples.size() % 2 == 1 ? samples[mid] : 0.5 * (samples[mid - 1] + samples[mid]);
 }
 
-double MeasureMemoryReadBandwidth(size_t bytes, size_t threads, int repetitions) {
+double MeasureMemoryReadBandwidth(size_t bytes, size_t threads, int repetitions, Clock clock) {
   const size_t num_floats = bytes / sizeof(float);
   std::vector<float> buffer(num_floats, 1.0f);  // written once so every page is backed
   ThreadPool pool(threads);
@@ -35,21 +45,22 @@ double MeasureMemoryReadBandwidth(size_t bytes, size_t threads, int repetitions)
   std::vector<float> sums(num_slices);
   std::vector<double> gbps;
   for (int rep = 0; rep < repetitions; ++rep) {
-    const auto start = std::chrono::steady_clock::now();
+    const double start = Now(clock);
     pool.ParallelFor(num_slices, [&](size_t s, size_t) {
       const size_t begin = std::min(num_floats, s * slice);
       const size_t end = std::min(num_floats, begin + slice);
       // Dot of a slice with itself: one stream of loads (the second operand hits L1), SIMD-dispatched.
       sums[s] = kernels::Dot(buffer.data() + begin, buffer.data() + begin, end - begin);
     });
-    gbps.push_back(static_cast<double>(num_floats * sizeof(float)) / SecondsSince(start) / 1e9);
+    const double seconds = Elapsed(clock, start, Now(clock), pool.num_threads());
+    gbps.push_back(static_cast<double>(num_floats * sizeof(float)) / seconds / 1e9);
   }
   volatile float sink = sums[0];  // keep the reads observable
   (void)sink;
   return Median(gbps);
 }
 
-double MeasureMatMulFlops(size_t threads, int repetitions) {
+double MeasureMatMulFlops(size_t threads, int repetitions, Clock clock) {
   const size_t M = 512, K = 2048, N = 2048;
   std::mt19937 rng(1);
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
@@ -62,9 +73,9 @@ double MeasureMatMulFlops(size_t threads, int repetitions) {
   kernels::MatMulBf16(x.data(), M, K, w.data(), N, y.data(), &pool);  // warm-up
   std::vector<double> gflops;
   for (int rep = 0; rep < repetitions; ++rep) {
-    const auto start = std::chrono::steady_clock::now();
+    const double start = Now(clock);
     kernels::MatMulBf16(x.data(), M, K, w.data(), N, y.data(), &pool);
-    gflops.push_back(2.0 * M * N * K / SecondsSince(start) / 1e9);
+    gflops.push_back(2.0 * M * N * K / Elapsed(clock, start, Now(clock), pool.num_threads()) / 1e9);
   }
   return Median(gflops);
 }

@@ -66,7 +66,15 @@ void ThreadPool::ParallelFor(size_t num_tasks, const std::function<void(size_t, 
   }
   wake_.notify_all();
   RunTasks(0);
-  while (pending_workers_.load(std::memory_order_acquire) != 0) CpuRelax();
+  // Wait for the workers: spin briefly, then yield so that a worker preempted on an oversubscribed
+  // machine (more runnable threads than cores) gets the core back instead of watching us spin.
+  for (int spins = 0; pending_workers_.load(std::memory_order_acquire) != 0; ++spins) {
+    if (spins < kSpinIterations) {
+      CpuRelax();
+    } else {
+      std::this_thread::yield();
+    }
+  }
   fn_ = nullptr;
   in_loop_.store(false);
 }

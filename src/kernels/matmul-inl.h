@@ -154,12 +154,20 @@ struct F32Weights {
   }
 };
 
-// E8M0 scale byte -> 2^(s - 127), built from its bits (s = 0 is the subnormal 2^-127, s = 255 is inf).
-HWY_INLINE float E8M0Value(uint8_t s) {
-  const uint32_t bits = s == 0 ? 0x00400000u : uint32_t{s} << 23;
-  float value;
-  std::memcpy(&value, &bits, sizeof(value));
-  return value;
+// E8M0 scale byte -> 2^(s - 127) for every byte (s = 0 is the subnormal 2^-127, s = 255 is inf): one
+// L1-resident load per chunk instead of building the float from its bits.
+struct E8M0Table {
+  float values[256];
+  E8M0Table() {
+    for (uint32_t s = 0; s < 256; ++s) {
+      const uint32_t bits = s == 0 ? 0x00400000u : s << 23;
+      std::memcpy(&values[s], &bits, sizeof(float));
+    }
+  }
+};
+inline const E8M0Table& E8M0Values() {
+  static const E8M0Table table;
+  return table;
 }
 
 // E2M1 code -> value, low 4 bits (spec §3.3).
@@ -176,6 +184,7 @@ struct Mxfp4Weights {
   const uint8_t* scales;  // [N, K/32]
   size_t K;
   size_t full_chunks;
+  const float* scale_values;  // E8M0Values().values
 
   HWY_INLINE void Load(DMatMul df, size_t n, size_t c, VMatMul& first, VMatMul& second) const {
     const size_t L = hn::Lanes(df);
@@ -184,7 +193,7 @@ struct Mxfp4Weights {
     const auto codes = hn::PromoteTo(du32, hn::LoadU(du8, packed + n * (K / 2) + c * L));
     const auto low = hn::And(codes, hn::Set(du32, 0xFu));
     const auto high = hn::ShiftRight<4>(codes);
-    const auto scale = hn::Set(df, E8M0Value(scales[n * (K / 32) + (c * 2 * L) / 32]));
+    const auto scale = hn::Set(df, scale_values[scales[n * (K / 32) + (c * 2 * L) / 32]]);
     if constexpr (hn::MaxLanes(DMatMul()) >= 16) {
       // The whole signed table fits one vector.
       const VMatMul table = hn::Mul(hn::Load(df, kE2M1Values), scale);
@@ -469,7 +478,7 @@ void MatMulF32Impl(const float* x, size_t M, size_t K, const float* W, size_t N,
 void MatMulMxfp4Impl(const float* x, size_t M, size_t K, const uint8_t* packed, const uint8_t* scales,
                      size_t N, float* y, ThreadPool* pool) {
   HWY_ASSERT(K % 32 == 0);
-  const Mxfp4Weights w{packed, scales, K, FullChunks(K)};
+  const Mxfp4Weights w{packed, scales, K, FullChunks(K), E8M0Values().values};
   MatMulThreaded(w, x, M, K, N, y, pool);
 }
 
