@@ -13,6 +13,7 @@ int& CommandExitCode();
 void FailCommand(const std::string& command, const std::string& message, int exit_code = 1);
 
 void RegisterPlanCommand(CLI::App& app);
+void RegisterRenderCommand(CLI::App& app);
 
 
 }  // namespace k3::app

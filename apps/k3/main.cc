@@ -27,6 +27,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   // Subcommands, in the order `k3 --help` lists them.
   k3::app::RegisterPlanCommand(app);
+  k3::app::RegisterRenderCommand(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,0 +1,76 @@
+// k3 render: writes the manifests / scripts / service JSON of one target into --out (flags ->
+// deploy::Render -> files). `--out -` prints every file to stdout instead, each after a "# file:" line.
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "apps/k3/commands.h"
+#include "src/base/file.h"
+#include "src/deploy/render.h"
+
+namespace k3::app {
+
+void RegisterRenderCommand(CLI::App& app) {
+  struct Flags {
+    deploy::RenderOptions options;
+    std::string engine = "vllm";
+    std::string out;
+  };
+  auto flags = std::make_shared<Flags>();
+  CLI::App* cmd = app.add_subcommand("render", "Manifests and scripts for a deployment target");
+  cmd->add_option("--target", flags->options.target,
+                  "aws-hyperpod | aws-eks | azure-aks | azure-ml | gcp-gke | gcp-vertex | alibaba-pai-eas | "
+                  "alibaba-ack | k8s")
+      ->required();
+  cmd->add_option("--engine", flags->engine, "vllm | k3")->capture_default_str();
+  cmd->add_option("--out", flags->out, "output directory (default k3-deploy-TARGET; '-' = stdout)");
+  cmd->add_option("--image", flags->options.image, "container image (default vllm/vllm-openai:kimi-k3)");
+  cmd->add_option("--replicas", flags->options.replicas, "serving groups")->capture_default_str();
+  cmd->add_option("--weights", flags->options.weights, "hf://ORG/NAME | s3:// | az:// | gs:// | oss:// URI");
+  cmd->add_option("--namespace", flags->options.name_space, "Kubernetes namespace written into metadata");
+  cmd->add_flag("--gateway", flags->options.gateway, "GKE Inference Gateway: InferencePool + HTTPRoute");
+  cmd->add_option("--model", flags->options.plan.model, "kimi-k3 | kimi-linear-48b | checkpoint DIR")
+      ->capture_default_str();
+  cmd->add_option("--instance", flags->options.plan.instance, "instance type (default: the target's)");
+  cmd->add_option("--max-model-len", flags->options.plan.max_model_len, "passed to the engine when set");
+  cmd->add_option("--concurrency", flags->options.plan.concurrency, "sequences at max-model-len (sizing)");
+  cmd->add_option("--weights-bandwidth", flags->options.plan.weights_bandwidth,
+                  "storage read bandwidth (probes)")
+      ->capture_default_str();
+  cmd->add_flag("--prefer-pp", flags->options.plan.prefer_pp, "TP = GPUs per node, PP = nodes (TP=4 x PP=2)");
+  cmd->callback([flags] {
+    const auto& catalog = deploy::EmbeddedCatalog();
+    if (!catalog.ok()) return FailCommand("render", catalog.status().ToString());
+    if (flags->engine == "vllm") {
+      flags->options.engine = deploy::Engine::kVllm;
+    } else if (flags->engine == "k3") {
+      flags->options.engine = deploy::Engine::kK3;
+    } else {
+      return FailCommand("render", "--engine '" + flags->engine + "': one of vllm, k3", 2);
+    }
+    auto files = deploy::Render(*catalog, flags->options);
+    if (!files.ok()) return FailCommand("render", files.status().message(), 2);
+    if (flags->out == "-") {
+      for (const auto& f : *files) std::printf("# file: %s\n%s", f.path.c_str(), f.content.c_str());
+      return;
+    }
+    const std::string dir = flags->out.empty() ? "k3-deploy-" + flags->options.target : flags->out;
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec) return FailCommand("render", dir + ": cannot create the directory: " + ec.message());
+    for (const auto& f : *files) {
+      const std::string path = (std::filesystem::path(dir) / f.path).string();
+      Status status = WriteFileAtomic(path, f.content);
+      if (!status.ok()) return FailCommand("render", status.ToString());
+      if (f.path.size() > 3 && f.path.compare(f.path.size() - 3, 3, ".sh") == 0) {
+        std::filesystem::permissions(path,
+                                     std::filesystem::perms::owner_exec | std::filesystem::perms::group_exec,
+                                     std::filesystem::perm_options::add, ec);
+      }
+      std::printf("%s\n", path.c_str());
+    }
+  });
+}
+
+}  // namespace k3::app

@@ -1,0 +1,45 @@
+// The serving command for each engine. `--engine vllm` renders exactly the guide's canonical argument set
+// (seed.md §3.1: kimi_k3 parsers, fastsafetensors, prefix caching, TP, flashinfer autotune off) plus the
+// K3 environment variable; `--engine k3` renders `k3 serve` with the same port and served name.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "src/deploy/catalog.h"
+#include "src/deploy/memory_plan.h"
+
+namespace k3::deploy {
+
+enum class Engine { kVllm, kK3, kSentinel };
+
+struct ServeSpec {
+  Engine engine = Engine::kVllm;
+  std::string model_ref;  // what the engine loads: "moonshotai/Kimi-K3" or "/mnt/models/Kimi-K3"
+  std::string served_name;
+  std::string parsers;  // kimi_k3 | "" (no tool / reasoning parser)
+  Layout layout;
+  int port = 8000;
+  int64_t max_model_len = 0;  // 0: not passed (engine default = model context)
+};
+
+// vLLM flags after the model (the guide's order): "--trust-remote-code", "--load-format", ...
+std::vector<std::string> VllmFlags(const ServeSpec& spec);
+
+// HyperPod style argv: "--model", MODEL, then VllmFlags.
+std::vector<std::string> VllmArgv(const ServeSpec& spec);
+
+// Shell form used inside `bash -c` blocks: "vllm serve MODEL \\\n  --flag value \\\n ... --port 8000".
+std::string VllmServeShell(const ServeSpec& spec);
+
+// `k3 serve` argv and its shell form.
+std::vector<std::string> K3ServeArgv(const ServeSpec& spec);
+std::string K3ServeShell(const ServeSpec& spec);
+
+// The model's required engine environment (VLLM_ENABLE_K3_LATENT_MOE_TAIL_FUSION=1 for K3), in name order.
+std::map<std::string, std::string> EngineEnv(const ModelSpec& model, Engine engine);
+
+const char* EngineName(Engine engine);
+
+}  // namespace k3::deploy

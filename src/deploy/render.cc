@@ -1,0 +1,155 @@
+// Render dispatcher: resolves model, plan, weights source and serve command, then calls the target's
+// renderer. Also the shared YAML file framing and the per-target NOTES.md.
+#include "src/deploy/render.h"
+
+#include <map>
+
+#include "src/deploy/plan_format.h"
+
+namespace k3::deploy {
+namespace {
+
+constexpr const char* kVllmImage = "vllm/vllm-openai:kimi-k3";
+
+bool ValidBucketPart(const std::string& s) {
+  if (s.empty()) return false;
+  for (char c : s) {
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.')) return false;
+  }
+  return true;
+}
+
+using Renderer = Result<std::vector<RenderedFile>> (*)(const RenderContext&);
+
+const std::map<std::string, Renderer>& Renderers() {
+  static const std::map<std::string, Renderer> kRenderers = {
+      {"aws-hyperpod", RenderHyperPod}, {"aws-eks", RenderEks},
+      {"azure-aks", RenderLwsTarget},   {"gcp-gke", RenderLwsTarget},
+      {"k8s", RenderLwsTarget},         {"azure-ml", RenderAzureMl},
+      {"gcp-vertex", RenderVertex},     {"alibaba-pai-eas", RenderPaiEas},
+      {"alibaba-ack", RenderAck}};
+  return kRenderers;
+}
+
+}  // namespace
+
+Result<WeightsSource> ParseWeightsUri(const std::string& uri) {
+  const size_t sep = uri.find("://");
+  const std::string fix =
+      "expected hf://ORG/NAME, s3://BUCKET/PREFIX, az://CONTAINER/PREFIX, gs://BUCKET/PREFIX "
+      "or oss://BUCKET/PREFIX";
+  if (sep == std::string::npos) return InvalidArgument("--weights '{}': {}", uri, fix);
+  WeightsSource w;
+  w.uri = uri;
+  w.scheme = uri.substr(0, sep);
+  if (w.scheme != "hf" && w.scheme != "s3" && w.scheme != "az" && w.scheme != "gs" && w.scheme != "oss") {
+    return InvalidArgument("--weights '{}': unknown scheme '{}'; {}", uri, w.scheme, fix);
+  }
+  std::string rest = uri.substr(sep + 3);
+  while (!rest.empty() && rest.back() == '/') rest.pop_back();
+  const size_t slash = rest.find('/');
+  w.bucket = rest.substr(0, slash);
+  w.path = slash == std::string::npos ? "" : rest.substr(slash + 1);
+  if (!ValidBucketPart(w.bucket) || (w.scheme == "hf" && !ValidBucketPart(w.path))) {
+    return InvalidArgument("--weights '{}': {}", uri, fix);
+  }
+  for (char c : w.path) {
+    if (c == '\'' || c == '"' || c == '\\' || c == '$' || c == '`' || c == ' ' || c < 0x20) {
+      return InvalidArgument("--weights '{}': the path may not contain quotes, spaces, '$' or '`'", uri);
+    }
+  }
+  return w;
+}
+
+std::string YamlFile(const std::vector<std::string>& header, const std::vector<Doc>& docs) {
+  std::string out;
+  for (const std::string& line : header) out += "# " + line + "\n";
+  for (size_t i = 0; i < docs.size(); ++i) {
+    if (i > 0 || !header.empty()) out += "---\n";
+    out += EmitYaml(docs[i]);
+  }
+  return out;
+}
+
+RenderedFile RenderNotes(const RenderContext& ctx, const std::vector<std::string>& apply_commands) {
+  const TargetPlan& p = ctx.plan;
+  std::string s = fmt::format("# {} on {} ({}) with {}\n\n", ctx.model.served_name, p.target.id,
+                              p.target.platform, EngineName(ctx.options.engine));
+  s += fmt::format("- Instances: {} x {} ({} x {} GPUs, {}), layout TP={} PP={}\n",
+                   p.layout.nodes * p.replicas, p.instance.id, p.layout.nodes, p.instance.gpu_count,
+                   p.instance.cpu_arch, p.layout.tp, p.layout.pp);
+  s += fmt::format("- Memory per GPU: {:.1f} GB needed of {:.1f} GB usable\n", p.per_gpu.need_gb,
+                   p.per_gpu.usable_gb);
+  s += fmt::format("- Cost: {} per hour, {} per month (730 h)\n", FormatCostPerHour(p.cost),
+                   FormatCostPerMonth(p.cost));
+  for (const Price& price : p.cost.prices) {
+    s += fmt::format("  - USD {}/h: {} [{} {}{}]\n", FormatUsd(price.usd_per_hour), price.what, price.source,
+                     price.date, price.verified ? "" : ", unverified");
+  }
+  if (!p.cost.known) s += "  - unknown: " + p.cost.unknown_reason + "\n";
+  s += fmt::format("- Weights: {} ({:.0f} GB); load at the planned bandwidth {}; startup budget {}\n",
+                   ctx.weights.uri, ctx.model.weight_bytes / 1e9, FormatDuration(p.probes.load_seconds),
+                   FormatDuration(p.probes.startup_budget_seconds));
+  for (const std::string& w : p.warnings) s += "- WARNING: " + w + "\n";
+  s += "\n## Capacity and cleanup\n\n";
+  for (const std::string& n : p.notes) s += "- " + n + "\n";
+  s += "\n## Apply\n\n```sh\n";
+  for (const std::string& c : apply_commands) s += c + "\n";
+  s += "```\n\n## Verify\n\n```sh\nk3 lint .\ncurl http://<ENDPOINT>:" + std::to_string(ctx.serve.port) +
+       "/v1/models\ncurl http://<ENDPOINT>:" + std::to_string(ctx.serve.port) + "/health\n```\n";
+  return {"NOTES.md", s};
+}
+
+Result<std::vector<RenderedFile>> Render(const Catalog& catalog, const RenderOptions& options) {
+  const Target* target = catalog.FindTarget(options.target);
+  if (target == nullptr)
+    return InvalidArgument("--target '{}': unknown; one of {}", options.target, catalog.TargetIds());
+  auto renderer = Renderers().find(target->id);
+  if (renderer == Renderers().end()) return Internal("no renderer for target {}", target->id);
+  if (options.replicas < 1) return InvalidArgument("--replicas {}: must be at least 1", options.replicas);
+
+  RenderContext ctx;
+  ctx.options = options;
+  ctx.options.plan.target = target->id;
+  ctx.options.plan.replicas = options.replicas;
+  K3_ASSIGN_OR_RETURN(Plan plan, BuildPlan(catalog, ctx.options.plan));
+  ctx.model = plan.model;
+  ctx.plan = plan.targets.front();
+  if (!ctx.plan.fits) {
+    return InvalidArgument(
+        "{} does not fit on {} (see `k3 plan --target {}`): lower --max-model-len or "
+        "--concurrency, or pick a larger --instance",
+        ctx.model.id, ctx.plan.instance.id, target->id);
+  }
+  const std::string weights = options.weights.empty() ? "hf://" + ctx.model.hf_id : options.weights;
+  K3_ASSIGN_OR_RETURN(ctx.weights, ParseWeightsUri(weights));
+  if (options.engine == Engine::kK3 && options.image.empty()) {
+    return InvalidArgument(
+        "--engine k3 needs --image REGISTRY/k3:TAG (an image built from this repository; "
+        "k3stack publishes none)");
+  }
+  ctx.image = options.image.empty() ? kVllmImage : options.image;
+  ctx.app_name = "kimi-k3";
+  if (ctx.model.id != "kimi-k3") {
+    ctx.app_name.clear();
+    for (char c : ctx.model.served_name) {
+      if (std::isalnum(static_cast<unsigned char>(c))) ctx.app_name += static_cast<char>(std::tolower(c));
+      if ((c == '-' || c == '_' || c == '.') && !ctx.app_name.empty() && ctx.app_name.back() != '-')
+        ctx.app_name += '-';
+    }
+    while (!ctx.app_name.empty() && ctx.app_name.back() == '-') ctx.app_name.pop_back();
+    if (ctx.app_name.empty()) ctx.app_name = "model";
+    if (ctx.app_name.size() > 40) ctx.app_name.resize(40);
+  }
+  ctx.version = "0.1.0";
+  ctx.serve.engine = options.engine;
+  ctx.serve.served_name = ctx.model.served_name;
+  ctx.serve.parsers = ctx.model.vllm_parsers;
+  ctx.serve.layout = ctx.plan.layout;
+  ctx.serve.max_model_len = options.plan.max_model_len;
+  ctx.serve.model_ref = ctx.weights.scheme == "hf" ? ctx.weights.bucket + "/" + ctx.weights.path
+                                                   : "/mnt/models/" + ctx.model.served_name;
+  return renderer->second(ctx);
+}
+
+}  // namespace k3::deploy

@@ -1,0 +1,72 @@
+// k3 render: Plan + options -> files (manifests, scripts, service JSON). Pure data -> text: one function
+// per target builds ordered JSON trees (yaml_emit.h) or script text from the plan; cloud differences are
+// small overlays (node selectors, tolerations, storage), never copied YAML. Output is deterministic.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "src/base/status.h"
+#include "src/deploy/catalog.h"
+#include "src/deploy/engine_command.h"
+#include "src/deploy/plan.h"
+#include "src/deploy/yaml_emit.h"
+
+namespace k3::deploy {
+
+struct RenderOptions {
+  std::string target;
+  Engine engine = Engine::kVllm;
+  std::string image;  // "" = the engine's default image (vllm/vllm-openai:kimi-k3); required for k3
+  int replicas = 1;
+  std::string weights;     // hf://org/name (default: the model's hub id) | s3:// | az:// | gs:// | oss://
+  std::string name_space;  // --namespace ("" = none written)
+  bool gateway = false;    // GKE Inference Gateway objects
+  PlanOptions plan;        // model, instance, max-model-len, bandwidth, prefer_pp
+};
+
+struct WeightsSource {
+  std::string scheme;  // hf | s3 | az | gs | oss
+  std::string uri;     // as given
+  std::string bucket;  // bucket / container / hub org
+  std::string path;    // prefix inside the bucket / hub name
+};
+
+struct RenderedFile {
+  std::string path;     // relative to --out
+  std::string content;  // final text
+};
+
+// Everything a target renderer needs; built once by Render().
+struct RenderContext {
+  RenderOptions options;
+  ModelSpec model;
+  TargetPlan plan;
+  WeightsSource weights;
+  ServeSpec serve;
+  std::string app_name;  // "kimi-k3": object names and labels
+  std::string image;
+  std::string version;  // app.kubernetes.io/version
+};
+
+Result<WeightsSource> ParseWeightsUri(const std::string& uri);
+
+// Renders every file of options.target. Errors name the flag and the fix.
+Result<std::vector<RenderedFile>> Render(const Catalog& catalog, const RenderOptions& options);
+
+// Joins YAML documents with "---" after a comment header (one line per entry of `header`).
+std::string YamlFile(const std::vector<std::string>& header, const std::vector<Doc>& docs);
+
+// Per-target renderers (render_*.cc).
+Result<std::vector<RenderedFile>> RenderHyperPod(const RenderContext& ctx);
+Result<std::vector<RenderedFile>> RenderEks(const RenderContext& ctx);
+Result<std::vector<RenderedFile>> RenderLwsTarget(const RenderContext& ctx);  // azure-aks, gcp-gke, k8s
+Result<std::vector<RenderedFile>> RenderAzureMl(const RenderContext& ctx);
+Result<std::vector<RenderedFile>> RenderVertex(const RenderContext& ctx);
+Result<std::vector<RenderedFile>> RenderPaiEas(const RenderContext& ctx);
+Result<std::vector<RenderedFile>> RenderAck(const RenderContext& ctx);
+
+// A NOTES.md for every target: plan summary, capacity and cleanup notes, apply and verify commands.
+RenderedFile RenderNotes(const RenderContext& ctx, const std::vector<std::string>& apply_commands);
+
+}  // namespace k3::deploy

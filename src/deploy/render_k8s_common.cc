@@ -1,0 +1,160 @@
+// Kubernetes building blocks (see render_k8s_common.h).
+#include "src/deploy/render_k8s_common.h"
+
+#include <cmath>
+
+namespace k3::deploy {
+namespace {
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+constexpr double kPvcHeadroom = 1.25;  // checkpoint + tokenizer/remote code + partial downloads
+constexpr const char* kWeightsMountPath = "/mnt/models";
+}  // namespace
+
+Doc StandardLabels(const RenderContext& ctx, const std::string& component) {
+  Doc labels = Doc::object();
+  labels["app.kubernetes.io/name"] = ctx.app_name;
+  labels["app.kubernetes.io/instance"] = ctx.app_name;
+  labels["app.kubernetes.io/version"] = ctx.version;
+  labels["app.kubernetes.io/component"] = component;
+  labels["app.kubernetes.io/managed-by"] = "k3";
+  return labels;
+}
+
+Doc ObjectMeta(const RenderContext& ctx, const std::string& name, const std::string& component) {
+  Doc meta = Doc::object();
+  meta["name"] = name;
+  if (!ctx.options.name_space.empty()) meta["namespace"] = ctx.options.name_space;
+  meta["labels"] = StandardLabels(ctx, component);
+  return meta;
+}
+
+static Doc HealthGet(const RenderContext& ctx) { return Doc{{"path", "/health"}, {"port", ctx.serve.port}}; }
+
+Doc StartupProbe(const RenderContext& ctx) {
+  const ProbeBudget& p = ctx.plan.probes;
+  return Doc{{"httpGet", HealthGet(ctx)},
+             {"periodSeconds", p.startup_period_seconds},
+             {"failureThreshold", p.startup_failure_threshold}};
+}
+
+Doc ReadinessProbe(const RenderContext& ctx) {
+  const ProbeBudget& p = ctx.plan.probes;
+  return Doc{{"httpGet", HealthGet(ctx)},
+             {"periodSeconds", p.readiness_period_seconds},
+             {"failureThreshold", p.readiness_failure_threshold}};
+}
+
+Doc LivenessProbe(const RenderContext& ctx) {
+  const ProbeBudget& p = ctx.plan.probes;
+  return Doc{{"httpGet", HealthGet(ctx)},
+             {"periodSeconds", p.liveness_period_seconds},
+             {"failureThreshold", p.liveness_failure_threshold}};
+}
+
+Doc GpuResources(int gpus) {
+  const std::string n = std::to_string(gpus);
+  return Doc{{"limits", {{"nvidia.com/gpu", n}}}, {"requests", {{"nvidia.com/gpu", n}}}};
+}
+
+std::string WeightsClaimName(const RenderContext& ctx) { return ctx.app_name + "-weights"; }
+
+Doc WeightsVolume(const RenderContext& ctx) {
+  return Doc{{"name", "model-cache"}, {"persistentVolumeClaim", {{"claimName", WeightsClaimName(ctx)}}}};
+}
+
+Doc ShmVolume(int gpus_per_node) {
+  // NCCL and the engine's worker processes exchange tensors through /dev/shm: 16 GiB per GPU (the guide
+  // gives 64Gi to a 4-GPU pod).
+  const int gib = 16 * std::max(1, gpus_per_node);
+  return Doc{{"name", "dshm"},
+             {"emptyDir", {{"medium", "Memory"}, {"sizeLimit", std::to_string(gib) + "Gi"}}}};
+}
+
+Doc WeightsAndShmMounts() {
+  return Doc::array({Doc{{"name", "model-cache"}, {"mountPath", kWeightsMountPath}},
+                     Doc{{"name", "dshm"}, {"mountPath", "/dev/shm"}}});
+}
+
+Doc EngineEnvList(const RenderContext& ctx, bool multi_node) {
+  Doc env = Doc::array();
+  for (const auto& [name, value] : EngineEnv(ctx.model, ctx.options.engine)) {
+    env.push_back(Doc{{"name", name}, {"value", value}});
+  }
+  if (ctx.weights.scheme == "hf") env.push_back(Doc{{"name", "HF_HOME"}, {"value", kWeightsMountPath}});
+  if (multi_node) {
+    // Pod network interface for NCCL bootstrap and Gloo (Ray / torch.distributed); without them NCCL may
+    // pick a wrong interface and hang at the first collective.
+    env.push_back(Doc{{"name", "NCCL_SOCKET_IFNAME"}, {"value", "eth0"}});
+    env.push_back(Doc{{"name", "GLOO_SOCKET_IFNAME"}, {"value", "eth0"}});
+  }
+  return env;
+}
+
+Doc WeightsPvc(const RenderContext& ctx, const std::string& storage_class) {
+  const long long gib =
+      static_cast<long long>(std::ceil(static_cast<double>(ctx.model.weight_bytes) * kPvcHeadroom / kGiB));
+  Doc spec = Doc::object();
+  spec["accessModes"] = Doc::array({ctx.plan.layout.nodes > 1 ? "ReadWriteMany" : "ReadWriteOnce"});
+  if (!storage_class.empty()) spec["storageClassName"] = storage_class;
+  spec["resources"] = Doc{{"requests", {{"storage", std::to_string(gib) + "Gi"}}}};
+  return Doc{{"apiVersion", "v1"},
+             {"kind", "PersistentVolumeClaim"},
+             {"metadata", ObjectMeta(ctx, WeightsClaimName(ctx), "weights")},
+             {"spec", spec}};
+}
+
+Doc PresyncJob(const RenderContext& ctx) {
+  const WeightsSource& w = ctx.weights;
+  const std::string dest = std::string(kWeightsMountPath) + "/" + ctx.model.served_name;
+  std::string image, script;
+  if (w.scheme == "hf") {
+    image = "python:3.12-slim";
+    script =
+        "pip install --no-cache-dir 'huggingface_hub[hf_transfer]' && HF_HUB_ENABLE_HF_TRANSFER=1 "
+        "huggingface-cli download " +
+        w.bucket + "/" + w.path + " --local-dir " + dest;
+  } else if (w.scheme == "s3") {
+    image = "amazon/aws-cli:latest";
+    script = "aws s3 sync " + w.uri + " " + dest;
+  } else if (w.scheme == "az") {
+    image = "mcr.microsoft.com/azure-cli:latest";
+    script =
+        "az storage blob download-batch --auth-mode login --account-name \"$AZURE_STORAGE_ACCOUNT\" "
+        "--source " +
+        w.bucket + " --pattern '" + w.path + "/*' --destination " + kWeightsMountPath;
+  } else if (w.scheme == "gs") {
+    image = "google/cloud-sdk:slim";
+    script = "gcloud storage rsync --recursive " + w.uri + " " + dest;
+  } else {
+    image = "alpine:3.20";
+    script = "echo 'oss:// weights are mounted directly through the OSS CSI volume; nothing to copy'";
+  }
+  Doc container = {
+      {"name", "presync"},
+      {"image", image},
+      {"command", Doc::array({"/bin/sh", "-c"})},
+      {"args", Doc::array({"set -eu; mkdir -p " + dest + "; " + script})},
+      {"volumeMounts", Doc::array({Doc{{"name", "model-cache"}, {"mountPath", kWeightsMountPath}}})}};
+  if (w.scheme == "az") {
+    container["env"] = Doc::array({Doc{{"name", "AZURE_STORAGE_ACCOUNT"}, {"value", "<STORAGE_ACCOUNT>"}}});
+  }
+  Doc pod = {{"restartPolicy", "OnFailure"},
+             {"containers", Doc::array({container})},
+             {"volumes", Doc::array({WeightsVolume(ctx)})}};
+  return Doc{{"apiVersion", "batch/v1"},
+             {"kind", "Job"},
+             {"metadata", ObjectMeta(ctx, ctx.app_name + "-weights-presync", "weights")},
+             {"spec", {{"backoffLimit", 3}, {"template", {{"spec", pod}}}}}};
+}
+
+Doc ServingService(const RenderContext& ctx, const Doc& selector) {
+  return Doc{{"apiVersion", "v1"},
+             {"kind", "Service"},
+             {"metadata", ObjectMeta(ctx, ctx.app_name + "-svc", "serving")},
+             {"spec",
+              {{"type", "LoadBalancer"},
+               {"selector", selector},
+               {"ports", Doc::array({Doc{{"port", ctx.serve.port}, {"targetPort", ctx.serve.port}}})}}}};
+}
+
+}  // namespace k3::deploy

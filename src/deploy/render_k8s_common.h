@@ -1,0 +1,45 @@
+// Kubernetes building blocks shared by the target renderers: standard labels, probes derived from the
+// plan, /dev/shm, the weights cache volume, engine containers and the weight pre-sync Job.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "src/deploy/render.h"
+
+namespace k3::deploy {
+
+// app.kubernetes.io/{name,instance,version,component,managed-by}.
+Doc StandardLabels(const RenderContext& ctx, const std::string& component);
+
+// metadata {name, [namespace], labels}.
+Doc ObjectMeta(const RenderContext& ctx, const std::string& name, const std::string& component);
+
+// Probes on /health of the serving port, budgets from the plan (ProbeBudget).
+Doc StartupProbe(const RenderContext& ctx);
+Doc ReadinessProbe(const RenderContext& ctx);
+Doc LivenessProbe(const RenderContext& ctx);
+
+// {"nvidia.com/gpu": N} as the guide writes it: a string in pod specs.
+Doc GpuResources(int gpus);
+
+// Volumes: the weights cache PVC ("model-cache") and the /dev/shm emptyDir ("dshm").
+std::string WeightsClaimName(const RenderContext& ctx);
+Doc WeightsVolume(const RenderContext& ctx);
+Doc ShmVolume(int gpus_per_node);
+Doc WeightsAndShmMounts();
+
+// Env list [{name, value}] for the engine: the model's required variables, HF_HOME for hub pulls, and
+// NCCL / Gloo interface settings when the group spans nodes.
+Doc EngineEnvList(const RenderContext& ctx, bool multi_node);
+
+// A PersistentVolumeClaim for the weights (ReadWriteMany, sized from the checkpoint with headroom).
+Doc WeightsPvc(const RenderContext& ctx, const std::string& storage_class);
+
+// A Job that fills the weights PVC from the weights source (hub or object store).
+Doc PresyncJob(const RenderContext& ctx);
+
+// The LoadBalancer Service for the serving port; `selector` picks the pods (LWS: leader only).
+Doc ServingService(const RenderContext& ctx, const Doc& selector);
+
+}  // namespace k3::deploy

@@ -1,0 +1,125 @@
+// Managed-endpoint targets: azure-ml (Azure ML CLI v2 endpoint + deployment YAML and a Dockerfile that bakes
+// the engine command, since managed deployments take no container args) and gcp-vertex (gcloud script).
+// Both carry the guide's warnings: GB300 SKU availability on AML, Vertex A4X's 18-replica minimum.
+#include "src/deploy/plan_format.h"
+#include "src/deploy/render_k8s_common.h"
+
+namespace k3::deploy {
+namespace {
+
+std::string JsonArray(const std::vector<std::string>& items) {
+  std::string out = "[";
+  for (size_t i = 0; i < items.size(); ++i) out += (i ? ", " : "") + Doc(items[i]).dump();
+  return out + "]";
+}
+
+std::vector<std::string> EngineArgv(const RenderContext& ctx) {
+  if (ctx.options.engine == Engine::kK3) {
+    std::vector<std::string> argv = K3ServeArgv(ctx.serve);
+    argv.insert(argv.begin(), "k3");
+    return argv;
+  }
+  std::vector<std::string> argv = {"vllm", "serve", ctx.serve.model_ref};
+  for (std::string& f : VllmFlags(ctx.serve)) argv.push_back(std::move(f));
+  argv.insert(argv.end(), {"--port", std::to_string(ctx.serve.port)});
+  return argv;
+}
+
+std::vector<std::string> Warnings(const RenderContext& ctx) {
+  std::vector<std::string> w = ctx.plan.warnings;
+  for (const std::string& n : ctx.plan.target.capacity) w.push_back(n);
+  if (ctx.plan.layout.nodes > 1) {
+    w.push_back(
+        fmt::format("the model needs {} x {} in one serving group; a managed endpoint replica is one "
+                    "instance, so this deployment cannot hold it as planned — use the Kubernetes target",
+                    ctx.plan.layout.nodes, ctx.plan.instance.id));
+  }
+  return w;
+}
+
+}  // namespace
+
+Result<std::vector<RenderedFile>> RenderAzureMl(const RenderContext& ctx) {
+  const ProbeBudget& p = ctx.plan.probes;
+  Doc endpoint = {
+      {"$schema", "https://azuremlschemas.azureedge.net/latest/managedOnlineEndpoint.schema.json"},
+      {"name", ctx.app_name},
+      {"auth_mode", "key"}};
+  Doc route = [&](const std::string& path) {
+    return Doc{{"port", ctx.serve.port}, {"path", path}};
+  }("/health");
+  Doc env_vars = Doc::object();
+  for (const auto& [name, value] : EngineEnv(ctx.model, ctx.options.engine)) env_vars[name] = value;
+  Doc deployment = {
+      {"$schema", "https://azuremlschemas.azureedge.net/latest/managedOnlineDeployment.schema.json"},
+      {"name", ctx.app_name + "-" + EngineName(ctx.options.engine)},
+      {"endpoint_name", ctx.app_name},
+      {"environment",
+       {{"build", {{"path", "."}}},
+        {"inference_config",
+         {{"liveness_route", route},
+          {"readiness_route", route},
+          {"scoring_route", {{"port", ctx.serve.port}, {"path", "/v1/chat/completions"}}}}}}},
+      {"instance_type", ctx.plan.instance.id},
+      {"instance_count", ctx.plan.replicas},
+      {"environment_variables", env_vars},
+      {"request_settings", {{"request_timeout_ms", 180000}}},
+      {"liveness_probe",
+       {{"initial_delay", p.startup_budget_seconds},
+        {"period", 30},
+        {"timeout", 10},
+        {"failure_threshold", 5}}},
+      {"readiness_probe",
+       {{"initial_delay", static_cast<int>(p.load_seconds)},
+        {"period", p.readiness_period_seconds},
+        {"timeout", 10},
+        {"failure_threshold", p.startup_failure_threshold}}}};
+  std::vector<std::string> header = {
+      "Azure ML managed online endpoint (az ml online-endpoint/deployment create)"};
+  for (const std::string& w : Warnings(ctx)) header.push_back("WARNING: " + w);
+  std::string dockerfile =
+      "# The managed deployment takes no container args: bake the engine command.\nFROM " + ctx.image +
+      "\nENTRYPOINT " + JsonArray(EngineArgv(ctx)) + "\n";
+  std::vector<RenderedFile> files = {{"endpoint.yml", YamlFile(header, {endpoint})},
+                                     {"deployment.yml", YamlFile(header, {deployment})},
+                                     {"Dockerfile", dockerfile}};
+  files.push_back(RenderNotes(ctx, {"az ml online-endpoint create -f endpoint.yml",
+                                    "az ml online-deployment create -f deployment.yml --all-traffic"}));
+  return files;
+}
+
+Result<std::vector<RenderedFile>> RenderVertex(const RenderContext& ctx) {
+  const TargetPlan& p = ctx.plan;
+  std::string s = "#!/usr/bin/env bash\n# Vertex AI Prediction for " + ctx.model.served_name +
+                  " (rendered by k3 render; review before running).\n";
+  for (const std::string& w : Warnings(ctx)) s += "# WARNING: " + w + "\n";
+  s += fmt::format("# Cost at the 18-replica minimum: {} per hour, {} per month (730 h).\n",
+                   FormatCostPerHour(p.cost), FormatCostPerMonth(p.cost));
+  if (!p.cost.known) s += "#   (" + p.cost.unknown_reason + ")\n";
+  const int min_replicas = std::max(p.target.min_replicas, p.replicas);
+  std::string args;
+  const std::vector<std::string> argv = EngineArgv(ctx);
+  for (size_t i = 1; i < argv.size(); ++i) args += (i > 1 ? "," : "") + argv[i];
+  std::string env;
+  for (const auto& [name, value] : EngineEnv(ctx.model, ctx.options.engine)) {
+    env += (env.empty() ? "" : ",") + name + "=" + value;
+  }
+  s += fmt::format(
+      "set -euo pipefail\nPROJECT_ID=${{PROJECT_ID:?set PROJECT_ID}}\nREGION=${{REGION:?set REGION}}\n\n"
+      "gcloud ai models upload --project=\"$PROJECT_ID\" --region=\"$REGION\" \\\n"
+      "  --display-name={0} \\\n  --container-image-uri={1} \\\n  --container-command={2} \\\n"
+      "  --container-args='{3}' \\\n{4}  --container-ports={5} \\\n  --container-health-route=/health \\\n"
+      "  --container-predict-route=/v1/chat/completions\n\n"
+      "gcloud ai endpoints create --project=\"$PROJECT_ID\" --region=\"$REGION\" --display-name={0}\n\n"
+      "# deploy-model bills min-replica-count x {6} from the moment it starts.\n"
+      "gcloud ai endpoints deploy-model <ENDPOINT_ID> --project=\"$PROJECT_ID\" --region=\"$REGION\" \\\n"
+      "  --model=<MODEL_ID> --display-name={0} \\\n  --machine-type={6} \\\n"
+      "  --accelerator=type=nvidia-gb300,count={7} \\\n  --min-replica-count={8} --max-replica-count={8}\n",
+      ctx.app_name, ctx.image, argv[0], args, env.empty() ? "" : "  --container-env-vars=" + env + " \\\n",
+      ctx.serve.port, p.instance.id, p.instance.gpu_count, min_replicas);
+  std::vector<RenderedFile> files = {{"deploy-vertex.sh", s}};
+  files.push_back(RenderNotes(ctx, {"bash deploy-vertex.sh"}));
+  return files;
+}
+
+}  // namespace k3::deploy
