@@ -27,6 +27,9 @@ ctest_dir() {
 }
 
 step "build (release)" scripts/build.sh build -DCMAKE_BUILD_TYPE=Release
+if command -v npm >/dev/null; then  # pinned test-only npm packages (tiktoken differential test)
+  step "npm ci (tests/tokenizer)" npm ci --prefix tests/tokenizer --no-audit --no-fund --loglevel=error
+fi
 step "tests (release)" ctest_dir build
 step "build (asan+ubsan)" scripts/build.sh build-asan -DCMAKE_BUILD_TYPE=Debug -DK3_SANITIZE=ON -DK3_BUILD_BENCH=OFF
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \

@@ -21,12 +21,14 @@ const char kK3PatternReference[] =
     R"(|\s+(?!\S))"
     R"(|\s+)";
 
-// [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]  ==  [^\p{Ll}\p{N}\p{P}\p{S}\p{Z}\p{C}\p{Han}]
-// [\p{Ll}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]        ==  [^\p{Lu}\p{Lt}\p{N}\p{P}\p{S}\p{Z}\p{C}\p{Han}]
+// [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]  ==  [^\p{Ll}\p{N}\p{P}\p{S}\p{Z}\p{C}\p{sc:Han}]
+// [\p{Ll}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]        ==  [^\p{Lu}\p{Lt}\p{N}\p{P}\p{S}\p{Z}\p{C}\p{sc:Han}]
+// \p{sc:Han} is the Script property: since 10.40 a bare \p{Han} in PCRE2 means Script_Extensions, which
+// also holds common CJK punctuation such as U+3002 "。"; Rust's regex (the reference) uses Script.
 const char kK3PatternPcre2[] =
-    R"([\p{Han}]+)"
-    R"(|[^\r\n\p{L}\p{N}]?[^\p{Ll}\p{N}\p{P}\p{S}\p{Z}\p{C}\p{Han}]*[^\p{Lu}\p{Lt}\p{N}\p{P}\p{S}\p{Z}\p{C}\p{Han}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?)"
-    R"(|[^\r\n\p{L}\p{N}]?[^\p{Ll}\p{N}\p{P}\p{S}\p{Z}\p{C}\p{Han}]+[^\p{Lu}\p{Lt}\p{N}\p{P}\p{S}\p{Z}\p{C}\p{Han}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?)"
+    R"([\p{sc:Han}]+)"
+    R"(|[^\r\n\p{L}\p{N}]?[^\p{Ll}\p{N}\p{P}\p{S}\p{Z}\p{C}\p{sc:Han}]*[^\p{Lu}\p{Lt}\p{N}\p{P}\p{S}\p{Z}\p{C}\p{sc:Han}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?)"
+    R"(|[^\r\n\p{L}\p{N}]?[^\p{Ll}\p{N}\p{P}\p{S}\p{Z}\p{C}\p{sc:Han}]+[^\p{Lu}\p{Lt}\p{N}\p{P}\p{S}\p{Z}\p{C}\p{sc:Han}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?)"
     R"(|\p{N}{1,3})"
     R"(| ?[^\s\p{L}\p{N}]+[\r\n]*)"
     R"(|\s*[\r\n]+)"

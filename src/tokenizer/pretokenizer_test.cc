@@ -28,6 +28,8 @@ TEST(PreTokenizerTest, SplitsLikeTheK3Pattern) {
   EXPECT_EQ(Pieces("CamelCaseWord"), (Split{"Camel", "Case", "Word"}));
   EXPECT_EQ(Pieces("HTTPServer"), (Split{"HTTPServer"}));
   EXPECT_EQ(Pieces("abc你好def"), (Split{"abc", "你好", "def"}));
+  // Han is the Script property: U+3002 "。" (Script_Extensions Han) is punctuation, U+3005 "々" is Han.
+  EXPECT_EQ(Pieces("好。々"), (Split{"好", "。", "々"}));
   EXPECT_EQ(Pieces("foo(bar)!!\n"), (Split{"foo", "(bar", ")!!\n"}));
   EXPECT_EQ(Pieces("cafe\xCC\x81"), (Split{"cafe\xCC\x81"}));  // combining mark stays in the word
   EXPECT_EQ(Pieces("\xF0\x9F\x98\x80\xF0\x9F\x98\x82 ok"),
