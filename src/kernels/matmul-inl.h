@@ -103,54 +103,56 @@ constexpr size_t kAccumulatorFloats = kMaxTileM * kTileN * 16;  // one tile's ac
 // bf16 weights [N, K]: a chunk of 2L bf16 is read as L 32-bit lanes; the low half of lane i is element
 // 2i (little endian), the high half element 2i+1. Widening bf16 to fp32 is a 16-bit shift.
 struct Bf16Weights {
-  static constexpr bool kEvenOddInput = true;
+  static constexpr size_t kVectorsPerChunk = 2;
+  // Element of the chunk held in x scratch slot i: even elements first, then odd ones.
+  static size_t SourceOf(size_t i, size_t L) { return i < L ? 2 * i : 2 * (i - L) + 1; }
   const uint16_t* w;  // [N, K]
   size_t K;
   size_t full_chunks;  // chunks lying entirely inside a row
 
-  HWY_INLINE void Widen(DMatMul df, hn::Vec<hn::RebindToUnsigned<DMatMul> > pairs, VMatMul& first,
-                        VMatMul& second) const {
+  HWY_INLINE void Widen(DMatMul df, hn::Vec<hn::RebindToUnsigned<DMatMul> > pairs, VMatMul (&out)[2]) const {
     const hn::RebindToUnsigned<DMatMul> du32;
-    first = hn::BitCast(df, hn::ShiftLeft<16>(pairs));
-    second = hn::BitCast(df, hn::And(pairs, hn::Set(du32, 0xFFFF0000u)));
+    out[0] = hn::BitCast(df, hn::ShiftLeft<16>(pairs));
+    out[1] = hn::BitCast(df, hn::And(pairs, hn::Set(du32, 0xFFFF0000u)));
   }
-  HWY_INLINE void Load(DMatMul df, size_t n, size_t c, VMatMul& first, VMatMul& second) const {
+  HWY_INLINE void Load(DMatMul df, size_t n, size_t c, VMatMul (&out)[2]) const {
     const hn::RebindToUnsigned<DMatMul> du32;
     const hn::Repartition<uint16_t, decltype(du32)> du16;
     const uint16_t* p = w + n * K + c * 2 * hn::Lanes(df);
-    Widen(df, hn::BitCast(du32, hn::LoadU(du16, p)), first, second);
+    Widen(df, hn::BitCast(du32, hn::LoadU(du16, p)), out);
   }
   // The last, partial chunk of a row: copied into a zero-padded buffer so nothing past the row is read.
-  HWY_INLINE void LoadTail(DMatMul df, size_t n, size_t c, VMatMul& first, VMatMul& second) const {
+  HWY_INLINE void LoadTail(DMatMul df, size_t n, size_t c, VMatMul (&out)[2]) const {
     const hn::RebindToUnsigned<DMatMul> du32;
     const hn::Repartition<uint16_t, decltype(du32)> du16;
     const size_t begin = c * 2 * hn::Lanes(df);
     HWY_ALIGN uint16_t buffer[2 * hn::MaxLanes(DMatMul())] = {};
     std::memcpy(buffer, w + n * K + begin, (K - begin) * sizeof(uint16_t));
-    Widen(df, hn::BitCast(du32, hn::Load(du16, buffer)), first, second);
+    Widen(df, hn::BitCast(du32, hn::Load(du16, buffer)), out);
   }
 };
 
 // fp32 weights [N, K]: a chunk is two plain vectors.
 struct F32Weights {
-  static constexpr bool kEvenOddInput = false;
-  const float* w;  // [N, K]
+  static constexpr size_t kVectorsPerChunk = 2;
+  static size_t SourceOf(size_t i, size_t /*L*/) { return i; }  // plain chunk
+  const float* w;                                               // [N, K]
   size_t K;
   size_t full_chunks;
 
-  HWY_INLINE void Load(DMatMul df, size_t n, size_t c, VMatMul& first, VMatMul& second) const {
+  HWY_INLINE void Load(DMatMul df, size_t n, size_t c, VMatMul (&out)[2]) const {
     const size_t L = hn::Lanes(df);
     const float* p = w + n * K + c * 2 * L;
-    first = hn::LoadU(df, p);
-    second = hn::LoadU(df, p + L);
+    out[0] = hn::LoadU(df, p);
+    out[1] = hn::LoadU(df, p + L);
   }
-  HWY_INLINE void LoadTail(DMatMul df, size_t n, size_t c, VMatMul& first, VMatMul& second) const {
+  HWY_INLINE void LoadTail(DMatMul df, size_t n, size_t c, VMatMul (&out)[2]) const {
     const size_t L = hn::Lanes(df);
     const size_t begin = c * 2 * L;
     HWY_ALIGN float buffer[2 * hn::MaxLanes(DMatMul())] = {};
     std::memcpy(buffer, w + n * K + begin, (K - begin) * sizeof(float));
-    first = hn::Load(df, buffer);
-    second = hn::Load(df, buffer + L);
+    out[0] = hn::Load(df, buffer);
+    out[1] = hn::Load(df, buffer + L);
   }
 };
 
@@ -179,17 +181,21 @@ alignas(64) static constexpr float kE2M1Values[16] = {0.0f,  0.5f,  1.0f,  1.5f,
 // E2M1 table is multiplied by the group's scale once, then indexed by the codes, so each element costs
 // one lane permute. K % 32 == 0, so every chunk is full and inside one scale group.
 struct Mxfp4Weights {
-  static constexpr bool kEvenOddInput = true;
+  static constexpr size_t kVectorsPerChunk = 2;
+  // Element of the chunk held in x scratch slot i: even elements first, then odd ones.
+  static size_t SourceOf(size_t i, size_t L) { return i < L ? 2 * i : 2 * (i - L) + 1; }
   const uint8_t* packed;  // [N, K/2]
   const uint8_t* scales;  // [N, K/32]
   size_t K;
   size_t full_chunks;
   const float* scale_values;  // E8M0Values().values
 
-  HWY_INLINE void Load(DMatMul df, size_t n, size_t c, VMatMul& first, VMatMul& second) const {
+  HWY_INLINE void Load(DMatMul df, size_t n, size_t c, VMatMul (&out)[2]) const {
     const size_t L = hn::Lanes(df);
     const hn::RebindToUnsigned<DMatMul> du32;
     const hn::Rebind<uint8_t, DMatMul> du8;
+    VMatMul& first = out[0];
+    VMatMul& second = out[1];
     const auto codes = hn::PromoteTo(du32, hn::LoadU(du8, packed + n * (K / 2) + c * L));
     const auto low = hn::And(codes, hn::Set(du32, 0xFu));
     const auto high = hn::ShiftRight<4>(codes);
@@ -213,8 +219,8 @@ struct Mxfp4Weights {
       second = Signed(df, second, high);
     }
   }
-  HWY_INLINE void LoadTail(DMatMul df, size_t n, size_t c, VMatMul& first, VMatMul& second) const {
-    Load(df, n, c, first, second);  // never called: K % 32 == 0 leaves no partial chunk
+  HWY_INLINE void LoadTail(DMatMul df, size_t n, size_t c, VMatMul (&out)[2]) const {
+    Load(df, n, c, out);  // never called: K % 32 == 0 leaves no partial chunk
   }
 
  private:
@@ -237,6 +243,68 @@ struct Mxfp4Weights {
   }
 };
 
+#if HWY_TARGET == HWY_AVX2
+// The bf16 bit patterns of the 16 E2M1 values, split into high and low bytes: byte-shuffle tables.
+struct E2M1Bf16Bytes {
+  alignas(16) uint8_t high[16];
+  alignas(16) uint8_t low[16];
+  E2M1Bf16Bytes() {
+    for (size_t code = 0; code < 16; ++code) {
+      const uint16_t bits = FloatToBf16(kE2M1Values[code]).bits;
+      high[code] = static_cast<uint8_t>(bits >> 8);
+      low[code] = static_cast<uint8_t>(bits & 0xFF);
+    }
+  }
+};
+inline const E2M1Bf16Bytes& E2M1Bytes() {
+  static const E2M1Bf16Bytes table;
+  return table;
+}
+
+// MXFP4 on AVX2, which has no 16-entry lane permute: a chunk is one whole group (32 elements, 16
+// bytes, 4 vectors). The 32 codes are looked up with two byte shuffles (high and low byte of each
+// value's bf16 pattern, exact since E2M1 values are bf16), interleaved into bf16 and widened to fp32 by
+// interleaving with zeros, then multiplied by the group scale. Interleaving works within 128-bit
+// blocks, so vector q holds the elements 8q + {0, 2, 4, 6, 1, 3, 5, 7}; x is laid out to match.
+struct Mxfp4GroupWeights {
+  static constexpr size_t kVectorsPerChunk = 4;
+  static size_t SourceOf(size_t i, size_t /*L*/) {
+    const size_t lane = i % 8;
+    return (i / 8) * 8 + (lane < 4 ? 2 * lane : 2 * (lane - 4) + 1);
+  }
+  const uint8_t* packed;  // [N, K/2]
+  const uint8_t* scales;  // [N, K/32]
+  size_t K;
+  size_t full_chunks;
+  const float* scale_values;  // E8M0Values().values
+  const E2M1Bf16Bytes* tables;
+
+  HWY_INLINE void Load(DMatMul df, size_t n, size_t c, VMatMul (&out)[4]) const {
+    const hn::Full128<uint8_t> d8;
+    const hn::Full256<uint8_t> d8x2;
+    const hn::Full256<uint16_t> d16;
+    const hn::Full256<uint32_t> d32;
+    const auto bytes = hn::LoadU(d8, packed + n * (K / 2) + c * 16);
+    const auto low_codes = hn::And(bytes, hn::Set(d8, uint8_t{0x0F}));  // even elements
+    const auto high_codes = hn::ShiftRight<4>(bytes);                   // odd elements
+    const auto codes = hn::Combine(d8x2, high_codes, low_codes);
+    const auto high = hn::TableLookupBytes(hn::LoadDup128(d8x2, tables->high), codes);
+    const auto low = hn::TableLookupBytes(hn::LoadDup128(d8x2, tables->low), codes);
+    const auto bf16_first = hn::BitCast(d16, hn::InterleaveLower(d8x2, low, high));  // codes 0..7 of a block
+    const auto bf16_second = hn::BitCast(d16, hn::InterleaveUpper(d8x2, low, high));
+    const auto zero = hn::Zero(d16);
+    const auto scale = hn::Set(df, scale_values[scales[n * (K / 32) + c]]);
+    out[0] = hn::Mul(hn::BitCast(df, hn::ZipLower(d32, zero, bf16_first)), scale);
+    out[1] = hn::Mul(hn::BitCast(df, hn::ZipUpper(d32, zero, bf16_first)), scale);
+    out[2] = hn::Mul(hn::BitCast(df, hn::ZipLower(d32, zero, bf16_second)), scale);
+    out[3] = hn::Mul(hn::BitCast(df, hn::ZipUpper(d32, zero, bf16_second)), scale);
+  }
+  HWY_INLINE void LoadTail(DMatMul df, size_t n, size_t c, VMatMul (&out)[4]) const {
+    Load(df, n, c, out);  // never called: K % 32 == 0 leaves no partial chunk
+  }
+};
+#endif  // HWY_TARGET == HWY_AVX2
+
 // ---- register tile -------------------------------------------------------------------------------
 
 struct TileRows {
@@ -249,41 +317,38 @@ struct TileRows {
 template <size_t kM, bool kTail, class Weights>
 HWY_INLINE void AccumulateChunk(DMatMul df, const Weights& w, const TileRows& t, size_t c,
                                 VMatMul (&acc)[kM][kTileN]) {
+  constexpr size_t kV = Weights::kVectorsPerChunk;
   const size_t L = hn::Lanes(df);
-  const size_t offset = c * 2 * L;
+  const size_t offset = c * kV * L;
   if constexpr (kXInRegisters) {
-    VMatMul x_first[kM];
-    VMatMul x_second[kM];
+    VMatMul xv[kM][kV];
     for (size_t i = 0; i < kM; ++i) {
-      x_first[i] = hn::LoadU(df, t.x_rows[i] + offset);
-      x_second[i] = hn::LoadU(df, t.x_rows[i] + offset + L);
+      for (size_t v = 0; v < kV; ++v) xv[i][v] = hn::LoadU(df, t.x_rows[i] + offset + v * L);
     }
     for (size_t j = 0; j < kTileN; ++j) {
-      VMatMul w_first;
-      VMatMul w_second;
+      VMatMul wv[kV];
       if constexpr (kTail) {
-        w.LoadTail(df, t.n_rows[j], c, w_first, w_second);
+        w.LoadTail(df, t.n_rows[j], c, wv);
       } else {
-        w.Load(df, t.n_rows[j], c, w_first, w_second);
+        w.Load(df, t.n_rows[j], c, wv);
       }
       for (size_t i = 0; i < kM; ++i) {
-        acc[i][j] = hn::MulAdd(x_first[i], w_first, acc[i][j]);
-        acc[i][j] = hn::MulAdd(x_second[i], w_second, acc[i][j]);
+        for (size_t v = 0; v < kV; ++v) acc[i][j] = hn::MulAdd(xv[i][v], wv[v], acc[i][j]);
       }
     }
   } else {
     // Few registers: x is re-read from L1 for each weight row (a memory operand of the FMA).
     for (size_t j = 0; j < kTileN; ++j) {
-      VMatMul w_first;
-      VMatMul w_second;
+      VMatMul wv[kV];
       if constexpr (kTail) {
-        w.LoadTail(df, t.n_rows[j], c, w_first, w_second);
+        w.LoadTail(df, t.n_rows[j], c, wv);
       } else {
-        w.Load(df, t.n_rows[j], c, w_first, w_second);
+        w.Load(df, t.n_rows[j], c, wv);
       }
       for (size_t i = 0; i < kM; ++i) {
-        acc[i][j] = hn::MulAdd(hn::LoadU(df, t.x_rows[i] + offset), w_first, acc[i][j]);
-        acc[i][j] = hn::MulAdd(hn::LoadU(df, t.x_rows[i] + offset + L), w_second, acc[i][j]);
+        for (size_t v = 0; v < kV; ++v) {
+          acc[i][j] = hn::MulAdd(hn::LoadU(df, t.x_rows[i] + offset + v * L), wv[v], acc[i][j]);
+        }
       }
     }
   }
@@ -355,7 +420,8 @@ HWY_NOINLINE void MatMulRowBlock(const Weights& w, const float* xs, size_t M, si
   const DMatMul df;
   const size_t L = hn::Lanes(df);
   const bool blocked = M > kUnblockedMaxM;
-  const size_t chunks_per_block = blocked ? std::max<size_t>(1, kBlockK / (2 * L)) : num_chunks;
+  const size_t chunk = Weights::kVectorsPerChunk * L;
+  const size_t chunks_per_block = blocked ? std::max<size_t>(1, kBlockK / chunk) : num_chunks;
   const size_t rows_per_m_block = blocked ? kBlockM : M;
   const size_t n_tiles = (n_end - n_begin + kTileN - 1) / kTileN;
   const size_t m_tiles_per_block = (rows_per_m_block + kMaxTileM - 1) / kMaxTileM;
@@ -408,23 +474,27 @@ HWY_NOINLINE void MatMulRowBlock(const Weights& w, const float* xs, size_t M, si
   }
 }
 
-// Copies x [M, K] into xs [M, num_chunks * 2L] in the chunk layout of the weights, zero-padded.
-template <bool kEvenOddInput>
+// Copies x [M, K] into xs [M, num_chunks * chunk] in the chunk layout of the weights, zero-padded:
+// xs[chunk c, slot i] = x[c * chunk + Weights::SourceOf(i)].
+template <class Weights>
 void LayOutInput(const float* x, size_t M, size_t K, size_t num_chunks, float* xs) {
   const size_t L = hn::Lanes(DMatMul());
-  const size_t chunk = 2 * L;
+  const size_t chunk = Weights::kVectorsPerChunk * L;
   const size_t row_stride = num_chunks * chunk;
+  size_t source_of[Weights::kVectorsPerChunk * hn::MaxLanes(DMatMul())];
+  for (size_t i = 0; i < chunk; ++i) source_of[i] = Weights::SourceOf(i, L);
   for (size_t m = 0; m < M; ++m) {
     const float* src = x + m * K;
     float* dst = xs + m * row_stride;
-    std::fill(dst + (K / chunk) * chunk, dst + row_stride, 0.0f);
-    if constexpr (kEvenOddInput) {
-      for (size_t k = 0; k < K; ++k) {
-        const size_t within = k % chunk;
-        dst[k - within + (within % 2) * L + within / 2] = src[k];
+    const size_t full = K / chunk;
+    for (size_t c = 0; c < full; ++c) {
+      for (size_t i = 0; i < chunk; ++i) dst[c * chunk + i] = src[c * chunk + source_of[i]];
+    }
+    for (size_t c = full; c < num_chunks; ++c) {
+      for (size_t i = 0; i < chunk; ++i) {
+        const size_t k = c * chunk + source_of[i];
+        dst[c * chunk + i] = k < K ? src[k] : 0.0f;
       }
-    } else {
-      std::copy(src, src + K, dst);
     }
   }
 }
@@ -442,11 +512,11 @@ template <class Weights>
 void MatMulThreaded(const Weights& w, const float* x, size_t M, size_t K, size_t N, float* y,
                     ThreadPool* pool) {
   if (M == 0 || N == 0) return;
-  const size_t chunk = 2 * hn::Lanes(DMatMul());
+  const size_t chunk = Weights::kVectorsPerChunk * hn::Lanes(DMatMul());
   const size_t num_chunks = (K + chunk - 1) / chunk;
   const size_t row_stride = num_chunks * chunk;
   float* xs = ThreadScratch(ScratchSlot::kMatMulInput, M * row_stride);
-  LayOutInput<Weights::kEvenOddInput>(x, M, K, num_chunks, xs);
+  LayOutInput<Weights>(x, M, K, num_chunks, xs);
 
   const size_t rows_per_task = RowsPerTask(M, N);
   const size_t num_tasks = (N + rows_per_task - 1) / rows_per_task;
@@ -463,22 +533,30 @@ void MatMulThreaded(const Weights& w, const float* x, size_t M, size_t K, size_t
 
 // ---- per-target entry points (exported by matmul.cc) ---------------------------------------------
 
-inline size_t FullChunks(size_t K) { return K / (2 * hn::Lanes(DMatMul())); }
+template <class Weights>
+size_t FullChunks(size_t K) {
+  return K / (Weights::kVectorsPerChunk * hn::Lanes(DMatMul()));
+}
 
 void MatMulBf16Impl(const float* x, size_t M, size_t K, const bf16* W, size_t N, float* y, ThreadPool* pool) {
-  const Bf16Weights w{reinterpret_cast<const uint16_t*>(W), K, FullChunks(K)};
+  const Bf16Weights w{reinterpret_cast<const uint16_t*>(W), K, FullChunks<Bf16Weights>(K)};
   MatMulThreaded(w, x, M, K, N, y, pool);
 }
 
 void MatMulF32Impl(const float* x, size_t M, size_t K, const float* W, size_t N, float* y, ThreadPool* pool) {
-  const F32Weights w{W, K, FullChunks(K)};
+  const F32Weights w{W, K, FullChunks<F32Weights>(K)};
   MatMulThreaded(w, x, M, K, N, y, pool);
 }
 
 void MatMulMxfp4Impl(const float* x, size_t M, size_t K, const uint8_t* packed, const uint8_t* scales,
                      size_t N, float* y, ThreadPool* pool) {
   HWY_ASSERT(K % 32 == 0);
-  const Mxfp4Weights w{packed, scales, K, FullChunks(K), E8M0Values().values};
+#if HWY_TARGET == HWY_AVX2
+  const Mxfp4GroupWeights w{packed,      scales, K, FullChunks<Mxfp4GroupWeights>(K), E8M0Values().values,
+                            &E2M1Bytes()};
+#else
+  const Mxfp4Weights w{packed, scales, K, FullChunks<Mxfp4Weights>(K), E8M0Values().values};
+#endif
   MatMulThreaded(w, x, M, K, N, y, pool);
 }
 
