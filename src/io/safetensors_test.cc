@@ -100,7 +100,9 @@ TEST(SafetensorsTest, RoundTripsEveryDType) {
     EXPECT_EQ(view->dtype, expected.dtype);
     EXPECT_EQ(view->shape, expected.shape);
     ASSERT_EQ(view->nbytes, expected.data.size());
-    EXPECT_EQ(std::memcmp(view->data, expected.data.data(), view->nbytes), 0) << expected.name;
+    if (view->nbytes > 0) {
+      EXPECT_EQ(std::memcmp(view->data, expected.data.data(), view->nbytes), 0) << expected.name;
+    }
     EXPECT_EQ(reinterpret_cast<uintptr_t>(view->data) % DTypeSize(view->dtype), 0u) << expected.name;
   }
   EXPECT_EQ((*file)->Find("t.F32")->ShapeString(), "[3, 12]");
