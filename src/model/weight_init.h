@@ -1,0 +1,73 @@
+// Deterministic random weights for generated checkpoints: a self-contained PRNG, the value each InitKind
+// (tensors.h) draws, and the encodings the checkpoint stores (bf16, MXFP4 of spec §3.3).
+//
+// Determinism. Every tensor draws from its own seed, TensorSeed(seed, name), and every logical row of it
+// from its own stream, so a tensor's values depend only on (seed, name, row) — not on the order tensors
+// are written in, nor on how rows are spread over threads. The PRNG is splitmix64; "normal" values are
+// the Irwin-Hall sum of four 16-bit uniforms scaled to unit variance (bounded at +-3.46, plenty for random
+// weights and exactly reproducible with integer arithmetic and one rounding).
+//
+// Logical rows. A tensor is viewed as rows of its last logical dimension (for MXFP4 pairs: the unpacked
+// input width, fan_in), so a [out, in] matrix has `out` rows and a 1-D tensor has one.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include "src/io/model_config.h"
+#include "src/model/tensors.h"
+
+namespace k3::model {
+
+// splitmix64: 64-bit state, one multiply-xorshift finaliser per draw.
+class RandomStream {
+ public:
+  explicit RandomStream(uint64_t seed) : state_(seed) {}
+  uint64_t Next();
+  // Uniform in (0, 1), never 0 or 1.
+  double Uniform();
+  // Approximately standard normal: mean 0, variance 1, |value| <= 2 * sqrt(3).
+  float Normal();
+
+ private:
+  uint64_t state_;
+};
+
+// The seed of one tensor's values.
+uint64_t TensorSeed(uint64_t seed, std::string_view tensor_name);
+// The stream of one logical row of a tensor.
+RandomStream RowStream(uint64_t tensor_seed, int64_t row);
+
+// Logical row length and row count of a tensor (see the file comment).
+int64_t LogicalRowLength(const TensorSpec& spec);
+int64_t LogicalRowCount(const TensorSpec& spec);
+
+// Standard deviation of the output head relative to 1/sqrt(hidden_size): the final norm leaves rows of
+// RMS ~1, so the logits get a standard deviation of about this much, which keeps greedy top-2 margins
+// well clear of rounding noise.
+inline constexpr float kOutputHeadGain = 3.0f;
+
+// Fills `out` (LogicalRowLength(spec) values) with row `row` of `spec`'s logical values:
+//   kLinear      normal, std 1/sqrt(fan_in) (the untied lm_head: kOutputHeadGain times that)
+//   kEmbedding   normal, std 1
+//   kNormWeight  1 + 0.02 * normal
+//   kConv        normal, std 1/sqrt(kernel)
+//   kALog        log(uniform[1, 16]); entries past kda_num_heads (K3's padding to 128) are 0
+//   kDtBias      0.1 * normal
+//   kRouterBias  0.02 * normal
+//   kMxfp4Packed the logical (unquantised) kLinear matrix; kMxfp4Scale has no values of its own
+void InitRow(const io::ModelConfig& cfg, const TensorSpec& spec, uint64_t tensor_seed, int64_t row,
+             float* out);
+
+// ---- MXFP4 (spec §3.3) ----------------------------------------------------------------------------------
+// E8M0 byte of a 32-group: the smallest power of two 2^e with max|x| / 2^e <= 6 (E2M1's largest
+// magnitude), so no value clips; e is clamped to the E8M0 range [-127, 127]. An all-zero group gets 2^0.
+uint8_t Mxfp4GroupScale(const float* group, size_t n);
+// E2M1 code (sign bit 3) of the representable value nearest to x (already divided by the group scale);
+// ties go to the even code, magnitudes past 6 saturate to 6.
+uint8_t NearestE2M1Code(float x);
+// Quantises one row of n values (n % 32 == 0): packed[n/2] (low nibble = even column), scales[n/32].
+void QuantizeMxfp4Row(const float* row, size_t n, uint8_t* packed, uint8_t* scales);
+
+}  // namespace k3::model

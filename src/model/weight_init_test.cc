@@ -1,0 +1,215 @@
+// Tests of the generator's random values and encodings: PRNG determinism and moments, per-InitKind
+// scales, and MXFP4 quantisation (scale choice, nearest-E2M1 rounding, nibble order) against
+// kernels::DequantMxfp4Row.
+#include "src/model/weight_init.h"
+
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "src/kernels/ops.h"
+#include "src/model/presets.h"
+
+namespace k3::model {
+namespace {
+
+constexpr float kE2M1Magnitudes[] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f};
+
+// Distance from x to the nearest representable E2M1 value (brute force over the 16 codes).
+float DistanceToGrid(float x) {
+  float best = std::numeric_limits<float>::infinity();
+  for (float m : kE2M1Magnitudes) best = std::min({best, std::fabs(x - m), std::fabs(x + m)});
+  return best;
+}
+
+const io::ModelConfig& TinyK3Config() {
+  static const io::ModelConfig cfg = FindGeneratorPreset("tiny-k3").value().config;
+  return cfg;
+}
+
+const TensorSpec& FindSpec(const std::vector<TensorSpec>& specs, InitKind kind,
+                           const std::string& contains = "") {
+  for (const TensorSpec& spec : specs) {
+    if (spec.init == kind && spec.name.find(contains) != std::string::npos) return spec;
+  }
+  ADD_FAILURE() << "no tensor of the wanted kind containing '" << contains << "'";
+  return specs.front();
+}
+
+TEST(RandomStreamTest, SameSeedSameSequenceDifferentSeedDifferent) {
+  RandomStream a(42), b(42), c(43);
+  int equal_to_c = 0;
+  for (int i = 0; i < 100; ++i) {
+    const uint64_t x = a.Next();
+    EXPECT_EQ(x, b.Next());
+    equal_to_c += x == c.Next();
+  }
+  EXPECT_EQ(equal_to_c, 0);
+}
+
+TEST(RandomStreamTest, NormalHasUnitVarianceAndBoundedTails) {
+  RandomStream rng(7);
+  const int n = 200000;
+  double sum = 0, sum_sq = 0, max_abs = 0;
+  for (int i = 0; i < n; ++i) {
+    const double x = rng.Normal();
+    sum += x;
+    sum_sq += x * x;
+    max_abs = std::max(max_abs, std::fabs(x));
+  }
+  EXPECT_NEAR(sum / n, 0.0, 0.01);
+  EXPECT_NEAR(sum_sq / n, 1.0, 0.02);
+  EXPECT_LE(max_abs, 2.0 * std::sqrt(3.0) + 1e-6);
+  EXPECT_GT(max_abs, 3.0);  // real tails, not a clipped uniform
+}
+
+TEST(RandomStreamTest, UniformIsInsideTheOpenInterval) {
+  RandomStream rng(9);
+  double sum = 0;
+  for (int i = 0; i < 100000; ++i) {
+    const double u = rng.Uniform();
+    ASSERT_GT(u, 0.0);
+    ASSERT_LT(u, 1.0);
+    sum += u;
+  }
+  EXPECT_NEAR(sum / 100000, 0.5, 0.01);
+}
+
+TEST(TensorSeedTest, DependsOnSeedAndName) {
+  EXPECT_EQ(TensorSeed(0, "a.weight"), TensorSeed(0, "a.weight"));
+  EXPECT_NE(TensorSeed(0, "a.weight"), TensorSeed(1, "a.weight"));
+  EXPECT_NE(TensorSeed(0, "a.weight"), TensorSeed(0, "b.weight"));
+  EXPECT_NE(RowStream(5, 0).Next(), RowStream(5, 1).Next());
+}
+
+TEST(InitRowTest, LinearStdFollowsFanIn) {
+  const io::ModelConfig& cfg = TinyK3Config();
+  const std::vector<TensorSpec> specs = ListTensors(cfg);
+  const TensorSpec& spec = FindSpec(specs, InitKind::kLinear, "mlp.gate_proj");
+  const int64_t rows = LogicalRowCount(spec), n = LogicalRowLength(spec);
+  ASSERT_EQ(n, cfg.hidden_size);
+  std::vector<float> row(n);
+  double sum_sq = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    InitRow(cfg, spec, TensorSeed(0, spec.name), r, row.data());
+    for (float v : row) sum_sq += double{v} * v;
+  }
+  EXPECT_NEAR(std::sqrt(sum_sq / double(rows * n)), 1.0 / std::sqrt(double(n)), 0.05 / std::sqrt(double(n)));
+}
+
+TEST(InitRowTest, OutputHeadIsScaledByTheGain) {
+  const io::ModelConfig& cfg = TinyK3Config();
+  const std::vector<TensorSpec> specs = ListTensors(cfg);
+  const TensorSpec& head = FindSpec(specs, InitKind::kLinear, "lm_head.weight");
+  std::vector<float> row(LogicalRowLength(head));
+  double sum_sq = 0;
+  for (int64_t r = 0; r < LogicalRowCount(head); ++r) {
+    InitRow(cfg, head, TensorSeed(3, head.name), r, row.data());
+    for (float v : row) sum_sq += double{v} * v;
+  }
+  const double rms = std::sqrt(sum_sq / double(LogicalRowCount(head) * row.size()));
+  EXPECT_NEAR(rms * std::sqrt(double(cfg.hidden_size)), kOutputHeadGain, 0.05 * kOutputHeadGain);
+}
+
+TEST(InitRowTest, NormWeightsAreNearOne) {
+  const io::ModelConfig& cfg = TinyK3Config();
+  const std::vector<TensorSpec> specs = ListTensors(cfg);
+  const TensorSpec& spec = FindSpec(specs, InitKind::kNormWeight, "input_layernorm");
+  std::vector<float> row(LogicalRowLength(spec));
+  InitRow(cfg, spec, TensorSeed(0, spec.name), 0, row.data());
+  bool any_not_one = false;
+  for (float v : row) {
+    EXPECT_NEAR(v, 1.0f, 0.1f);
+    any_not_one |= v != 1.0f;
+  }
+  EXPECT_TRUE(any_not_one);
+}
+
+TEST(InitRowTest, ALogIsLogOfOneToSixteenAndZeroInThePadding) {
+  const io::ModelConfig& cfg = TinyK3Config();
+  const std::vector<TensorSpec> specs = ListTensors(cfg);
+  const TensorSpec& spec = FindSpec(specs, InitKind::kALog);
+  ASSERT_EQ(LogicalRowCount(spec), 1);
+  ASSERT_EQ(LogicalRowLength(spec), 128);  // K3 pads A_log to 128 entries
+  std::vector<float> row(128);
+  InitRow(cfg, spec, TensorSeed(0, spec.name), 0, row.data());
+  for (int64_t i = 0; i < 128; ++i) {
+    if (i < cfg.kda_num_heads) {
+      EXPECT_GT(row[i], 0.0f);
+      EXPECT_LT(row[i], std::log(16.0f));
+    } else {
+      EXPECT_EQ(row[i], 0.0f) << "padding entry " << i;
+    }
+  }
+}
+
+TEST(Mxfp4Test, NearestCodeMatchesBruteForce) {
+  for (int i = -1400; i <= 1400; ++i) {
+    const float x = static_cast<float>(i) / 200.0f;  // hits every midpoint exactly
+    const uint8_t code = NearestE2M1Code(x);
+    const float value = kernels::E2M1ToFloat(code);
+    if (std::fabs(x) <= 6.0f) {
+      EXPECT_EQ(std::fabs(x - value), DistanceToGrid(x)) << "x = " << x;
+    } else {
+      EXPECT_EQ(value, std::copysign(6.0f, x)) << "x = " << x;
+    }
+    if (x != 0.0f && value != 0.0f) {
+      EXPECT_EQ(std::signbit(x), std::signbit(value)) << "x = " << x;
+    }
+  }
+  // Midpoints go to the even code; past 6 saturates.
+  EXPECT_EQ(NearestE2M1Code(0.25f), 0);
+  EXPECT_EQ(NearestE2M1Code(0.75f), 2);
+  EXPECT_EQ(NearestE2M1Code(1.25f), 2);
+  EXPECT_EQ(NearestE2M1Code(2.5f), 4);
+  EXPECT_EQ(NearestE2M1Code(5.0f), 6);
+  EXPECT_EQ(NearestE2M1Code(100.0f), 7);
+  EXPECT_EQ(NearestE2M1Code(-100.0f), 15);
+  EXPECT_EQ(NearestE2M1Code(-0.1f), 8);  // -0
+}
+
+TEST(Mxfp4Test, GroupScaleIsTheSmallestPowerOfTwoThatFitsTheMax) {
+  RandomStream rng(11);
+  for (int trial = 0; trial < 2000; ++trial) {
+    float group[32];
+    const float magnitude = std::ldexp(1.0f, trial % 40 - 20);
+    for (float& v : group) v = magnitude * rng.Normal();
+    float max_abs = 0;
+    for (float v : group) max_abs = std::max(max_abs, std::fabs(v));
+    const uint8_t s = Mxfp4GroupScale(group, 32);
+    const float scale = kernels::E8M0ToFloat(s);
+    EXPECT_LE(max_abs / scale, 6.0f);
+    EXPECT_GT(max_abs / (scale / 2), 6.0f);
+  }
+  // Exact boundaries: 6 fits 2^0, 6.0001 needs 2^1, 3 fits 2^-1.
+  float group[32] = {};
+  EXPECT_EQ(Mxfp4GroupScale(group, 32), 127);  // all zero
+  group[5] = -6.0f;
+  EXPECT_EQ(Mxfp4GroupScale(group, 32), 127);
+  group[5] = 6.0001f;
+  EXPECT_EQ(Mxfp4GroupScale(group, 32), 128);
+  group[5] = 3.0f;
+  EXPECT_EQ(Mxfp4GroupScale(group, 32), 126);
+}
+
+TEST(Mxfp4Test, QuantizedRowDequantisesToTheNearestGridValues) {
+  RandomStream rng(13);
+  const size_t n = 256;
+  std::vector<float> row(n), back(n);
+  for (size_t i = 0; i < n; ++i) row[i] = 0.05f * rng.Normal() * (i % 64 < 32 ? 1.0f : 30.0f);
+  std::vector<uint8_t> packed(n / 2), scales(n / 32);
+  QuantizeMxfp4Row(row.data(), n, packed.data(), scales.data());
+  kernels::DequantMxfp4Row(packed.data(), scales.data(), n, back.data());
+  for (size_t i = 0; i < n; ++i) {
+    const float scale = kernels::E8M0ToFloat(scales[i / 32]);
+    EXPECT_EQ(std::fabs(row[i] / scale - back[i] / scale), DistanceToGrid(row[i] / scale)) << "column " << i;
+  }
+  // Low nibble holds the even column.
+  EXPECT_EQ(packed[0] & 0x0f, NearestE2M1Code(row[0] / kernels::E8M0ToFloat(scales[0])));
+  EXPECT_EQ(packed[0] >> 4, NearestE2M1Code(row[1] / kernels::E8M0ToFloat(scales[0])));
+}
+
+}  // namespace
+}  // namespace k3::model
