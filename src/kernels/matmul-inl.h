@@ -104,6 +104,7 @@ constexpr size_t kAccumulatorFloats = kMaxTileM * kTileN * 16;  // one tile's ac
 // 2i (little endian), the high half element 2i+1. Widening bf16 to fp32 is a 16-bit shift.
 struct Bf16Weights {
   static constexpr size_t kVectorsPerChunk = 2;
+  static constexpr bool kScalePerChunk = false;
   // Element of the chunk held in x scratch slot i: even elements first, then odd ones.
   static size_t SourceOf(size_t i, size_t L) { return i < L ? 2 * i : 2 * (i - L) + 1; }
   const uint16_t* w;  // [N, K]
@@ -115,44 +116,49 @@ struct Bf16Weights {
     out[0] = hn::BitCast(df, hn::ShiftLeft<16>(pairs));
     out[1] = hn::BitCast(df, hn::And(pairs, hn::Set(du32, 0xFFFF0000u)));
   }
-  HWY_INLINE void Load(DMatMul df, size_t n, size_t c, VMatMul (&out)[2]) const {
+  HWY_INLINE VMatMul Load(DMatMul df, size_t n, size_t c, VMatMul (&out)[2]) const {
     const hn::RebindToUnsigned<DMatMul> du32;
     const hn::Repartition<uint16_t, decltype(du32)> du16;
     const uint16_t* p = w + n * K + c * 2 * hn::Lanes(df);
     Widen(df, hn::BitCast(du32, hn::LoadU(du16, p)), out);
+    return out[0];  // no scale
   }
   // The last, partial chunk of a row: copied into a zero-padded buffer so nothing past the row is read.
-  HWY_INLINE void LoadTail(DMatMul df, size_t n, size_t c, VMatMul (&out)[2]) const {
+  HWY_INLINE VMatMul LoadTail(DMatMul df, size_t n, size_t c, VMatMul (&out)[2]) const {
     const hn::RebindToUnsigned<DMatMul> du32;
     const hn::Repartition<uint16_t, decltype(du32)> du16;
     const size_t begin = c * 2 * hn::Lanes(df);
     HWY_ALIGN uint16_t buffer[2 * hn::MaxLanes(DMatMul())] = {};
     std::memcpy(buffer, w + n * K + begin, (K - begin) * sizeof(uint16_t));
     Widen(df, hn::BitCast(du32, hn::Load(du16, buffer)), out);
+    return out[0];  // no scale
   }
 };
 
 // fp32 weights [N, K]: a chunk is two plain vectors.
 struct F32Weights {
   static constexpr size_t kVectorsPerChunk = 2;
+  static constexpr bool kScalePerChunk = false;
   static size_t SourceOf(size_t i, size_t /*L*/) { return i; }  // plain chunk
   const float* w;                                               // [N, K]
   size_t K;
   size_t full_chunks;
 
-  HWY_INLINE void Load(DMatMul df, size_t n, size_t c, VMatMul (&out)[2]) const {
+  HWY_INLINE VMatMul Load(DMatMul df, size_t n, size_t c, VMatMul (&out)[2]) const {
     const size_t L = hn::Lanes(df);
     const float* p = w + n * K + c * 2 * L;
     out[0] = hn::LoadU(df, p);
     out[1] = hn::LoadU(df, p + L);
+    return out[0];  // no scale
   }
-  HWY_INLINE void LoadTail(DMatMul df, size_t n, size_t c, VMatMul (&out)[2]) const {
+  HWY_INLINE VMatMul LoadTail(DMatMul df, size_t n, size_t c, VMatMul (&out)[2]) const {
     const size_t L = hn::Lanes(df);
     const size_t begin = c * 2 * L;
     HWY_ALIGN float buffer[2 * hn::MaxLanes(DMatMul())] = {};
     std::memcpy(buffer, w + n * K + begin, (K - begin) * sizeof(float));
     out[0] = hn::Load(df, buffer);
     out[1] = hn::Load(df, buffer + L);
+    return out[0];  // no scale
   }
 };
 
@@ -182,6 +188,7 @@ alignas(64) static constexpr float kE2M1Values[16] = {0.0f,  0.5f,  1.0f,  1.5f,
 // one lane permute. K % 32 == 0, so every chunk is full and inside one scale group.
 struct Mxfp4Weights {
   static constexpr size_t kVectorsPerChunk = 2;
+  static constexpr bool kScalePerChunk = false;
   // Element of the chunk held in x scratch slot i: even elements first, then odd ones.
   static size_t SourceOf(size_t i, size_t L) { return i < L ? 2 * i : 2 * (i - L) + 1; }
   const uint8_t* packed;  // [N, K/2]
@@ -190,7 +197,7 @@ struct Mxfp4Weights {
   size_t full_chunks;
   const float* scale_values;  // E8M0Values().values
 
-  HWY_INLINE void Load(DMatMul df, size_t n, size_t c, VMatMul (&out)[2]) const {
+  HWY_INLINE VMatMul Load(DMatMul df, size_t n, size_t c, VMatMul (&out)[2]) const {
     const size_t L = hn::Lanes(df);
     const hn::RebindToUnsigned<DMatMul> du32;
     const hn::Rebind<uint8_t, DMatMul> du8;
@@ -218,9 +225,10 @@ struct Mxfp4Weights {
       first = Signed(df, first, low);
       second = Signed(df, second, high);
     }
+    return scale;  // already applied (kScalePerChunk is false)
   }
-  HWY_INLINE void LoadTail(DMatMul df, size_t n, size_t c, VMatMul (&out)[2]) const {
-    Load(df, n, c, out);  // never called: K % 32 == 0 leaves no partial chunk
+  HWY_INLINE VMatMul LoadTail(DMatMul df, size_t n, size_t c, VMatMul (&out)[2]) const {
+    return Load(df, n, c, out);  // never called: K % 32 == 0 leaves no partial chunk
   }
 
  private:
@@ -268,6 +276,7 @@ inline const E2M1Bf16Bytes& E2M1Bytes() {
 // blocks, so vector q holds the elements 8q + {0, 2, 4, 6, 1, 3, 5, 7}; x is laid out to match.
 struct Mxfp4GroupWeights {
   static constexpr size_t kVectorsPerChunk = 4;
+  static constexpr bool kScalePerChunk = true;
   static size_t SourceOf(size_t i, size_t /*L*/) {
     const size_t lane = i % 8;
     return (i / 8) * 8 + (lane < 4 ? 2 * lane : 2 * (lane - 4) + 1);
@@ -279,7 +288,8 @@ struct Mxfp4GroupWeights {
   const float* scale_values;  // E8M0Values().values
   const E2M1Bf16Bytes* tables;
 
-  HWY_INLINE void Load(DMatMul df, size_t n, size_t c, VMatMul (&out)[4]) const {
+  // Returns the group's scale; `out` holds the unscaled E2M1 values.
+  HWY_INLINE VMatMul Load(DMatMul df, size_t n, size_t c, VMatMul (&out)[4]) const {
     const hn::Full128<uint8_t> d8;
     const hn::Full256<uint8_t> d8x2;
     const hn::Full256<uint16_t> d16;
@@ -293,14 +303,14 @@ struct Mxfp4GroupWeights {
     const auto bf16_first = hn::BitCast(d16, hn::InterleaveLower(d8x2, low, high));  // codes 0..7 of a block
     const auto bf16_second = hn::BitCast(d16, hn::InterleaveUpper(d8x2, low, high));
     const auto zero = hn::Zero(d16);
-    const auto scale = hn::Set(df, scale_values[scales[n * (K / 32) + c]]);
-    out[0] = hn::Mul(hn::BitCast(df, hn::ZipLower(d32, zero, bf16_first)), scale);
-    out[1] = hn::Mul(hn::BitCast(df, hn::ZipUpper(d32, zero, bf16_first)), scale);
-    out[2] = hn::Mul(hn::BitCast(df, hn::ZipLower(d32, zero, bf16_second)), scale);
-    out[3] = hn::Mul(hn::BitCast(df, hn::ZipUpper(d32, zero, bf16_second)), scale);
+    out[0] = hn::BitCast(df, hn::ZipLower(d32, zero, bf16_first));
+    out[1] = hn::BitCast(df, hn::ZipUpper(d32, zero, bf16_first));
+    out[2] = hn::BitCast(df, hn::ZipLower(d32, zero, bf16_second));
+    out[3] = hn::BitCast(df, hn::ZipUpper(d32, zero, bf16_second));
+    return hn::Set(df, scale_values[scales[n * (K / 32) + c]]);
   }
-  HWY_INLINE void LoadTail(DMatMul df, size_t n, size_t c, VMatMul (&out)[4]) const {
-    Load(df, n, c, out);  // never called: K % 32 == 0 leaves no partial chunk
+  HWY_INLINE VMatMul LoadTail(DMatMul df, size_t n, size_t c, VMatMul (&out)[4]) const {
+    return Load(df, n, c, out);  // never called: K % 32 == 0 leaves no partial chunk
   }
 };
 #endif  // HWY_TARGET == HWY_AVX2
@@ -314,41 +324,51 @@ struct TileRows {
   size_t n_valid;                  // 1..kTileN
 };
 
+// acc + x . w over one chunk. Weights with a scale per chunk (MXFP4 groups) return unscaled values
+// and the scale: the chunk's dot product is formed first and scaled once, acc + (x . w) * scale.
+template <class Weights>
+HWY_INLINE VMatMul AddChunkDot(const VMatMul (&x)[Weights::kVectorsPerChunk],
+                               const VMatMul (&w)[Weights::kVectorsPerChunk], VMatMul scale, VMatMul acc) {
+  constexpr size_t kV = Weights::kVectorsPerChunk;
+  if constexpr (Weights::kScalePerChunk) {
+    VMatMul dot = hn::Mul(x[0], w[0]);
+    for (size_t v = 1; v < kV; ++v) dot = hn::MulAdd(x[v], w[v], dot);
+    return hn::MulAdd(dot, scale, acc);
+  } else {
+    (void)scale;
+    for (size_t v = 0; v < kV; ++v) acc = hn::MulAdd(x[v], w[v], acc);
+    return acc;
+  }
+}
+
 template <size_t kM, bool kTail, class Weights>
 HWY_INLINE void AccumulateChunk(DMatMul df, const Weights& w, const TileRows& t, size_t c,
                                 VMatMul (&acc)[kM][kTileN]) {
   constexpr size_t kV = Weights::kVectorsPerChunk;
   const size_t L = hn::Lanes(df);
   const size_t offset = c * kV * L;
+  VMatMul xv[kXInRegisters ? kM : 1][kV];
   if constexpr (kXInRegisters) {
-    VMatMul xv[kM][kV];
     for (size_t i = 0; i < kM; ++i) {
       for (size_t v = 0; v < kV; ++v) xv[i][v] = hn::LoadU(df, t.x_rows[i] + offset + v * L);
     }
-    for (size_t j = 0; j < kTileN; ++j) {
-      VMatMul wv[kV];
-      if constexpr (kTail) {
-        w.LoadTail(df, t.n_rows[j], c, wv);
-      } else {
-        w.Load(df, t.n_rows[j], c, wv);
-      }
-      for (size_t i = 0; i < kM; ++i) {
-        for (size_t v = 0; v < kV; ++v) acc[i][j] = hn::MulAdd(xv[i][v], wv[v], acc[i][j]);
-      }
+  }
+  for (size_t j = 0; j < kTileN; ++j) {
+    VMatMul wv[kV];
+    VMatMul scale;
+    if constexpr (kTail) {
+      scale = w.LoadTail(df, t.n_rows[j], c, wv);
+    } else {
+      scale = w.Load(df, t.n_rows[j], c, wv);
     }
-  } else {
-    // Few registers: x is re-read from L1 for each weight row (a memory operand of the FMA).
-    for (size_t j = 0; j < kTileN; ++j) {
-      VMatMul wv[kV];
-      if constexpr (kTail) {
-        w.LoadTail(df, t.n_rows[j], c, wv);
+    for (size_t i = 0; i < kM; ++i) {
+      if constexpr (kXInRegisters) {
+        acc[i][j] = AddChunkDot<Weights>(xv[i], wv, scale, acc[i][j]);
       } else {
-        w.Load(df, t.n_rows[j], c, wv);
-      }
-      for (size_t i = 0; i < kM; ++i) {
-        for (size_t v = 0; v < kV; ++v) {
-          acc[i][j] = hn::MulAdd(hn::LoadU(df, t.x_rows[i] + offset + v * L), wv[v], acc[i][j]);
-        }
+        // Few registers: x is re-read from L1 for each weight row (a memory operand of the FMA).
+        VMatMul x[kV];
+        for (size_t v = 0; v < kV; ++v) x[v] = hn::LoadU(df, t.x_rows[i] + offset + v * L);
+        acc[i][j] = AddChunkDot<Weights>(x, wv, scale, acc[i][j]);
       }
     }
   }
