@@ -1,0 +1,136 @@
+// Render: every target x engine renders, output is deterministic, every Kubernetes object carries the
+// app.kubernetes.io labels, vLLM gets the guide's canonical arguments, and bad flags are errors.
+#include <gtest/gtest.h>
+
+#include "src/deploy/yaml_emit.h"
+#include "src/deploy/yaml_tree.h"
+#include "tests/deploy/deploy_test_util.h"
+
+namespace k3::deploy {
+namespace {
+
+using Json = nlohmann::json;
+
+bool IsYaml(const std::string& path) {
+  return path.size() > 5 &&
+         (path.compare(path.size() - 5, 5, ".yaml") == 0 || path.compare(path.size() - 4, 4, ".yml") == 0);
+}
+
+TEST(RenderTest, EveryTargetAndEngineRendersDeterministically) {
+  for (const std::string& target : testing::AllTargets()) {
+    for (Engine engine : {Engine::kVllm, Engine::kK3}) {
+      auto first = testing::RenderFiles(target, engine);
+      auto second = testing::RenderFiles(target, engine);
+      EXPECT_FALSE(first.empty()) << target;
+      EXPECT_EQ(first, second) << target;
+      EXPECT_TRUE(first.count("NOTES.md")) << target;
+      for (const auto& [path, text] : first) {
+        if (IsYaml(path)) {
+          EXPECT_FALSE(testing::YamlDocsAsJson(text, path).empty()) << target << "/" << path;
+        } else if (path.size() > 5 && path.compare(path.size() - 5, 5, ".json") == 0) {
+          EXPECT_FALSE(Json::parse(text, nullptr, false).is_discarded()) << target << "/" << path;
+        }
+      }
+    }
+  }
+}
+
+TEST(RenderTest, EveryKubernetesObjectHasStandardLabels) {
+  for (const std::string& target : testing::AllTargets()) {
+    for (const auto& [path, text] : testing::RenderFiles(target, Engine::kVllm, "", true)) {
+      if (!IsYaml(path)) continue;
+      for (const Json& doc : testing::YamlDocsAsJson(text, path)) {
+        if (!doc.contains("apiVersion")) continue;  // Azure ML CLI files are not Kubernetes objects
+        const Json& labels = doc["metadata"]["labels"];
+        for (const char* key :
+             {"app.kubernetes.io/name", "app.kubernetes.io/instance", "app.kubernetes.io/version",
+              "app.kubernetes.io/component", "app.kubernetes.io/managed-by"}) {
+          EXPECT_TRUE(labels.contains(key))
+              << target << "/" << path << " " << doc["kind"] << " lacks " << key;
+        }
+      }
+    }
+  }
+}
+
+TEST(RenderTest, VllmGetsTheCanonicalArgumentsEverywhere) {
+  const std::vector<std::string> canonical = {
+      "--trust-remote-code",         "--load-format fastsafetensors",
+      "--enable-prefix-caching",     "--enable-auto-tool-choice",
+      "--tool-call-parser kimi_k3",  "--reasoning-parser kimi_k3",
+      "--served-model-name Kimi-K3", "--moe-backend auto",
+      "--tensor-parallel-size 8",    "--no-enable-flashinfer-autotune"};
+  for (const char* target : {"aws-eks", "azure-aks", "gcp-gke", "k8s", "alibaba-ack", "alibaba-pai-eas"}) {
+    std::string all;
+    for (const auto& [path, text] : testing::RenderFiles(target, Engine::kVllm)) all += text;
+    for (const std::string& arg : canonical)
+      EXPECT_NE(all.find(arg), std::string::npos) << target << ": " << arg;
+    EXPECT_NE(all.find("VLLM_ENABLE_K3_LATENT_MOE_TAIL_FUSION"), std::string::npos) << target;
+  }
+}
+
+TEST(RenderTest, K3EngineRendersK3ServeWithLwsEnvironment) {
+  auto files = testing::RenderFiles("azure-aks", Engine::kK3);
+  const Json lws = testing::YamlDocsAsJson(files["kimi-k3-azure.yaml"], "k3")[0];
+  const Json& worker = lws["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"]["containers"][0];
+  EXPECT_EQ(worker["command"][0], "k3");
+  EXPECT_EQ(worker["args"][0], "serve");
+  EXPECT_EQ(worker["image"], "registry.example/k3:test");
+  const Json& leader = lws["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["spec"]["containers"][0];
+  EXPECT_TRUE(leader.contains("startupProbe"));
+}
+
+TEST(RenderTest, SingleNodeUsesADeploymentAndMultiNodeAnLws) {
+  auto eks = testing::RenderFiles("aws-eks", Engine::kVllm);
+  EXPECT_EQ(testing::YamlDocsAsJson(eks["kimi-k3-eks.yaml"], "eks")[0]["kind"], "Deployment");
+  RenderOptions options;
+  options.target = "aws-eks";
+  options.plan.instance = "p5en.48xlarge";  // 8 x H200: two nodes
+  auto files = Render(testing::TestCatalog(), options);
+  ASSERT_TRUE(files.ok()) << files.status().ToString();
+  for (const RenderedFile& f : *files) {
+    if (f.path == "kimi-k3-eks.yaml") {
+      EXPECT_EQ(testing::YamlDocsAsJson(f.content, "eks")[0]["kind"], "LeaderWorkerSet");
+    }
+  }
+}
+
+TEST(RenderTest, BadOptionsAreErrors) {
+  RenderOptions o;
+  o.target = "nowhere";
+  EXPECT_FALSE(Render(testing::TestCatalog(), o).ok());
+  o.target = "azure-aks";
+  o.engine = Engine::kK3;  // no --image
+  auto r = Render(testing::TestCatalog(), o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("--image"), std::string::npos);
+  o.engine = Engine::kVllm;
+  for (const char* w : {"ftp://x/y", "s3://", "hf://only", "gs://b/p'; rm -rf /", "nothing"}) {
+    o.weights = w;
+    EXPECT_FALSE(Render(testing::TestCatalog(), o).ok()) << w;
+  }
+  o.weights = "";
+  o.target = "aws-hyperpod";
+  o.plan.instance = "p5en.48xlarge";  // two instances: HyperPod serves one per replica
+  EXPECT_FALSE(Render(testing::TestCatalog(), o).ok());
+}
+
+TEST(YamlEmitTest, RoundTripsAwkwardStrings) {
+  Doc doc = {{"plain", "abc"},       {"number", "8"},
+             {"bool", "true"},       {"colon", "a: b"},
+             {"dash", "-c"},         {"multi", "line1\nline2\n"},
+             {"empty", ""},          {"hash", "x #y"},
+             {"octal", "0o17"},      {"quote", "say \"hi\""},
+             {"tab", "a\tb"},        {"null", "~"},
+             {"int", 8000},          {"list", Doc::array()},
+             {"obj", Doc::object()}, {"nested", {{"a", {1, 2}}}},
+             {"trail", "x \ny"},     {"lead", " x\ny"}};
+  const std::string yaml = EmitYaml(doc);
+  auto parsed = ParseYamlDocuments(yaml, "emit");
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString() << "\n" << yaml;
+  Json back = YamlToJson((*parsed)[0].root);
+  EXPECT_EQ(back, Json::parse(doc.dump())) << yaml;
+}
+
+}  // namespace
+}  // namespace k3::deploy
