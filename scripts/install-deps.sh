@@ -12,6 +12,7 @@ packages=(
   # libraries (design.md "Dependencies")
   libcli11-dev nlohmann-json3-dev libspdlog-dev libfmt-dev libhwy-dev libpcre2-dev libyaml-cpp-dev
   libboost-dev
+  libvalijson-dev  # deploy tests: CRD validation
   # tests and benchmarks
   googletest libgtest-dev libgmock-dev libbenchmark-dev
 )
