@@ -6,7 +6,10 @@
 //    text tensors carry the prefix "language_model.".
 //  - kimi_linear: the text fields at top level, no prefix.
 // Anything missing, mistyped or inconsistent (e.g. kda_layers and full_attn_layers not covering every
-// layer exactly once) is an InvalidArgument naming config.json, the field and the fix.
+// layer exactly once) is an InvalidArgument naming config.json, the field (JSON path, e.g.
+// text_config.linear_attn_config.kda_layers) and the fix. A well-formed value the engine does not
+// implement (another model_type, hidden_act, router, quantization format, RoPE in MLA, grouped routing)
+// is Unimplemented. Aliases: n_routed_experts, num_experts_per_tok, n_shared_experts, norm_topk_prob.
 #pragma once
 
 #include <cstdint>

@@ -112,6 +112,15 @@ Status ReadMla(const JsonFields& text, ModelConfig* cfg) {
   K3_RETURN_IF_ERROR(
       text.Int({"qk_rope_head_dim"}, kRequired, 0, kMaxWidth, &cfg->qk_rope_head_dim, "e.g. 64"));
   K3_RETURN_IF_ERROR(text.Int({"v_head_dim"}, kRequired, 1, kMaxWidth, &cfg->v_head_dim, "e.g. 128"));
+  bool use_nope = true;
+  K3_RETURN_IF_ERROR(text.Bool({"mla_use_nope"}, kOptional, &use_nope, "true: MLA without RoPE"));
+  if (!use_nope) {
+    return Status(
+        StatusCode::kUnimplemented,
+        fmt::format("{}: field '{}' is false; k3stack implements MLA without RoPE only (spec §2.4), as "
+                    "every Kimi K3 / Kimi Linear checkpoint uses",
+                    text.file(), text.Path("mla_use_nope")));
+  }
   return text.Bool({"mla_use_output_gate"}, kOptional, &cfg->mla_use_output_gate,
                    "whether MLA has a sigmoid output gate g_proj");
 }
@@ -146,6 +155,19 @@ Status ReadFfn(const JsonFields& text, ModelConfig* cfg) {
     return Status(StatusCode::kUnimplemented,
                   fmt::format("{}: field '{}' is \"{}\"; only the \"sigmoid\" router is supported",
                               text.file(), text.Path("moe_router_activation_func"), router));
+  }
+  // Grouped top-k restricts experts to the best topk_group of num_expert_group groups: a no-op unless
+  // topk_group < num_expert_group, which the engine does not implement.
+  int64_t expert_groups = 1, topk_groups = 1;
+  K3_RETURN_IF_ERROR(text.Int({"num_expert_group"}, kOptional, 1, kMaxWidth, &expert_groups, "e.g. 1"));
+  K3_RETURN_IF_ERROR(text.Int({"topk_group"}, kOptional, 1, kMaxWidth, &topk_groups, "e.g. 1"));
+  if (topk_groups < expert_groups) {
+    return Status(
+        StatusCode::kUnimplemented,
+        fmt::format("{}: fields '{}' = {} and '{}' = {} ask for group-restricted routing, which k3stack "
+                    "does not implement (K3 and Kimi Linear use one group)",
+                    text.file(), text.Path("topk_group"), topk_groups, text.Path("num_expert_group"),
+                    expert_groups));
   }
   if (cfg->num_experts > 0) {
     if (cfg->num_experts_per_token < 1 || cfg->num_experts_per_token > cfg->num_experts) {

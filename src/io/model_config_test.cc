@@ -506,6 +506,15 @@ TEST(ModelConfigErrorTest, UnsupportedActivationAndRouter) {
   j = K3Json();
   j["text_config"]["moe_router_activation_func"] = "softmax";
   ExpectError(Parse(j), StatusCode::kUnimplemented, {"moe_router_activation_func", "softmax"});
+  j = K3Json();
+  j["text_config"]["mla_use_nope"] = false;
+  ExpectError(Parse(j), StatusCode::kUnimplemented, {"'text_config.mla_use_nope'", "without RoPE"});
+  j = K3Json();
+  j["text_config"]["num_expert_group"] = 8;
+  j["text_config"]["topk_group"] = 4;
+  ExpectError(Parse(j), StatusCode::kUnimplemented, {"'text_config.topk_group' = 4", "group-restricted"});
+  j["text_config"]["topk_group"] = 8;
+  EXPECT_TRUE(Parse(j).ok());
 }
 
 }  // namespace
