@@ -10,15 +10,19 @@
 // the tiles are parked in a per-thread buffer between K blocks.
 //
 // Numerics: each y[m, n] is one vector accumulator fed chunk by chunk over K in the same order whatever
-// M, the tile shape, the K blocking or the thread count, then summed across lanes. A row of x therefore
+// M, the tile shape, the K blocking or the thread count, then summed across lanes (x rows never share
+// a vector, and tiles only change which accumulators live in registers together). A row of x therefore
 // gives bit-identical results alone or in a batch for a given target (design.md: batching must not
 // change results).
 //
-// Layout: K is cut into chunks of 2L elements (L = float lanes, capped at 16). A weight policy turns
-// one chunk of one weight row into two fp32 vectors (`first`, `second`). x is copied once per call into
-// a scratch buffer laid out to match, zero-padded to whole chunks: for bf16 and MXFP4 weights `first`
-// holds the even elements of the chunk and `second` the odd ones (two bf16 share a 32-bit lane and two
-// E2M1 codes share a byte, so this split costs no shuffles); for fp32 weights the chunk is plain.
+// Layout: K is cut into chunks of kVectorsPerChunk * L elements (L = float lanes, capped at 16). A weight
+// policy turns one chunk of one weight row into kVectorsPerChunk fp32 vectors; SourceOf(i) says which
+// element of the chunk lands in slot i. x is copied once per call into a scratch buffer laid out to
+// match, zero-padded to whole chunks, so the inner loop is plain FMAs. For bf16 and MXFP4 (2 vectors per
+// chunk) the first vector holds the even elements and the second the odd ones: two bf16 share a 32-bit
+// lane and two E2M1 codes share a byte, so the split costs no shuffles. fp32 chunks are plain. On AVX2
+// an MXFP4 chunk is a whole 32-element group decoded with byte shuffles (Mxfp4GroupWeights). MXFP4
+// chunks are dotted unscaled and the group scale is applied once to the chunk's dot product.
 
 #if defined(K3_KERNELS_MATMUL_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef K3_KERNELS_MATMUL_INL_H_
@@ -98,7 +102,7 @@ constexpr size_t kBlockK = 512;        // elements of K per block when blocked
 constexpr size_t kBlockM = 64;         // x rows per block when blocked
 constexpr size_t kAccumulatorFloats = kMaxTileM * kTileN * 16;  // one tile's accumulators, 16 lanes max
 
-// ---- weight policies: chunk c of weight row n -> (first, second) fp32 vectors ----------------------
+// ---- weight policies: chunk c of weight row n -> kVectorsPerChunk fp32 vectors (+ the chunk scale) --
 
 // bf16 weights [N, K]: a chunk of 2L bf16 is read as L 32-bit lanes; the low half of lane i is element
 // 2i (little endian), the high half element 2i+1. Widening bf16 to fp32 is a 16-bit shift.
@@ -185,7 +189,8 @@ alignas(64) static constexpr float kE2M1Values[16] = {0.0f,  0.5f,  1.0f,  1.5f,
 // MXFP4 weights (spec §3.3): packed [N, K/2] (low nibble = even element), scales [N, K/32]. A chunk of
 // 2L elements is L bytes: low nibbles give `first` (even elements), high nibbles `second` (odd). The
 // E2M1 table is multiplied by the group's scale once, then indexed by the codes, so each element costs
-// one lane permute. K % 32 == 0, so every chunk is full and inside one scale group.
+// one lane permute. K % 32 == 0, so every chunk is full and inside one scale group. Used on every target
+// but AVX2 (see Mxfp4GroupWeights).
 struct Mxfp4Weights {
   static constexpr size_t kVectorsPerChunk = 2;
   static constexpr bool kScalePerChunk = false;

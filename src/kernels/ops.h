@@ -21,6 +21,8 @@ namespace k3::kernels {
 // ---- GEMM / GEMV ------------------------------------------------------------------------------------
 // y[m, n] = sum_k x[m, k] * W[n, k]; x [M, K] fp32, W [N, K] bf16, y [M, N] fp32 (fp32 accumulation,
 // not rounded). Strides: x rows are K apart, y rows are N apart.
+// Batch invariance (all MatMul*): on a given CPU target, row m of y is bit-identical whatever M, the
+// other rows of x and the pool size, so batching requests never changes a result.
 void MatMulBf16(const float* x, size_t M, size_t K, const bf16* W, size_t N, float* y, ThreadPool* pool);
 // Same with fp32 weights.
 void MatMulF32(const float* x, size_t M, size_t K, const float* W, size_t N, float* y, ThreadPool* pool);
