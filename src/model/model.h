@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -19,6 +20,10 @@
 #include "src/base/status.h"
 #include "src/base/thread_pool.h"
 #include "src/io/model_config.h"
+
+namespace k3::io {
+struct TensorView;
+}  // namespace k3::io
 
 namespace k3::model {
 
@@ -52,9 +57,16 @@ class Model {
   virtual ~Model() = default;
   // Loads config.json and every tensor of ListTensors(config); errors name the tensor and the mismatch.
   static Result<std::unique_ptr<Model>> Load(const std::string& dir, ThreadPool* pool);
+  // Builds a model over tensors found through `lookup` (a checkpoint, or tensors made in memory by tests);
+  // `storage` keeps the tensors' bytes alive for the model's lifetime. Same checks as Load.
+  static Result<std::unique_ptr<Model>> FromTensors(
+      const io::ModelConfig& cfg, const std::function<const io::TensorView*(const std::string&)>& lookup,
+      std::shared_ptr<const void> storage, ThreadPool* pool);
 
   virtual const io::ModelConfig& config() const = 0;
   virtual std::unique_ptr<SequenceState> NewSequenceState() const = 0;
+  // Each item's state must come from this model's NewSequenceState(), appear once in the batch, and its
+  // token ids must be < vocab_size (checked: a violation is a programming error and aborts).
   virtual void Forward(std::span<const SequenceBatchItem> batch, ForwardOutput* out) = 0;
 };
 

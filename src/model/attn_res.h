@@ -1,0 +1,16 @@
+// Block Attention Residuals mixer (spec §2.6): a softmax over depth, per token.
+//   Mix(sources V_0..V_{n-1}; query q[D]):
+//     key_i = V_i * rsqrt(mean(V_i^2) + eps)      (fp32, no weight)
+//     score_i = key_i · q                          (q = wn ⊙ wp, the folded pseudo-query)
+//     out = bf16( sum_i softmax(score)_i V_i )     (fp32 softmax and sum of the raw values)
+#pragma once
+
+#include <cstdint>
+
+namespace k3::model {
+
+// sources: n pointers to [D] bf16-valued rows; key_scratch: [D]; out: [D] (may alias no source).
+void AttnResMix(const float* const* sources, int64_t n, const float* query, int64_t D, float eps,
+                float* key_scratch, float* out);
+
+}  // namespace k3::model

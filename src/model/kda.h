@@ -1,0 +1,40 @@
+// KDA attention layer (spec §2.3) over a batch: projections as one GEMM over all T tokens, then per
+// sequence the short causal conv (tails carried in the state), gates, and the gated delta rule (the
+// recurrence for single decode tokens, the chunked form for prefill chunks), per-head gated RMSNorm and
+// the output projection.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "src/base/thread_pool.h"
+#include "src/io/model_config.h"
+#include "src/model/kda_core.h"
+#include "src/model/layer_util.h"
+#include "src/model/weights.h"
+
+namespace k3::model {
+
+struct KdaScratch {
+  std::vector<float> q_raw, k_raw, v_raw;  // [T, P] pre-conv projections
+  std::vector<float> q, k, v;              // [T, P] after conv + SiLU (bf16 values)
+  std::vector<float> low_rank;             // [T, K] f_a / g_a outputs
+  std::vector<float> g;                    // [T, P] log decay (fp32)
+  std::vector<float> beta;                 // [T, H] (fp32)
+  std::vector<float> out_gate;             // [T, P]
+  std::vector<float> o;                    // [T, P] core output, then gated-norm output
+  struct Worker {
+    std::vector<float> q, k, v, g, beta, o;  // one head of one sequence: [n, K] / [n, V] / [n]
+    std::vector<float> tail;                 // [W-1] new conv tail of one channel
+    KdaChunkScratch chunk;
+  };
+  std::vector<Worker> workers;  // one per pool thread
+};
+
+// x: [T, D] (input_layernorm output, bf16 values) -> out: [T, D]. Advances each segment's KDA state of
+// layer slot `kda_index` by its rows.
+void KdaForward(const io::ModelConfig& cfg, const KdaWeights& w, int64_t kda_index, const float* x, int64_t T,
+                std::span<const SequenceSegment> segments, KdaScratch* scratch, ThreadPool* pool, float* out);
+
+}  // namespace k3::model

@@ -1,0 +1,35 @@
+// The KDA (gated delta rule) core for one head, spec §2.3: the exact per-token recurrence and the
+// chunked prefill form. Inputs are already prepared: q̂ and k̂ l2-normalised (q̂ also scaled by
+// 1/sqrt(K)), v, the log-space decay g (< 0) and beta. All math fp32; the state S is updated in place.
+//
+// Shapes (one head, n tokens): q, k, g: [n, K]; v, o: [n, V]; beta: [n]; S: [K, V].
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace k3::model {
+
+inline constexpr int64_t kKdaChunk = 64;  // C, the chunk length of the prefill form
+
+// Per token: S[d,:] *= exp(g[d]); p = S^T k; S += beta k (v - p)^T; o = S^T q.
+void KdaRecurrent(const float* q, const float* k, const float* v, const float* g, const float* beta,
+                  int64_t n, int64_t K, int64_t V, float* S, float* o);
+
+// Reusable buffers of the chunked form (grown on first use).
+struct KdaChunkScratch {
+  std::vector<float> G;        // [C, K] cumulative log decay within the chunk
+  std::vector<float> A;        // [C, C] (I + L)^-1, then T = A diag(beta)
+  std::vector<float> L;        // [C, C]
+  std::vector<float> Wm;       // [C, K]  W = T (exp(G) ⊙ k̂)
+  std::vector<float> Vn;       // [C, V]  U - W S
+  std::vector<float> Aqk;      // [C, C]  q̂_i · k̂_j exp(G_i - G_j)
+  std::vector<float> decayed;  // [C, K]  scratch row products
+};
+
+// Same result as KdaRecurrent up to fp32 rounding order, in chunks of kKdaChunk tokens (the last chunk
+// may be shorter). Only differences G_i - G_j <= 0 are ever exponentiated.
+void KdaChunked(const float* q, const float* k, const float* v, const float* g, const float* beta, int64_t n,
+                int64_t K, int64_t V, float* S, float* o, KdaChunkScratch* scratch);
+
+}  // namespace k3::model

@@ -1,0 +1,100 @@
+// Gated MLA (no RoPE) over a batch, absorbed latent form (spec §2.4).
+#include "src/model/mla.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "src/kernels/ops.h"
+
+namespace k3::model {
+
+void MlaForward(const io::ModelConfig& cfg, const MlaWeights& w, int64_t mla_index, const float* x, int64_t T,
+                std::span<const SequenceSegment> segments, MlaScratch* s, ThreadPool* pool, float* out) {
+  const int64_t H = cfg.mla_num_heads, nope = cfg.qk_nope_head_dim, Rp = cfg.qk_rope_head_dim;
+  const int64_t Q = nope + Rp, R = cfg.kv_lora_rank, Vh = cfg.v_head_dim, row_width = R + Rp;
+  float* q = Grow(s->q, T * H * Q);
+  float* latent = Grow(s->latent, T * row_width);
+  float* query = Grow(s->query, H * T * row_width);
+  float* ctx = Grow(s->ctx, H * T * R);
+  float* head_in = Grow(s->head_in, T * std::max(nope, R));
+  float* head_out = Grow(s->head_out, T * std::max(R, Vh));
+  float* o = Grow(s->o, T * H * Vh);
+  if (s->scores.size() < NumWorkers(pool)) s->scores.resize(NumWorkers(pool));
+
+  // 1. q = q_b(q_a_layernorm(q_a(x))) or q_proj(x): [T, H*Q].
+  if (cfg.q_lora_rank > 0) {
+    float* q_low = Grow(s->q_low, T * cfg.q_lora_rank);
+    Linear(x, T, w.q_a_proj, q_low, pool);
+    for (int64_t t = 0; t < T; ++t) {
+      float* row = q_low + t * cfg.q_lora_rank;
+      kernels::RmsNorm(row, w.q_a_norm.data(), cfg.q_lora_rank, cfg.rms_norm_eps, row);
+    }
+    Linear(q_low, T, w.q_b_proj, q, pool);
+  } else {
+    Linear(x, T, w.q_proj, q, pool);
+  }
+  // 2. Latent rows [c, k_pe]: c normalised, k_pe as projected; appended to each sequence's cache.
+  Linear(x, T, w.kv_a_proj, latent, pool);
+  for (int64_t t = 0; t < T; ++t) {
+    float* row = latent + t * row_width;
+    kernels::RmsNorm(row, w.kv_a_norm.data(), R, cfg.rms_norm_eps, row);
+  }
+  for (const SequenceSegment& seg : segments) {
+    for (int64_t i = 0; i < seg.rows; ++i) {
+      std::memcpy(seg.state->MlaRow(mla_index, seg.start_pos + i), latent + (seg.row_begin + i) * row_width,
+                  sizeof(float) * row_width);
+    }
+  }
+  // 3. Absorbed queries per head: [Wuk_h^T q_nope_h, q_pe_h] (fp32, not rounded).
+  for (int64_t h = 0; h < H; ++h) {
+    for (int64_t t = 0; t < T; ++t)
+      std::memcpy(head_in + t * nope, q + t * H * Q + h * Q, sizeof(float) * nope);
+    kernels::MatMulBf16(head_in, T, nope, w.key_up_transposed.data() + h * R * nope, R, head_out, pool);
+    for (int64_t t = 0; t < T; ++t) {
+      float* dst = query + (h * T + t) * row_width;
+      std::memcpy(dst, head_out + t * R, sizeof(float) * R);
+      std::memcpy(dst + R, q + t * H * Q + h * Q + nope, sizeof(float) * Rp);
+    }
+  }
+  // 4. Causal softmax attention over each sequence's cache, per (sequence, head); fp32.
+  const float scale = 1.0f / std::sqrt(static_cast<float>(Q));
+  const int64_t num_segments = static_cast<int64_t>(segments.size());
+  int64_t max_pairs = 0;  // query-key pairs of the longest segment
+  for (const SequenceSegment& seg : segments)
+    max_pairs = std::max(max_pairs, seg.rows * (seg.start_pos + seg.rows));
+  ParallelTasks(pool, num_segments * H, max_pairs * 2 * row_width, [&](size_t task, size_t worker) {
+    const SequenceSegment& seg = segments[task / H];
+    const int64_t h = static_cast<int64_t>(task) % H;
+    float* scores = Grow(s->scores[worker], static_cast<size_t>(seg.start_pos + seg.rows));
+    for (int64_t i = 0; i < seg.rows; ++i) {
+      const int64_t row = seg.row_begin + i;
+      const int64_t visible = seg.start_pos + i + 1;  // keys 0..pos
+      const float* qh = query + (h * T + row) * row_width;
+      for (int64_t j = 0; j < visible; ++j) {
+        scores[j] = kernels::Dot(qh, seg.state->MlaRow(mla_index, j), row_width) * scale;
+      }
+      kernels::Softmax(scores, visible);
+      float* c = ctx + (h * T + row) * R;
+      std::fill(c, c + R, 0.0f);
+      for (int64_t j = 0; j < visible; ++j) kernels::Axpy(scores[j], seg.state->MlaRow(mla_index, j), c, R);
+    }
+  });
+  // 5. o_h = bf16(Wuv_h ctx_h): Wuv_h is rows [h*(nope+Vh) + nope, (h+1)*(nope+Vh)) of kv_b.
+  for (int64_t h = 0; h < H; ++h) {
+    const bf16* wuv = w.kv_b_proj.data + (h * (nope + Vh) + nope) * R;
+    kernels::MatMulBf16(ctx + h * T * R, T, R, wuv, Vh, head_out, pool);
+    for (int64_t t = 0; t < T; ++t)
+      std::memcpy(o + t * H * Vh + h * Vh, head_out + t * Vh, sizeof(float) * Vh);
+  }
+  kernels::RoundToBf16(o, T * H * Vh);
+  // 6. Optional sigmoid output gate (fp32 product of the bf16 values, rounded once), then o_proj.
+  if (w.g_proj.data != nullptr) {
+    float* gate = Grow(s->gate, T * H * Vh);
+    Linear(x, T, w.g_proj, gate, pool);
+    for (int64_t i = 0; i < T * H * Vh; ++i) o[i] = RoundBf16(o[i] * Sigmoid(gate[i]));
+  }
+  Linear(o, T, w.o_proj, out, pool);
+}
+
+}  // namespace k3::model

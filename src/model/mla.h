@@ -1,0 +1,37 @@
+// Gated MLA without RoPE (spec §2.4) over a batch, in the absorbed (latent) form for prefill and decode:
+//   latent row per token: [c (R, kv_a_layernorm'd), k_pe (Rp)] appended to the sequence's cache;
+//   query per head: [Wuk_h^T q_nope_h (R), q_pe_h (Rp)], so score_h(t) = query · row_t / sqrt(Q);
+//   ctx_h = sum_t p_t c_t (R), o_h = bf16(Wuv_h ctx_h), optional o *= sigmoid(g_proj x), then o_proj.
+// Prefill and decode run the same arithmetic, so chunking a prompt does not change results.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "src/base/thread_pool.h"
+#include "src/io/model_config.h"
+#include "src/model/layer_util.h"
+#include "src/model/weights.h"
+
+namespace k3::model {
+
+struct MlaScratch {
+  std::vector<float> q_low;                // [T, q_lora]
+  std::vector<float> q;                    // [T, H*Q]
+  std::vector<float> latent;               // [T, R + Rp]
+  std::vector<float> query;                // [H, T, R + Rp] absorbed queries
+  std::vector<float> ctx;                  // [H, T, R]
+  std::vector<float> head_in;              // [T, max(nope, R)]
+  std::vector<float> head_out;             // [T, max(R, Vh)]
+  std::vector<float> o;                    // [T, H*Vh]
+  std::vector<float> gate;                 // [T, H*Vh]
+  std::vector<std::vector<float>> scores;  // per worker: [tokens in the sequence]
+};
+
+// x: [T, D] (input_layernorm output) -> out: [T, D]. Writes each segment's latent rows into MLA cache
+// slot `mla_index` at positions [start_pos, start_pos + rows) (the caller reserved them).
+void MlaForward(const io::ModelConfig& cfg, const MlaWeights& w, int64_t mla_index, const float* x, int64_t T,
+                std::span<const SequenceSegment> segments, MlaScratch* scratch, ThreadPool* pool, float* out);
+
+}  // namespace k3::model

@@ -1,0 +1,239 @@
+// Model::FromTensors and the batched forward pass (spec §2): embedding, the decoder layers
+// (AttnRes mixers or the plain residual stream, KDA or MLA attention, dense MLP or MoE), the final norm
+// and lm_head.
+//
+// All new tokens of a batch are stacked into one [T, D] activation matrix so every projection is one
+// GEMM over T rows; the per-sequence parts (conv tails, KDA recurrence, MLA attention over the cache)
+// run per segment inside the layers.
+#include "src/model/model.h"
+
+#include <algorithm>
+#include <cstring>
+#include <set>
+
+#include "src/base/check.h"
+#include "src/kernels/ops.h"
+#include "src/model/attn_res.h"
+#include "src/model/kda.h"
+#include "src/model/layer_util.h"
+#include "src/model/mla.h"
+#include "src/model/mlp.h"
+#include "src/model/moe.h"
+#include "src/model/sequence_state.h"
+#include "src/model/weights.h"
+
+namespace k3::model {
+namespace {
+
+// Activations of one Forward, reused across layers and calls.
+struct ForwardScratch {
+  std::vector<float> prefix;                    // [T, D] running block sum (AttnRes) or residual stream
+  std::vector<float> bank;                      // [T, B, D] frozen block sums per token (AttnRes)
+  std::vector<float> mixed;                     // [T, D] mixer output
+  std::vector<float> normed;                    // [T, D] RMSNorm output (sub-block input)
+  std::vector<float> sublayer;                  // [T, D] attention / FFN output
+  std::vector<float> final_rows;                // [rows, D] hidden rows that need logits
+  std::vector<std::vector<float>> key_scratch;  // per worker [D]
+  std::vector<const float*> sources;            // per worker: B + 1 source pointers
+  KdaScratch kda;
+  MlaScratch mla;
+  MlpScratch mlp;
+  MoeScratch moe;
+};
+
+Status CheckSupported(const io::ModelConfig& cfg) {
+  if (cfg.hidden_size <= 0 || cfg.vocab_size <= 0 || cfg.num_layers <= 0) {
+    return InvalidArgument("config.json: hidden_size, vocab_size and num_hidden_layers must be positive");
+  }
+  if (cfg.num_kda_layers() > 0 &&
+      (cfg.kda_head_dim <= 0 || cfg.kda_num_heads <= 0 || cfg.short_conv_kernel_size < 1)) {
+    return InvalidArgument(
+        "config.json: linear_attn_config needs positive num_heads, head_dim and "
+        "short_conv_kernel_size");
+  }
+  bool has_moe = false;
+  for (int64_t l = 0; l < cfg.num_layers; ++l) has_moe |= cfg.LayerFfn(l) == io::FfnKind::kMoe;
+  if (has_moe && (cfg.num_experts_per_token < 1 || cfg.num_experts_per_token > cfg.num_experts)) {
+    return InvalidArgument("config.json: num_experts_per_token is {} but must be in [1, num_experts = {}]",
+                           cfg.num_experts_per_token, cfg.num_experts);
+  }
+  if (has_moe && cfg.experts_mxfp4 &&
+      (cfg.expert_io_dim() % 32 != 0 || cfg.moe_intermediate_size % 32 != 0 || cfg.mxfp4_group_size != 32)) {
+    return InvalidArgument("config.json: MXFP4 experts need group size 32 and expert widths divisible by 32");
+  }
+  return OkStatus();
+}
+
+class ModelImpl final : public Model {
+ public:
+  ModelImpl(io::ModelConfig cfg, std::unique_ptr<ModelWeights> weights, std::shared_ptr<const void> storage,
+            ThreadPool* pool)
+      : cfg_(std::move(cfg)), weights_(std::move(weights)), storage_(std::move(storage)), pool_(pool) {
+    bank_capacity_ =
+        cfg_.has_attn_res() ? (cfg_.num_layers + cfg_.attn_res_block_size - 1) / cfg_.attn_res_block_size : 0;
+  }
+
+  const io::ModelConfig& config() const override { return cfg_; }
+  std::unique_ptr<SequenceState> NewSequenceState() const override {
+    return std::make_unique<ModelSequenceState>(cfg_);
+  }
+  void Forward(std::span<const SequenceBatchItem> batch, ForwardOutput* out) override;
+
+ private:
+  // Attention sub-block of `layer` on normed [T, D] -> s_.sublayer.
+  void Attention(const LayerWeights& layer, int64_t T, std::span<const SequenceSegment> segments) {
+    float* a = Grow(s_.sublayer, T * cfg_.hidden_size);
+    if (layer.attention == io::AttentionKind::kKda) {
+      KdaForward(cfg_, layer.kda, layer.kda_index, s_.normed.data(), T, segments, &s_.kda, pool_, a);
+    } else {
+      MlaForward(cfg_, layer.mla, layer.mla_index, s_.normed.data(), T, segments, &s_.mla, pool_, a);
+    }
+  }
+  // FFN sub-block of `layer` on normed [T, D] -> s_.sublayer.
+  void Ffn(const LayerWeights& layer, int64_t T) {
+    float* f = Grow(s_.sublayer, T * cfg_.hidden_size);
+    if (layer.ffn == io::FfnKind::kDense) {
+      MlpForward(cfg_, layer.mlp, s_.normed.data(), T, &s_.mlp, pool_, f);
+    } else {
+      MoeForward(cfg_, layer.moe, s_.normed.data(), T, &s_.moe, pool_, f);
+    }
+  }
+  // normed[t] = RMSNorm(src[t]; w) for every row.
+  void NormRows(const float* src, const std::vector<bf16>& w, int64_t T) {
+    const int64_t D = cfg_.hidden_size;
+    float* normed = Grow(s_.normed, T * D);
+    for (int64_t t = 0; t < T; ++t)
+      kernels::RmsNorm(src + t * D, w.data(), D, cfg_.rms_norm_eps, normed + t * D);
+  }
+  // out[t] = Mix(bank[t, 0..bank_size), current[t]; mixer) for rows `rows` (spec §2.6).
+  void MixRows(const float* current, const AttnResMixer& mixer, int64_t bank_size,
+               std::span<const int64_t> rows, float* out) {
+    const int64_t D = cfg_.hidden_size, B = bank_capacity_;
+    const size_t workers = NumWorkers(pool_);
+    if (s_.key_scratch.size() < workers) s_.key_scratch.resize(workers);
+    Grow(s_.sources, workers * (B + 1));
+    ParallelTasks(
+        pool_, static_cast<int64_t>(rows.size()), (bank_size + 1) * 3 * D, [&](size_t i, size_t worker) {
+          const int64_t t = rows[i];
+          const float** sources = s_.sources.data() + worker * (B + 1);
+          for (int64_t b = 0; b < bank_size; ++b) sources[b] = s_.bank.data() + (t * B + b) * D;
+          sources[bank_size] = current + t * D;
+          float* keys = Grow(s_.key_scratch[worker], static_cast<size_t>(D));
+          AttnResMix(sources, bank_size + 1, mixer.query.data(), D, cfg_.rms_norm_eps, keys, out + i * D);
+        });
+  }
+
+  io::ModelConfig cfg_;
+  std::unique_ptr<ModelWeights> weights_;
+  std::shared_ptr<const void> storage_;
+  ThreadPool* pool_;
+  int64_t bank_capacity_ = 0;  // B: frozen entries per token at most
+  ForwardScratch s_;
+  std::vector<int64_t> all_rows_;  // 0..T-1
+};
+
+void ModelImpl::Forward(std::span<const SequenceBatchItem> batch, ForwardOutput* out) {
+  const int64_t D = cfg_.hidden_size, N = cfg_.vocab_size, B = bank_capacity_;
+  K3_CHECK(!batch.empty());
+
+  // Segments: each sequence's rows in the stacked batch.
+  std::vector<SequenceSegment> segments;
+  std::vector<int64_t> logit_rows;
+  std::set<const SequenceState*> seen;
+  int64_t T = 0;
+  for (const SequenceBatchItem& item : batch) {
+    auto* state = dynamic_cast<ModelSequenceState*>(item.state);
+    K3_CHECK(state != nullptr);
+    K3_CHECK(!item.tokens.empty());
+    K3_CHECK(seen.insert(state).second);  // a sequence appears once per batch
+    const int64_t n = static_cast<int64_t>(item.tokens.size());
+    segments.push_back(SequenceSegment{state, T, n, state->num_tokens()});
+    for (int64_t i = item.all_logits ? 0 : n - 1; i < n; ++i) logit_rows.push_back(T + i);
+    state->ReserveMlaTokens(state->num_tokens() + n);
+    T += n;
+  }
+
+  // Embedding rows: h [T, D].
+  float* h = Grow(s_.prefix, T * D);
+  {
+    int64_t row = 0;
+    for (const SequenceBatchItem& item : batch) {
+      for (int32_t id : item.tokens) {
+        K3_CHECK(id >= 0 && id < N);
+        kernels::Bf16ToF32(weights_->embed.data + static_cast<int64_t>(id) * D, D, h + row * D);
+        ++row;
+      }
+    }
+  }
+  all_rows_.resize(T);
+  for (int64_t t = 0; t < T; ++t) all_rows_[t] = t;
+  float* bank = Grow(s_.bank, T * std::max<int64_t>(B, 1) * D);
+  float* mixed = Grow(s_.mixed, T * D);
+  int64_t bank_size = 0;
+
+  for (int64_t l = 0; l < cfg_.num_layers; ++l) {
+    const LayerWeights& layer = weights_->layers[l];
+    if (cfg_.has_attn_res()) {
+      // prefix = h (the running block sum). Pre-attention mix uses the bank before this layer's push.
+      const float* attn_input = h;
+      if (bank_size > 0) {
+        MixRows(h, layer.attention_mixer, bank_size, all_rows_, mixed);
+        attn_input = mixed;
+      }
+      NormRows(attn_input, layer.input_norm, T);
+      const bool block_start = l % cfg_.attn_res_block_size == 0;
+      if (block_start) {  // freeze the finished block (the raw prefix, not the mixed value)
+        K3_CHECK(bank_size < B);
+        for (int64_t t = 0; t < T; ++t)
+          std::memcpy(bank + (t * B + bank_size) * D, h + t * D, sizeof(float) * D);
+        ++bank_size;
+      }
+      Attention(layer, T, segments);
+      const float* a = s_.sublayer.data();
+      for (int64_t i = 0; i < T * D; ++i) h[i] = block_start ? a[i] : RoundBf16(h[i] + a[i]);
+      MixRows(h, layer.ffn_mixer, bank_size, all_rows_, mixed);
+      NormRows(mixed, layer.post_attention_norm, T);
+    } else {
+      NormRows(h, layer.input_norm, T);
+      Attention(layer, T, segments);
+      const float* a = s_.sublayer.data();
+      for (int64_t i = 0; i < T * D; ++i) h[i] = RoundBf16(h[i] + a[i]);
+      NormRows(h, layer.post_attention_norm, T);
+    }
+    Ffn(layer, T);
+    const float* f = s_.sublayer.data();
+    for (int64_t i = 0; i < T * D; ++i) h[i] = RoundBf16(h[i] + f[i]);
+  }
+
+  // Final mixer (AttnRes), final norm and lm_head on the rows that need logits.
+  const int64_t rows = static_cast<int64_t>(logit_rows.size());
+  float* final_rows = Grow(s_.final_rows, rows * D);
+  if (cfg_.has_attn_res()) {
+    MixRows(h, weights_->output_mixer, bank_size, logit_rows, final_rows);
+  } else {
+    for (int64_t i = 0; i < rows; ++i)
+      std::memcpy(final_rows + i * D, h + logit_rows[i] * D, sizeof(float) * D);
+  }
+  for (int64_t i = 0; i < rows; ++i) {
+    kernels::RmsNorm(final_rows + i * D, weights_->final_norm.data(), D, cfg_.rms_norm_eps,
+                     final_rows + i * D);
+  }
+  out->rows = rows;
+  out->logits.resize(static_cast<size_t>(rows * N));
+  kernels::MatMulBf16(final_rows, rows, D, weights_->lm_head.data, N, out->logits.data(), pool_);
+
+  for (const SequenceSegment& seg : segments) seg.state->Advance(seg.rows);
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Model>> Model::FromTensors(
+    const io::ModelConfig& cfg, const std::function<const io::TensorView*(const std::string&)>& lookup,
+    std::shared_ptr<const void> storage, ThreadPool* pool) {
+  K3_RETURN_IF_ERROR(CheckSupported(cfg));
+  K3_ASSIGN_OR_RETURN(std::unique_ptr<ModelWeights> weights, BindWeights(cfg, lookup));
+  return std::unique_ptr<Model>(
+      std::make_unique<ModelImpl>(cfg, std::move(weights), std::move(storage), pool));
+}
+
+}  // namespace k3::model

@@ -1,0 +1,224 @@
+// Model forward-pass invariants on small random-weight models (K3 and Kimi Linear variants):
+// chunking a prompt, batching sequences, and cloning states do not change logits; loading reports
+// missing tensors and dtype/shape mismatches by name.
+#include "src/model/model.h"
+
+#include <cmath>
+#include <numeric>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "src/model/testing/random_model.h"
+
+namespace k3::model {
+namespace {
+
+using testing::MaxRowRelativeError;
+
+std::vector<int32_t> Prompt(int64_t n, int32_t vocab, uint32_t seed) {
+  std::vector<int32_t> ids(n);
+  uint32_t x = seed * 2654435761u + 1;
+  for (int32_t& id : ids) {
+    x = x * 1664525u + 1013904223u;
+    id = static_cast<int32_t>((x >> 8) % static_cast<uint32_t>(vocab));
+  }
+  return ids;
+}
+
+// Logits of every prompt token, feeding the prompt in pieces of the given lengths.
+std::vector<float> LogitsInPieces(Model& model, const std::vector<int32_t>& prompt,
+                                  const std::vector<int64_t>& pieces) {
+  auto state = model.NewSequenceState();
+  std::vector<float> all;
+  int64_t pos = 0;
+  for (int64_t len : pieces) {
+    SequenceBatchItem item{state.get(), std::span<const int32_t>(prompt.data() + pos, len), true};
+    ForwardOutput out;
+    model.Forward(std::span<const SequenceBatchItem>(&item, 1), &out);
+    EXPECT_EQ(out.rows, len);
+    all.insert(all.end(), out.logits.begin(), out.logits.end());
+    pos += len;
+  }
+  EXPECT_EQ(pos, static_cast<int64_t>(prompt.size()));
+  EXPECT_EQ(state->num_tokens(), pos);
+  return all;
+}
+
+class ModelTest : public ::testing::TestWithParam<bool> {
+ protected:
+  io::ModelConfig Config() const {
+    return GetParam() ? testing::TinyK3Config() : testing::TinyKimiLinearConfig();
+  }
+};
+
+// With MLA-only attention every other part (AttnRes, MoE, MLA over the latent cache) runs the same
+// per-row arithmetic however a prompt is chunked, so logits agree to fp32 noise. (KDA's chunked form and
+// its recurrence differ by fp32 noise that can flip a bf16 rounding; kda_test.cc covers KDA chunking.)
+TEST_P(ModelTest, ChunkingDoesNotChangeLogits) {
+  io::ModelConfig cfg = Config();
+  cfg.full_attn_layers.clear();
+  cfg.kda_layers.clear();
+  for (int64_t l = 1; l <= cfg.num_layers; ++l) cfg.full_attn_layers.push_back(l);
+  auto model = testing::MakeRandomModel(cfg, 7, nullptr);
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  const int64_t n = 70;
+  const std::vector<int32_t> prompt = Prompt(n, cfg.vocab_size, 3);
+  const std::vector<float> one = LogitsInPieces(**model, prompt, {n});
+  for (float v : one) ASSERT_TRUE(std::isfinite(v));
+  const std::vector<float> several = LogitsInPieces(**model, prompt, {30, 37, 1, 2});
+  const std::vector<float> by_token = LogitsInPieces(**model, prompt, std::vector<int64_t>(n, 1));
+  EXPECT_LE(MaxRowRelativeError(several.data(), one.data(), n, cfg.vocab_size), 1e-5);
+  EXPECT_LE(MaxRowRelativeError(by_token.data(), one.data(), n, cfg.vocab_size), 1e-5);
+}
+
+// The hybrid model: prompt pieces that keep every KDA call on the same algorithm (chunked form, no
+// chunk boundary moved: pieces of <= 64 tokens starting at the same offsets) give identical logits.
+TEST_P(ModelTest, HybridChunkedPrefillIsDeterministic) {
+  io::ModelConfig cfg = Config();
+  auto model = testing::MakeRandomModel(cfg, 9, nullptr);
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  const std::vector<int32_t> prompt = Prompt(40, cfg.vocab_size, 4);
+  const std::vector<float> first = LogitsInPieces(**model, prompt, {25, 15});
+  const std::vector<float> again = LogitsInPieces(**model, prompt, {25, 15});
+  EXPECT_EQ(first, again);
+}
+
+TEST_P(ModelTest, BatchingDoesNotChangeLogits) {
+  ThreadPool pool(2);
+  io::ModelConfig cfg = Config();
+  auto model = testing::MakeRandomModel(cfg, 11, &pool);
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  constexpr int kSeqs = 8, kSteps = 3;
+  std::vector<std::vector<int32_t>> prompts;
+  for (int i = 0; i < kSeqs; ++i) prompts.push_back(Prompt(5 + 3 * i, cfg.vocab_size, 100 + i));
+  const std::vector<int32_t> decode_ids = Prompt(kSteps, cfg.vocab_size, 999);
+
+  // Sequence 0 alone: prefill, then kSteps decode tokens.
+  std::vector<std::vector<float>> alone;
+  {
+    auto state = (*model)->NewSequenceState();
+    ForwardOutput out;
+    SequenceBatchItem item{state.get(), prompts[0], false};
+    (*model)->Forward(std::span<const SequenceBatchItem>(&item, 1), &out);
+    alone.push_back(out.logits);
+    for (int s = 0; s < kSteps; ++s) {
+      SequenceBatchItem step{state.get(), std::span<const int32_t>(&decode_ids[s], 1), false};
+      (*model)->Forward(std::span<const SequenceBatchItem>(&step, 1), &out);
+      alone.push_back(out.logits);
+    }
+  }
+  // All 8 together; sequences 4..7 join one step late, so prefill chunks and decode tokens mix.
+  std::vector<std::unique_ptr<SequenceState>> states;
+  for (int i = 0; i < kSeqs; ++i) states.push_back((*model)->NewSequenceState());
+  for (int step = 0; step <= kSteps; ++step) {
+    std::vector<SequenceBatchItem> items;
+    for (int i = 0; i < kSeqs; ++i) {
+      const int joined = i < 4 ? 0 : 1;
+      if (step < joined) continue;
+      if (step == joined) {
+        items.push_back({states[i].get(), prompts[i], false});
+      } else {
+        items.push_back(
+            {states[i].get(), std::span<const int32_t>(&decode_ids[step - joined - 1], 1), false});
+      }
+    }
+    ForwardOutput out;
+    (*model)->Forward(items, &out);
+    ASSERT_EQ(out.rows, static_cast<int64_t>(items.size()));
+    // Row 0 is sequence 0.
+    EXPECT_LE(MaxRowRelativeError(out.logits.data(), alone[step].data(), 1, cfg.vocab_size), 1e-5)
+        << "step " << step;
+  }
+}
+
+TEST_P(ModelTest, CloneContinuesIdentically) {
+  io::ModelConfig cfg = Config();
+  auto model = testing::MakeRandomModel(cfg, 5, nullptr);
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  const std::vector<int32_t> prompt = Prompt(9, cfg.vocab_size, 1);
+  auto state = (*model)->NewSequenceState();
+  ForwardOutput out;
+  SequenceBatchItem item{state.get(), prompt, false};
+  (*model)->Forward(std::span<const SequenceBatchItem>(&item, 1), &out);
+  auto copy = state->Clone();
+  EXPECT_EQ(copy->num_tokens(), 9);
+  const int32_t next = 17;
+  ForwardOutput a, b;
+  SequenceBatchItem step_a{state.get(), std::span<const int32_t>(&next, 1), false};
+  (*model)->Forward(std::span<const SequenceBatchItem>(&step_a, 1), &a);
+  // The original advanced; the copy did not share its storage.
+  SequenceBatchItem step_b{copy.get(), std::span<const int32_t>(&next, 1), false};
+  (*model)->Forward(std::span<const SequenceBatchItem>(&step_b, 1), &b);
+  EXPECT_EQ(a.logits, b.logits);
+  // A different history gives different logits (the state matters).
+  auto fresh = (*model)->NewSequenceState();
+  ForwardOutput c;
+  SequenceBatchItem step_c{fresh.get(), std::span<const int32_t>(&next, 1), false};
+  (*model)->Forward(std::span<const SequenceBatchItem>(&step_c, 1), &c);
+  EXPECT_GT(MaxRowRelativeError(c.logits.data(), a.logits.data(), 1, cfg.vocab_size), 1e-3);
+}
+
+INSTANTIATE_TEST_SUITE_P(Variants, ModelTest, ::testing::Values(true, false),
+                         [](const ::testing::TestParamInfo<bool>& info) {
+                           return info.param ? "KimiK3" : "KimiLinear";
+                         });
+
+// Loading errors name the tensor and say what was expected and found.
+class LoadErrorTest : public ::testing::Test {
+ protected:
+  Result<std::unique_ptr<Model>> Load(const testing::RandomTensors& tensors) {
+    return Model::FromTensors(
+        cfg_, [&tensors](const std::string& name) { return tensors.Find(name); }, nullptr, nullptr);
+  }
+  io::ModelConfig cfg_ = testing::TinyK3Config();
+};
+
+TEST_F(LoadErrorTest, MissingTensor) {
+  auto tensors = testing::MakeRandomTensors(cfg_, 1);
+  const std::string name = "language_model.model.layers.2.self_attn.kv_b_proj.weight";
+  ASSERT_EQ(tensors->views.erase(name), 1u);
+  auto model = Load(*tensors);
+  ASSERT_FALSE(model.ok());
+  EXPECT_EQ(model.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(model.status().message().find(name), std::string::npos) << model.status().message();
+  EXPECT_NE(model.status().message().find("[128, 32]"), std::string::npos) << model.status().message();
+}
+
+TEST_F(LoadErrorTest, WrongDtype) {
+  auto tensors = testing::MakeRandomTensors(cfg_, 1);
+  const std::string name = "language_model.model.layers.1.block_sparse_moe.experts.3.w2.weight_packed";
+  tensors->views.at(name).dtype = io::DType::kI8;
+  auto model = Load(*tensors);
+  ASSERT_FALSE(model.ok());
+  EXPECT_EQ(model.status().code(), StatusCode::kInvalidArgument);
+  const std::string& msg = model.status().message();
+  EXPECT_NE(msg.find(name), std::string::npos) << msg;
+  EXPECT_NE(msg.find("I8"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("U8"), std::string::npos) << msg;
+}
+
+TEST_F(LoadErrorTest, WrongShape) {
+  auto tensors = testing::MakeRandomTensors(cfg_, 1);
+  const std::string name = "language_model.model.layers.0.self_attn.q_proj.weight";
+  io::TensorView& view = tensors->views.at(name);
+  view.shape = {32, 128};  // same bytes, transposed shape
+  auto model = Load(*tensors);
+  ASSERT_FALSE(model.ok());
+  const std::string& msg = model.status().message();
+  EXPECT_NE(msg.find(name), std::string::npos) << msg;
+  EXPECT_NE(msg.find("[32, 128]"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("[64, 64]"), std::string::npos) << msg;
+}
+
+TEST_F(LoadErrorTest, ByteSizeMismatch) {
+  auto tensors = testing::MakeRandomTensors(cfg_, 1);
+  const std::string name = "language_model.model.norm.weight";
+  tensors->views.at(name).nbytes -= 2;
+  auto model = Load(*tensors);
+  ASSERT_FALSE(model.ok());
+  EXPECT_NE(model.status().message().find(name), std::string::npos) << model.status().message();
+}
+
+}  // namespace
+}  // namespace k3::model

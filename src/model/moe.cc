@@ -1,0 +1,122 @@
+// Latent MoE: router, expert grouping over the batch, weighted combine, latent norm/up, shared experts.
+#include "src/model/moe.h"
+
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+
+#include "src/base/check.h"
+#include "src/kernels/ops.h"
+#include "src/model/layer_util.h"
+
+namespace k3::model {
+
+void RouteTokens(const float* logits, int64_t T, int64_t E, const float* correction_bias, int64_t top_k,
+                 bool renormalize, float routed_scaling_factor, int32_t* experts, float* weights) {
+  K3_CHECK(top_k >= 1 && top_k <= E);
+  std::vector<float> score(E), selection(E);
+  std::vector<int32_t> order(E);
+  for (int64_t t = 0; t < T; ++t) {
+    for (int64_t e = 0; e < E; ++e) {
+      score[e] = Sigmoid(logits[t * E + e]);
+      selection[e] = score[e] + correction_bias[e];
+    }
+    std::iota(order.begin(), order.end(), 0);
+    std::partial_sort(order.begin(), order.begin() + top_k, order.end(), [&](int32_t a, int32_t b) {
+      return selection[a] != selection[b] ? selection[a] > selection[b] : a < b;
+    });
+    float sum = 0.0f;
+    for (int64_t k = 0; k < top_k; ++k) {
+      experts[t * top_k + k] = order[k];
+      weights[t * top_k + k] = score[order[k]];
+      sum += score[order[k]];
+    }
+    for (int64_t k = 0; k < top_k; ++k) {
+      float& wk = weights[t * top_k + k];
+      if (renormalize) wk /= (sum + 1e-20f);
+      wk *= routed_scaling_factor;
+    }
+  }
+}
+
+void MoeForward(const io::ModelConfig& cfg, const MoeWeights& w, const float* x, int64_t T, MoeScratch* s,
+                ThreadPool* pool, float* out) {
+  const int64_t D = cfg.hidden_size, E = cfg.num_experts, Ek = cfg.num_experts_per_token;
+  const int64_t Lw = cfg.expert_io_dim();
+  const bool latent = w.latent_down.data != nullptr;
+
+  // Router (fp32 logits of bf16 inputs and upcast bf16 weights).
+  float* logits = Grow(s->logits, T * E);
+  int32_t* experts = Grow(s->experts, T * Ek);
+  float* weights = Grow(s->weights, T * Ek);
+  kernels::MatMulBf16(x, T, D, w.router.data, E, logits, pool);
+  RouteTokens(logits, T, E, w.correction_bias.data(), Ek, cfg.moe_renormalize, cfg.routed_scaling_factor,
+              experts, weights);
+
+  // Expert inputs z: [T, Lw].
+  const float* z = x;
+  if (latent) {
+    float* zl = Grow(s->z, T * Lw);
+    Linear(x, T, w.latent_down, zl, pool);
+    z = zl;
+  }
+
+  // Group (token, slot) pairs by expert (counting sort keeps token order inside an expert).
+  int32_t* begin = Grow(s->expert_begin, E + 1);
+  int32_t* order = Grow(s->slot_order, T * Ek);
+  std::fill(begin, begin + E + 1, 0);
+  for (int64_t i = 0; i < T * Ek; ++i) ++begin[experts[i] + 1];
+  for (int64_t e = 0; e < E; ++e) begin[e + 1] += begin[e];
+  {
+    std::vector<int32_t> fill(begin, begin + E);
+    for (int64_t i = 0; i < T * Ek; ++i) order[fill[experts[i]]++] = static_cast<int32_t>(i);
+  }
+
+  // Each selected expert once over its rows: y = expert(z rows) -> slot_out[(token, slot)].
+  float* slot_out = Grow(s->slot_out, T * Ek * Lw);
+  for (int64_t e = 0; e < E; ++e) {
+    const int64_t M = begin[e + 1] - begin[e];
+    if (M == 0) continue;
+    float* gathered = Grow(s->gathered, M * Lw);
+    float* expert_out = Grow(s->expert_out, M * Lw);
+    for (int64_t m = 0; m < M; ++m) {
+      const int64_t token = order[begin[e] + m] / Ek;
+      std::memcpy(gathered + m * Lw, z + token * Lw, sizeof(float) * Lw);
+    }
+    ExpertForward(cfg, w.experts[e], gathered, M, &s->mlp, pool, expert_out);
+    for (int64_t m = 0; m < M; ++m) {
+      std::memcpy(slot_out + order[begin[e] + m] * Lw, expert_out + m * Lw, sizeof(float) * Lw);
+    }
+  }
+
+  // r = bf16(sum_k w_k y_k) (fp32 sum in slot order, independent of the rest of the batch).
+  float* combined = Grow(s->combined, T * Lw);
+  std::fill(combined, combined + T * Lw, 0.0f);
+  for (int64_t t = 0; t < T; ++t) {
+    for (int64_t k = 0; k < Ek; ++k) {
+      kernels::Axpy(weights[t * Ek + k], slot_out + (t * Ek + k) * Lw, combined + t * Lw, Lw);
+    }
+  }
+  kernels::RoundToBf16(combined, T * Lw);
+
+  // Latent: RMSNorm then up-projection to D.
+  if (latent) {
+    if (!w.latent_norm.empty()) {
+      for (int64_t t = 0; t < T; ++t) {
+        kernels::RmsNorm(combined + t * Lw, w.latent_norm.data(), Lw, cfg.rms_norm_eps, combined + t * Lw);
+      }
+    }
+    Linear(combined, T, w.latent_up, out, pool);
+  } else {
+    std::memcpy(out, combined, sizeof(float) * T * D);
+  }
+
+  // Shared experts on the full-width input; bf16 add.
+  if (w.has_shared) {
+    float* shared = Grow(s->shared_out, T * D);
+    MlpForward(cfg, w.shared, x, T, &s->mlp, pool, shared);
+    for (int64_t i = 0; i < T * D; ++i) out[i] = RoundBf16(out[i] + shared[i]);
+  }
+}
+
+}  // namespace k3::model
