@@ -4,12 +4,14 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <string>
 #include <vector>
 
 #include <gmock/gmock.h>
+#include <algorithm>
 #include <gtest/gtest.h>
 
 #include "src/base/file.h"
@@ -37,10 +39,10 @@ TensorToWrite MakeTensor(std::string name, DType dtype, std::vector<int64_t> sha
 // A safetensors image from a header text and a data area; header_len overrides the length field.
 std::vector<uint8_t> Image(const std::string& header, size_t data_bytes, int64_t header_len = -1) {
   const uint64_t len = header_len >= 0 ? static_cast<uint64_t>(header_len) : header.size();
-  std::vector<uint8_t> bytes(8);
+  // Sized once up front: growing a vector from 8 bytes trips g++ 12's -Warray-bounds at -O3.
+  std::vector<uint8_t> bytes(8 + header.size() + data_bytes, 0xab);
   for (int i = 0; i < 8; ++i) bytes[i] = static_cast<uint8_t>(len >> (8 * i));
-  bytes.insert(bytes.end(), header.begin(), header.end());
-  bytes.resize(bytes.size() + data_bytes, 0xab);
+  std::copy(header.begin(), header.end(), bytes.begin() + 8);
   return bytes;
 }
 
