@@ -28,6 +28,7 @@ int main(int argc, char** argv) {
   // Subcommands, in the order `k3 --help` lists them.
   k3::app::RegisterPlanCommand(app);
   k3::app::RegisterRenderCommand(app);
+  k3::app::RegisterLintCommand(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
