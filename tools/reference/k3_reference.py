@@ -1,14 +1,21 @@
 """Independent PyTorch reference of the Kimi K3 / Kimi Linear text tower (spec k3-model.md §2, §3, §7).
 
 This is the test oracle for the C++ engine: simple, literal, slow. It follows the reference precision
-model of spec §2.0 with torch.bfloat16 activations:
-  - every nn.Linear is a "bf16 GEMM": bf16 inputs, fp32 accumulation, result rounded to bf16
-    (computed here as x.float() @ W.float().T then .bfloat16());
-  - norms / activations compute in fp32 from the bf16 inputs and round back to bf16;
-  - router, KDA recurrence + state, MLA softmax and AttnRes mixing stay in fp32;
-  - logits are fp32 (final dot products accumulated in fp32, not rounded).
-The KDA recurrence runs token by token (the exact decode rule); MLA uses the expanded (non-absorbed)
-form over the whole sequence with a causal mask; MoE loops over the selected experts of each token.
+model of spec §2.0 with torch.bfloat16 activations, rounding to bf16 exactly where the spec does:
+  - every nn.Linear is a "bf16 GEMM": bf16 inputs, wide accumulation, result rounded to bf16;
+  - norms / activations compute wide from the bf16 inputs and round back to bf16;
+  - router, KDA recurrence + state, MLA softmax and AttnRes mixing stay wide (never bf16);
+  - logits are fp32 (final dot products accumulated wide, not rounded to bf16).
+"Wide" math (what the spec calls fp32) is done here in float64 and rounded through fp32 at the bf16
+points: the exactly-rounded limit of fp32 math. Any fp32 implementation is within ~1e-7 relative of it,
+and it makes every row independent of the sequence length (torch's fp32 BLAS / vectorised reductions /
+vector-vs-tail elementwise paths depend on the tensor shape, and one flipped bf16 rounding can flip a
+near-tie MoE routing decision).
+The KDA recurrence runs token by token (the exact decode rule); MLA runs over the whole sequence with a
+causal mask, in the absorbed form (default: the rounding points of a latent-cache engine such as
+src/model) or the expanded form (the HF code's rounding points: k_nope and v rounded to bf16); the two
+are the same math and differ only by where bf16 rounding happens. MoE loops over the selected experts
+of each token.
 There is no cache: Forward always processes a whole sequence from position 0 (shapes [T, ...]).
 
 CLI (Debian's torch only imports under /usr/bin/python3):
@@ -30,6 +37,7 @@ import safetensors_np  # noqa: E402
 
 BF16 = torch.bfloat16
 F32 = torch.float32
+WIDE = torch.float64  # the "fp32 math" of the spec, done exactly-rounded (see the module docstring)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -141,27 +149,36 @@ class Config:
 # Precision helpers (spec §2.0)
 # ---------------------------------------------------------------------------------------------------
 
+def to_bf16(x):
+    """A wide (float64) result rounded the way an fp32 result is rounded to bf16 (via fp32)."""
+    return x.to(F32).to(BF16)
+
+
+def wide(x):
+    return x.to(WIDE)
+
+
 def linear(x, w):
-    """bf16 GEMM: x [T, in] bf16, w [out, in] bf16 -> [T, out] bf16 (fp32 accumulation)."""
+    """bf16 GEMM: x [T, in] bf16, w [out, in] bf16 -> [T, out] bf16 (wide accumulation, one rounding)."""
     assert x.dtype == BF16 and w.dtype == BF16, (x.dtype, w.dtype)
-    return (x.float() @ w.float().t()).to(BF16)
+    return to_bf16(wide(x) @ wide(w).t())
 
 
 def rms_norm(x, w, eps):
     """KimiRMSNorm (§2.1): w * bf16(x * rsqrt(mean(x^2) + eps)); x [..., n] bf16 -> bf16."""
-    xf = x.float()
-    normed = (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps)).to(BF16)
-    return (w.float() * normed.float()).to(BF16)
+    xf = wide(x)
+    normed = to_bf16(xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps))
+    return to_bf16(wide(w) * wide(normed))
 
 
 def glu(cfg, a, b):
     """SiTU-GLU (§2.2) or SiLU-GLU (§7); a = gate projection, b = up projection (bf16) -> bf16."""
-    af, bf = a.float(), b.float()
+    af, bf = wide(a), wide(b)
     if cfg.act == "situ":
         act = cfg.situ_beta * torch.tanh(af / cfg.situ_beta) * torch.sigmoid(af)
         lin = cfg.situ_linear_beta * torch.tanh(bf / cfg.situ_linear_beta)
-        return (act * lin).to(BF16)
-    return (af * torch.sigmoid(af) * bf).to(BF16)
+        return to_bf16(act * lin)
+    return to_bf16(af * torch.sigmoid(af) * bf)
 
 
 def mxfp4_dequant(packed, scale, group=32):
@@ -184,7 +201,7 @@ def mxfp4_dequant(packed, scale, group=32):
     s = scale.to(torch.float64) - 127.0
     assert s.shape == (out_dim, 2 * half // group), (s.shape, out_dim, half, group)
     mult = torch.pow(2.0, s).repeat_interleave(group, dim=1)
-    return (vals * mult).to(F32).to(BF16)
+    return to_bf16(vals * mult)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -198,12 +215,12 @@ def short_conv_silu(raw, w):
     """
     T, P = raw.shape
     W = w.shape[-1]
-    wf = w.float().reshape(P, W)
-    padded = torch.cat([torch.zeros(W - 1, P, dtype=F32), raw.float()], dim=0)
-    c = torch.zeros(T, P, dtype=F32)
+    wf = wide(w).reshape(P, W)
+    padded = torch.cat([torch.zeros(W - 1, P, dtype=WIDE), wide(raw)], dim=0)
+    c = torch.zeros(T, P, dtype=WIDE)
     for j in range(W):
         c = c + wf[:, j] * padded[j:j + T]
-    return (c * torch.sigmoid(c)).to(BF16)
+    return to_bf16(c * torch.sigmoid(c))
 
 
 def kda_recurrent(q, k, v, g, beta, scale):
@@ -265,11 +282,11 @@ def kda_chunked(q, k, v, g, beta, scale, chunk=64):
 
 
 def kda_gate(cfg, f, A_log, dt_bias):
-    """Log-space decay g [T, H, K] fp32 from f [T, P] bf16 (§2.3 lower-bound form, §7 softplus form)."""
+    """Log-space decay g [T, H, K] (wide) from f [T, P] bf16 (§2.3 lower-bound form, §7 softplus form)."""
     T = f.shape[0]
     H, K = cfg.kda_heads, cfg.kda_dim
-    A = A_log.float().reshape(-1)[:H]
-    x = f.float().reshape(T, H, K) + dt_bias.float().reshape(H, K)
+    A = wide(A_log).reshape(-1)[:H]
+    x = wide(f).reshape(T, H, K) + wide(dt_bias).reshape(H, K)
     if cfg.gate_lower_bound is not None:
         return cfg.gate_lower_bound * torch.sigmoid(torch.exp(A)[:, None] * x)
     return -torch.exp(A)[:, None] * F.softplus(x)
@@ -279,8 +296,14 @@ def kda_gate(cfg, f, A_log, dt_bias):
 # The model
 # ---------------------------------------------------------------------------------------------------
 
+MLA_FORMS = ("absorbed", "expanded")
+
+
 class Reference:
-    def __init__(self, model_dir, tensors=None):
+    def __init__(self, model_dir, tensors=None, mla_form="absorbed"):
+        if mla_form not in MLA_FORMS:
+            raise ValueError(f"mla_form must be one of {MLA_FORMS}")
+        self.mla_form = mla_form
         with open(os.path.join(model_dir, "config.json")) as f:
             self.cfg = Config(json.load(f))
         self.w = tensors if tensors is not None else safetensors_np.load_checkpoint(model_dir)
@@ -322,22 +345,60 @@ class Reference:
         k = short_conv_silu(linear(x, self.lt(layer, p + "k_proj.weight")), self.lt(layer, p + "k_conv1d.weight"))
         v = short_conv_silu(linear(x, self.lt(layer, p + "v_proj.weight")), self.lt(layer, p + "v_conv1d.weight"))
         f = linear(linear(x, self.lt(layer, p + "f_a_proj.weight")), self.lt(layer, p + "f_b_proj.weight"))
-        beta = torch.sigmoid(linear(x, self.lt(layer, p + "b_proj.weight")).float())          # [T, H]
+        beta = torch.sigmoid(wide(linear(x, self.lt(layer, p + "b_proj.weight"))))          # [T, H]
         if cfg.full_rank_gate:
             og = linear(x, self.lt(layer, p + "g_proj.weight"))
         else:
             og = linear(linear(x, self.lt(layer, p + "g_a_proj.weight")), self.lt(layer, p + "g_b_proj.weight"))
         g = kda_gate(cfg, f, self.lt(layer, p + "A_log"), self.lt(layer, p + "dt_bias"))
-        o = kda_recurrent(q.float().reshape(T, H, K), k.float().reshape(T, H, K), v.float().reshape(T, H, K),
-                          g, beta, K ** -0.5).to(BF16)
-        # Gated RMSNorm per head (fp32, shared weight [K]), output bf16.
-        of = o.float()
-        wn = self.lt(layer, p + "o_norm.weight").float()
+        o = to_bf16(kda_recurrent(wide(q).reshape(T, H, K), wide(k).reshape(T, H, K), wide(v).reshape(T, H, K),
+                                  g, beta, K ** -0.5))
+        # Gated RMSNorm per head (wide, shared weight [K]), output bf16.
+        of = wide(o)
+        wn = wide(self.lt(layer, p + "o_norm.weight"))
         y = of * torch.rsqrt(of.pow(2).mean(-1, keepdim=True) + cfg.eps) * wn * \
-            torch.sigmoid(og.float().reshape(T, H, K))
-        return linear(y.to(BF16).reshape(T, H * K), self.lt(layer, p + "o_proj.weight"))
+            torch.sigmoid(wide(og).reshape(T, H, K))
+        return linear(to_bf16(y).reshape(T, H * K), self.lt(layer, p + "o_proj.weight"))
 
     def mla(self, layer, x):
+        return self.mla_absorbed(layer, x) if self.mla_form == "absorbed" else self.mla_expanded(layer, x)
+
+    def mla_absorbed(self, layer, x):
+        """Gated MLA in the absorbed form of §2.4 (what a latent-cache engine computes): per head the query
+        is taken into the 512-wide latent space with Wuk_h, scores against the cached c_t and the shared
+        k_pe_t, the context is a mix of c_t, and Wuv_h maps it out. The absorbed query and the context stay
+        wide; only the head outputs are rounded to bf16 (no bf16 k_nope / v exist in this form)."""
+        cfg = self.cfg
+        T = x.shape[0]
+        H, nope, rope, vd, r = cfg.mla_heads, cfg.nope, cfg.rope, cfg.v_head, cfg.kv_lora
+        p = "self_attn."
+        if cfg.q_lora > 0:
+            cq = rms_norm(linear(x, self.lt(layer, p + "q_a_proj.weight")), self.lt(layer, p + "q_a_layernorm.weight"),
+                          cfg.eps)
+            q = linear(cq, self.lt(layer, p + "q_b_proj.weight"))
+        else:
+            q = linear(x, self.lt(layer, p + "q_proj.weight"))
+        q = wide(q.reshape(T, H, nope + rope))
+        ckv = linear(x, self.lt(layer, p + "kv_a_proj_with_mqa.weight"))                  # [T, r + rope]
+        c = wide(rms_norm(ckv[:, :r], self.lt(layer, p + "kv_a_layernorm.weight"), cfg.eps))  # latent cache
+        k_pe = wide(ckv[:, r:])                                                            # shared, unrotated
+        wkvb = wide(self.lt(layer, p + "kv_b_proj.weight")).reshape(H, nope + vd, r)
+        w_uk, w_uv = wkvb[:, :nope, :], wkvb[:, nope:, :]                                 # [H, 128, r] each
+        q_lat = torch.einsum("thn,hnc->thc", q[:, :, :nope], w_uk)                         # [T, H, r]
+        scores = (torch.einsum("thc,sc->hts", q_lat, c) + torch.einsum("thd,sd->hts", q[:, :, nope:], k_pe)) * \
+            (nope + rope) ** -0.5
+        mask = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
+        probs = torch.softmax(scores.masked_fill(mask[None], float("-inf")), dim=-1)
+        ctx = torch.einsum("hts,sc->thc", probs, c)                                        # [T, H, r]
+        o = to_bf16(torch.einsum("thc,hvc->thv", ctx, w_uv)).reshape(T, H * vd)
+        if cfg.mla_gate:
+            gate = linear(x, self.lt(layer, p + "g_proj.weight"))
+            o = to_bf16(wide(o) * torch.sigmoid(wide(gate)))
+        return linear(o, self.lt(layer, p + "o_proj.weight"))
+
+    def mla_expanded(self, layer, x):
+        """Gated MLA in the expanded form of §2.4 (the HF modeling code: kv_b_proj is an nn.Linear, so
+        k_nope and v are rounded to bf16 before attention)."""
         cfg = self.cfg
         T = x.shape[0]
         H, nope, rope, vd = cfg.mla_heads, cfg.nope, cfg.rope, cfg.v_head
@@ -355,14 +416,14 @@ class Reference:
         kv = linear(c, self.lt(layer, p + "kv_b_proj.weight")).reshape(T, H, nope + vd)
         k = torch.cat([kv[:, :, :nope], k_pe[:, None, :].expand(T, H, rope)], dim=-1)      # [T, H, 192]
         v = kv[:, :, nope:]
-        scores = torch.einsum("thd,shd->hts", q.float(), k.float()) * (nope + rope) ** -0.5
+        scores = torch.einsum("thd,shd->hts", wide(q), wide(k)) * (nope + rope) ** -0.5
         mask = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
         scores = scores.masked_fill(mask[None], float("-inf"))
         probs = torch.softmax(scores, dim=-1)
-        o = torch.einsum("hts,shd->thd", probs, v.float()).to(BF16).reshape(T, H * vd)
+        o = to_bf16(torch.einsum("hts,shd->thd", probs, wide(v))).reshape(T, H * vd)
         if cfg.mla_gate:
             gate = linear(x, self.lt(layer, p + "g_proj.weight"))
-            o = (o.float() * torch.sigmoid(gate.float())).to(BF16)
+            o = to_bf16(wide(o) * torch.sigmoid(wide(gate)))
         return linear(o, self.lt(layer, p + "o_proj.weight"))
 
     def expert(self, layer, e, which):
@@ -381,9 +442,9 @@ class Reference:
         m = "block_sparse_moe."
         T = x.shape[0]
         # Router, all fp32.
-        logits = x.float() @ self.lt(layer, m + "gate.weight").float().t()
+        logits = wide(x) @ wide(self.lt(layer, m + "gate.weight")).t()
         s = torch.sigmoid(logits)
-        sel = s + self.lt(layer, m + "gate.e_score_correction_bias").float()
+        sel = s + wide(self.lt(layer, m + "gate.e_score_correction_bias"))
         idx = torch.topk(sel, cfg.top_k, dim=-1).indices                                   # [T, k]
         wts = torch.gather(s, 1, idx)
         if cfg.renormalize:
@@ -392,7 +453,7 @@ class Reference:
         if trace is not None:
             trace.append({"layer": layer, "idx": idx.clone(), "sel": sel.clone()})
         z = linear(x, self.lt(layer, m + "routed_expert_down_proj.weight")) if cfg.latent > 0 else x
-        acc = torch.zeros(T, z.shape[1], dtype=F32)
+        acc = torch.zeros(T, z.shape[1], dtype=WIDE)
         for t in range(T):
             zt = z[t:t + 1]
             for j in range(cfg.top_k):
@@ -400,15 +461,15 @@ class Reference:
                 a = linear(zt, self.expert(layer, e, "w1"))
                 b = linear(zt, self.expert(layer, e, "w3"))
                 y = linear(glu(cfg, a, b), self.expert(layer, e, "w2"))
-                acc[t] += wts[t, j] * y[0].float()
-        r = acc.to(BF16)
+                acc[t] += wts[t, j] * wide(y[0])
+        r = to_bf16(acc)
         if cfg.latent > 0:
             if cfg.latent_norm:
                 r = rms_norm(r, self.lt(layer, m + "routed_expert_norm.weight"), cfg.eps)
             r = linear(r, self.lt(layer, m + "routed_expert_up_proj.weight"))
         if cfg.num_shared > 0:
             sh = self.mlp(layer, m + "shared_experts.", x)
-            r = (r.float() + sh.float()).to(BF16)
+            r = to_bf16(wide(r) + wide(sh))
         return r
 
     def attn(self, layer, x):
@@ -423,12 +484,12 @@ class Reference:
         """AttnRes mixer (§2.6): sources list of [T, D] bf16 -> bf16 [T, D]."""
         wn = self.t(norm_name) if layer is None else self.lt(layer, norm_name)
         wp = self.t(proj_name) if layer is None else self.lt(layer, proj_name)
-        V = torch.stack([s.float() for s in sources], dim=0)                                # [n, T, D]
+        V = torch.stack([wide(s) for s in sources], dim=0)                                  # [n, T, D]
         Kn = V * torch.rsqrt(V.pow(2).mean(-1, keepdim=True) + self.cfg.eps)
-        query = wn.float() * wp.float().reshape(-1)
+        query = wide(wn) * wide(wp).reshape(-1)
         score = (Kn * query).sum(-1)                                                        # [n, T]
         alpha = torch.softmax(score, dim=0)
-        return (alpha[:, :, None] * V).sum(0).to(BF16)
+        return to_bf16((alpha[:, :, None] * V).sum(0))
 
     # --- forward -----------------------------------------------------------------------------------
 
@@ -453,24 +514,26 @@ class Reference:
                     bank.append(prefix)
                     prefix = None
                 a = self.attn(layer, rms_norm(xa, self.lt(layer, "input_layernorm.weight"), eps))
-                prefix = a if prefix is None else (prefix.float() + a.float()).to(BF16)
+                prefix = a if prefix is None else to_bf16(wide(prefix) + wide(a))
                 xm = self.mix(bank + [prefix], "mlp_res_norm.weight", "mlp_res_proj.weight", layer)
                 f = self.ffn(layer, rms_norm(xm, self.lt(layer, "post_attention_layernorm.weight"), eps), trace)
-                h = (prefix.float() + f.float()).to(BF16)
+                h = to_bf16(wide(prefix) + wide(f))
             h = self.mix(bank + [h], "model.output_attn_res_norm.weight", "model.output_attn_res_proj.weight")
         else:
             for layer in range(cfg.num_layers):
                 a = self.attn(layer, rms_norm(h, self.lt(layer, "input_layernorm.weight"), eps))
-                h = (h.float() + a.float()).to(BF16)
+                h = to_bf16(wide(h) + wide(a))
                 f = self.ffn(layer, rms_norm(h, self.lt(layer, "post_attention_layernorm.weight"), eps), trace)
-                h = (h.float() + f.float()).to(BF16)
+                h = to_bf16(wide(h) + wide(f))
         h = rms_norm(h, self.t("model.norm.weight"), eps)
         head = self.t("model.embed_tokens.weight") if cfg.tie else self.t("lm_head.weight")
-        return h.float() @ head.float().t()
+        return (wide(h) @ wide(head).t()).to(F32)
 
     def unused_tensors(self):
-        """Tensors never read (routed experts that no token selected are not counted)."""
-        return sorted(n for n in set(self.w) - self.used if ".experts." not in n)
+        """Tensors never read. Not counted: routed experts no token selected, and layer 0's pre-attention
+        AttnRes mixer (the bank is still empty there, spec §2.6)."""
+        return sorted(n for n in set(self.w) - self.used
+                      if ".experts." not in n and ".layers.0.self_attention_res_" not in n)
 
     def greedy(self, prompt, max_new):
         """Greedy continuation by re-running the whole sequence each step (no cache to get wrong).
@@ -493,9 +556,11 @@ def main():
     ap.add_argument("--prompt-ids", required=True, help="comma-separated token ids")
     ap.add_argument("--max-new", type=int, default=8, help="greedy continuation length")
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--mla-form", choices=MLA_FORMS, default="absorbed",
+                    help="rounding points of MLA (spec §2.4; the two forms are equal up to bf16 rounding)")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
-    ref = Reference(args.model)
+    ref = Reference(args.model, mla_form=args.mla_form)
     prompt = [int(s) for s in args.prompt_ids.split(",") if s.strip()]
     logits = ref.forward(prompt)
     for pos in range(len(prompt)):

@@ -58,11 +58,44 @@ def margin(row):
     return float(top2[0] - top2[1])
 
 
-def try_prompt(model, prompt, new_tokens, min_margin):
-    """Greedy continuation with margin checks; None if some position is closer than min_margin."""
-    logits = model.forward(prompt)
+def route_gaps(model, trace, rows):
+    """Per MoE layer, the gap between the k-th and (k+1)-th selection score of each of `rows`."""
+    k = model.cfg.top_k
+    gaps = []
+    for entry in trace:
+        sel = entry["sel"][rows].sort(dim=-1, descending=True).values
+        if sel.shape[-1] > k:
+            gaps.append(sel[:, k - 1] - sel[:, k])
+    return [float(g) for g in torch.cat(gaps)] if gaps else [float("inf")]
+
+
+def fp32_variant(model, seq):
+    """The same reference with its wide math in float32 instead of float64: another valid
+    implementation of the same rounding points, differing only in fp32 rounding / summation order."""
+    saved = k3_reference.WIDE
+    k3_reference.WIDE = torch.float32
+    try:
+        return model.forward(seq)
+    finally:
+        k3_reference.WIDE = saved
+
+
+def rel_rows(a, b):
+    return (a - b).norm(dim=-1) / b.norm(dim=-1)
+
+
+def try_prompt(model, prompt, new_tokens, min_margin, min_route_gap, max_noise):
+    """Greedy continuation with margin checks; None if some position's top-2 logits are closer than
+    min_margin, or some token's k-th and (k+1)-th MoE selection scores closer than min_route_gap, or the
+    fp32 variant of the reference differs by more than max_noise (relative L2) at some position or picks
+    another greedy token (the prompt sits where rounding noise is amplified)."""
+    trace = []
+    logits = model.forward(prompt, trace)
     margins = [margin(logits[i]) for i in range(len(prompt))]
-    if min(margins) < min_margin:
+    gaps = route_gaps(model, trace, slice(None))
+    if min(margins) < min_margin or min(gaps) < min_route_gap:
+        return None
+    if float(rel_rows(fp32_variant(model, prompt), logits).max()) > max_noise:
         return None
     prompt_logits = logits
     seq = list(prompt)
@@ -76,10 +109,11 @@ def try_prompt(model, prompt, new_tokens, min_margin):
             steps.append(row)
         seq.append(nxt)
         if step + 1 < new_tokens:
-            logits = model.forward(seq)
-            m = margin(logits[-1])
-            margins.append(m)
-            if m < min_margin:
+            trace = []
+            logits = model.forward(seq, trace)
+            margins.append(margin(logits[-1]))
+            gaps += route_gaps(model, trace, slice(-1, None))
+            if margins[-1] < min_margin or min(gaps) < min_route_gap:
                 return None
     # Re-check against one pass over the whole sequence (causality + determinism of the reference).
     final = model.forward(seq[:-1])
@@ -89,8 +123,13 @@ def try_prompt(model, prompt, new_tokens, min_margin):
     rel = float((final[:len(prompt)] - prompt_logits).norm() / prompt_logits.norm())
     if rel > 1e-5:
         raise RuntimeError(f"reference prompt logits depend on later tokens (relative L2 {rel:.2e})")
+    variant = fp32_variant(model, seq[:-1])
+    noise = float(rel_rows(variant, final).max())
+    if noise > max_noise or [int(i) for i in torch.argmax(variant[len(prompt) - 1:], dim=-1)] != cont:
+        return None
     # steps[i] = logits after continuation token i (the input of decode step i+1).
-    return {"prompt_logits": prompt_logits, "continuation": cont, "steps": steps, "min_margin": min(margins)}
+    return {"prompt_logits": prompt_logits, "continuation": cont, "steps": steps, "min_margin": min(margins),
+            "min_route_gap": min(gaps), "fp32_variant_max_rel_l2": noise}
 
 
 def make_preset(args, preset, work):
@@ -98,7 +137,7 @@ def make_preset(args, preset, work):
     cmd = [args.k3, "gen-model", "--preset", preset, "--seed", str(args.seed), "--out", out]
     subprocess.run(cmd, check=True)
     fp, files = fingerprint(out)
-    model = k3_reference.Reference(out)
+    model = k3_reference.Reference(out, mla_form=args.mla_form)
     cfg = model.cfg
     num_ranks = cfg.vocab_size - NUM_SPECIAL
     rng = random.Random(f"k3stack-goldens-{preset}-{args.prompt_seed}")
@@ -112,14 +151,16 @@ def make_preset(args, preset, work):
                                f"in {args.max_tries} tries")
         length = rng.randint(args.min_len, args.max_len)
         prompt = [rng.randrange(num_ranks) for _ in range(length)]
-        res = try_prompt(model, prompt, args.new_tokens, args.min_margin)
+        res = try_prompt(model, prompt, args.new_tokens, args.min_margin, args.min_route_gap, args.max_noise)
         print(f"{preset}: try {tried} len {length}: " +
-              ("rejected" if res is None else f"kept, min margin {res['min_margin']:.4f}"), flush=True)
+              ("rejected" if res is None else
+               f"kept, min logit margin {res['min_margin']:.4f}, min route gap {res['min_route_gap']:.2e}, "
+               f"fp32 variant max relative L2 {res['fp32_variant_max_rel_l2']:.1e}"),
+              flush=True)
         if res is not None:
             res["ids"] = prompt
             prompts.append(res)
     unused = model.unused_tensors()
-    unused = [n for n in unused if ".self_attention_res_" not in n or ".layers.0." not in n]
     if unused:
         raise RuntimeError(f"{preset}: the reference never read {unused[:5]}")
 
@@ -136,7 +177,9 @@ def make_preset(args, preset, work):
             tops.append({"norm": float(row.norm()), "ids": [int(i) for i in idx],
                          "logits": [float(v) for v in vals]})
         meta_prompts.append({"ids": p["ids"], "logits_row_offset": offset, "continuation": p["continuation"],
-                             "continuation_top": tops, "min_margin": p["min_margin"]})
+                             "continuation_top": tops, "min_margin": p["min_margin"],
+                             "min_route_gap": p["min_route_gap"],
+                             "fp32_variant_max_rel_l2": p["fp32_variant_max_rel_l2"]})
         offset += len(p["ids"])
     blob = np.concatenate(rows, axis=0)
     with open(os.path.join(args.out_dir, logits_name), "wb") as f:
@@ -151,6 +194,9 @@ def make_preset(args, preset, work):
         "vocab_size": cfg.vocab_size,
         "new_tokens": args.new_tokens,
         "min_margin_required": args.min_margin,
+        "min_route_gap_required": args.min_route_gap,
+        "max_fp32_variant_rel_l2": args.max_noise,
+        "mla_form": args.mla_form,
         "logits_file": logits_name,
         "logits_rows": int(blob.shape[0]),
         "logits_layout": "little-endian float32 [logits_rows, vocab_size]; rows = every prompt position, "
@@ -176,10 +222,15 @@ def main():
     ap.add_argument("--prompt-seed", type=int, default=0, help="seed of the prompt search")
     ap.add_argument("--num-prompts", type=int, default=3)
     ap.add_argument("--min-len", type=int, default=6)
-    ap.add_argument("--max-len", type=int, default=14)
+    ap.add_argument("--max-len", type=int, default=10)
     ap.add_argument("--new-tokens", type=int, default=32)
-    ap.add_argument("--min-margin", type=float, default=1e-3)
-    ap.add_argument("--max-tries", type=int, default=200)
+    ap.add_argument("--min-margin", type=float, default=1e-3, help="top-2 logit gap everywhere")
+    ap.add_argument("--min-route-gap", type=float, default=0.0,
+                    help="gap between the k-th and (k+1)-th MoE selection score of every token in every layer")
+    ap.add_argument("--max-noise", type=float, default=5e-3,
+                    help="largest relative L2 between the reference and its fp32 variant at any position")
+    ap.add_argument("--mla-form", choices=k3_reference.MLA_FORMS, default="absorbed")
+    ap.add_argument("--max-tries", type=int, default=300)
     ap.add_argument("--out-dir", default=os.path.normpath(os.path.join(here, "..", "..", "tests", "data", "golden")))
     ap.add_argument("--threads", type=int, default=2)
     args = ap.parse_args()

@@ -305,6 +305,11 @@ def test_synthetic_model():
             part = model.forward(tokens[:6])
             rel = float((part - full[:6]).norm() / full[:6].norm())
             check(rel < 1e-2, f"{family}: causal (prefix logits == leading rows), relative L2 {rel:.1e}")
+            # One MLA layer (layer 3) on the same input: the two forms differ only by bf16 rounding.
+            x = torch.randn(10, 32, generator=gen).to(torch.bfloat16)
+            a, b = model.mla_absorbed(3, x).float(), model.mla_expanded(3, x).float()
+            rel = float((a - b).norm() / a.norm())
+            check(0 < rel < 1e-2, f"{family}: MLA absorbed vs expanded form differ only by rounding ({rel:.1e})")
             changed = model.forward(tokens[:6] + [1, 2, 3, 4])
             check(float((changed[:6] - part).norm() / part.norm()) < 1e-2 and
                   float((changed[6:] - full[6:]).norm()) > 0, f"{family}: later tokens change only later rows")
