@@ -40,7 +40,9 @@ struct WorkloadView {
   std::vector<ContainerView> containers;         // serving containers (leader for LWS)
   std::vector<ContainerView> worker_containers;  // LWS workers
   const YamlNode* worker_pod_spec = nullptr;
-  std::map<std::string, std::string> volumes_shm;  // volume name -> sizeLimit ("" unset) for Memory emptyDirs
+  std::map<std::string, std::string>
+      volumes_shm;  // leader / only pod: volume name -> sizeLimit of Memory emptyDirs
+  std::map<std::string, std::string> worker_volumes_shm;  // LWS worker pod
   std::map<std::string, std::string> node_selector;
   int pods_per_group = 1;   // LWS size
   bool multi_node = false;  // LWS size > 1, KServe workerSpec, Ray / --nnodes in the command

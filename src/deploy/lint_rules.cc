@@ -253,7 +253,8 @@ void CheckEngine(const WorkloadView& w, const ContainerView& c, const LintOption
   }
 }
 
-void CheckContainerResources(const WorkloadView& w, const ContainerView& c, Sink& sink) {
+void CheckContainerResources(const WorkloadView& w, const ContainerView& c,
+                             const std::map<std::string, std::string>& volumes_shm, Sink& sink) {
   if (c.gpu_requests_set && c.gpu_limits_set && c.gpu_requests != c.gpu_limits) {
     sink.Add(w.doc->file, c.line, "K3-GPU-001",
              "nvidia.com/gpu requests " + c.gpu_requests + " != limits " + c.gpu_limits,
@@ -261,7 +262,7 @@ void CheckContainerResources(const WorkloadView& w, const ContainerView& c, Sink
   }
   if (c.gpus > 1 && w.pod_spec != nullptr && w.kind != "EasService") {
     auto shm = c.mounts.find("/dev/shm");
-    if (shm == c.mounts.end() || w.volumes_shm.count(shm->second) == 0) {
+    if (shm == c.mounts.end() || volumes_shm.count(shm->second) == 0) {
       if (!w.host_ipc) {
         sink.Add(w.doc->file, c.line, "K3-SHM-001",
                  fmt::format(
@@ -271,7 +272,7 @@ void CheckContainerResources(const WorkloadView& w, const ContainerView& c, Sink
                  "mount an emptyDir {medium: Memory, sizeLimit: 64Gi} at /dev/shm");
       }
     } else {
-      const std::string& size = w.volumes_shm.at(shm->second);
+      const std::string& size = volumes_shm.at(shm->second);
       const double bytes = size.empty() ? 1e18 : QuantityBytes(size);
       if (bytes >= 0 && bytes < 1073741824.0 * c.gpus) {
         sink.Add(w.doc->file, c.line, "K3-SHM-002",
@@ -288,9 +289,10 @@ void CheckWorkload(const WorkloadView& w, const LintOptions& options, Sink& sink
   const std::string& file = w.doc->file;
   for (const ContainerView& c : w.containers) {
     CheckEngine(w, c, options, sink);
-    CheckContainerResources(w, c, sink);
+    CheckContainerResources(w, c, w.volumes_shm, sink);
   }
-  for (const ContainerView& c : w.worker_containers) CheckContainerResources(w, c, sink);
+  for (const ContainerView& c : w.worker_containers)
+    CheckContainerResources(w, c, w.worker_volumes_shm, sink);
   CheckArch(w, options, sink);
   if (w.kind == "LeaderWorkerSet") {
     const YamlNode* policy = w.doc->root.Path("spec.leaderWorkerTemplate.restartPolicy");

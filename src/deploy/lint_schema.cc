@@ -1,5 +1,6 @@
 // --schema-dir: validates custom resources against CustomResourceDefinition files the user provides
 // (every served version's openAPIV3Schema), with valijson. Errors point at the offending field's line.
+#include <algorithm>
 #include <filesystem>
 #include <map>
 
@@ -112,13 +113,23 @@ void CheckAgainstCrds(const std::vector<YamlDocument>& docs, const std::string& 
     valijson::ValidationResults results;
     valijson::adapters::NlohmannJsonAdapter target(object);
     if (validator.validate(*it->second.schema, target, &results)) continue;
+    // valijson reports every enclosing property too; keep the innermost errors only.
+    std::vector<valijson::ValidationResults::Error> errors;
     valijson::ValidationResults::Error error;
+    while (results.popError(error)) errors.push_back(error);
+    auto is_prefix = [](const std::vector<std::string>& a, const std::vector<std::string>& b) {
+      return a.size() < b.size() && std::equal(a.begin(), a.end(), b.begin());
+    };
     int reported = 0;
-    while (results.popError(error) && reported < 20) {
+    for (const auto& e : errors) {
+      const bool enclosing = std::any_of(errors.begin(), errors.end(), [&](const auto& other) {
+        return is_prefix(e.context, other.context);
+      });
+      if (enclosing || reported >= 20) continue;
       std::string where;
-      for (const std::string& c : error.context) where += c;
-      sink.Add(doc.file, LineOf(doc.root, error.context), "K3-CRD-001",
-               where + ": " + error.description + " (" + fs::path(it->second.file).filename().string() + ")",
+      for (const std::string& c : e.context) where += c;
+      sink.Add(doc.file, LineOf(doc.root, e.context), "K3-CRD-001",
+               where + ": " + e.description + " (" + fs::path(it->second.file).filename().string() + ")",
                "make the field match the CRD schema");
       ++reported;
     }

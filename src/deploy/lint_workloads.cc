@@ -87,7 +87,7 @@ std::vector<ContainerView> ReadContainers(const YamlNode* pod_spec) {
   return out;
 }
 
-void ReadPodSpec(const YamlNode* spec, WorkloadView& w) {
+void ReadPodSpec(const YamlNode* spec, WorkloadView& w, std::map<std::string, std::string>& shm) {
   if (spec == nullptr) return;
   if (const YamlNode* sel = spec->Get("nodeSelector"); sel != nullptr && sel->IsMap()) {
     for (const auto& [k, v] : sel->map) w.node_selector[k] = v.Text();
@@ -101,7 +101,7 @@ void ReadPodSpec(const YamlNode* spec, WorkloadView& w) {
       const YamlNode* medium = empty->Get("medium");
       if (medium == nullptr || medium->Text() != "Memory") continue;
       const YamlNode* size = empty->Get("sizeLimit");
-      w.volumes_shm[name->Text()] = size != nullptr ? size->Text() : "";
+      shm[name->Text()] = size != nullptr ? size->Text() : "";
     }
   }
   if (auto it = w.node_selector.find("node.kubernetes.io/instance-type"); it != w.node_selector.end()) {
@@ -179,7 +179,7 @@ std::vector<WorkloadView> ExtractWorkloads(const YamlDocument& doc) {
     w.replicas = IntOr(spec->Get("replicas"), 1);
     w.multi_node = w.pods_per_group > 1;
     w.worker_containers = ReadContainers(w.worker_pod_spec);
-    ReadPodSpec(w.worker_pod_spec, w);
+    ReadPodSpec(w.worker_pod_spec, w, w.worker_volumes_shm);
   } else if (w.kind == "InferenceEndpointConfig" && spec != nullptr) {
     if (const YamlNode* worker = spec->Get("worker"); worker != nullptr && worker->IsMap()) {
       ContainerView c = ReadContainer(*worker);
@@ -224,7 +224,7 @@ std::vector<WorkloadView> ExtractWorkloads(const YamlDocument& doc) {
   } else {
     return out;
   }
-  ReadPodSpec(w.pod_spec, w);
+  ReadPodSpec(w.pod_spec, w, w.volumes_shm);
   w.containers = ReadContainers(w.pod_spec);
   for (const ContainerView& c : w.containers) w.multi_node |= CommandIsMultiNode(c.command_line);
   out.push_back(w);

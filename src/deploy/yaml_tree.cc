@@ -46,7 +46,9 @@ class Converter {
           }
           out.map.emplace_back(key.scalar, YamlNode());
           K3_RETURN_IF_ERROR(Convert(kv.second, out.map.back().second, depth + 1));
-          if (out.map.back().second.line == 0) out.map.back().second.line = key.line;
+          // Findings about a mapping or list value point at its key ("startupProbe:"), not its first child.
+          YamlNode& value = out.map.back().second;
+          if (value.line == 0 || value.IsMap() || value.IsSeq()) value.line = key.line;
         }
         return OkStatus();
       default:
