@@ -306,7 +306,8 @@ TEST(LintRuleTest, SchemaDirValidatesCustomResources) {
       EXPECT_EQ(finding.line, 9);
     }
   }
-  EXPECT_EQ(std::count(Rules(f).begin(), Rules(f).end(), "K3-CRD-001"), 1) << FormatFindings(f, false);
+  const std::vector<std::string> ids = Rules(f);
+  EXPECT_EQ(std::count(ids.begin(), ids.end(), "K3-CRD-001"), 1) << FormatFindings(f, false);
   std::filesystem::remove_all(dir);
 }
 
