@@ -14,8 +14,11 @@ namespace k3::model {
 void RouteTokens(const float* logits, int64_t T, int64_t E, const float* correction_bias, int64_t top_k,
                  bool renormalize, float routed_scaling_factor, int32_t* experts, float* weights) {
   K3_CHECK(top_k >= 1 && top_k <= E);
-  std::vector<float> score(E), selection(E);
-  std::vector<int32_t> order(E);
+  thread_local std::vector<float> score, selection;  // [E]
+  thread_local std::vector<int32_t> order;           // [E]
+  score.resize(E);
+  selection.resize(E);
+  order.resize(E);
   for (int64_t t = 0; t < T; ++t) {
     for (int64_t e = 0; e < E; ++e) {
       score[e] = Sigmoid(logits[t * E + e]);
@@ -67,10 +70,9 @@ void MoeForward(const io::ModelConfig& cfg, const MoeWeights& w, const float* x,
   std::fill(begin, begin + E + 1, 0);
   for (int64_t i = 0; i < T * Ek; ++i) ++begin[experts[i] + 1];
   for (int64_t e = 0; e < E; ++e) begin[e + 1] += begin[e];
-  {
-    std::vector<int32_t> fill(begin, begin + E);
-    for (int64_t i = 0; i < T * Ek; ++i) order[fill[experts[i]]++] = static_cast<int32_t>(i);
-  }
+  int32_t* next = Grow(s->expert_fill, E);  // next free slot per expert
+  std::copy(begin, begin + E, next);
+  for (int64_t i = 0; i < T * Ek; ++i) order[next[experts[i]]++] = static_cast<int32_t>(i);
 
   // Each selected expert once over its rows: y = expert(z rows) -> slot_out[(token, slot)].
   float* slot_out = Grow(s->slot_out, T * Ek * Lw);

@@ -28,6 +28,7 @@ struct MoeScratch {
   std::vector<float> z;               // [T, Lw] expert inputs
   std::vector<int32_t> slot_order;    // [T*Ek] (token, slot) indices grouped by expert
   std::vector<int32_t> expert_begin;  // [E + 1] offsets into slot_order
+  std::vector<int32_t> expert_fill;   // [E]
   std::vector<float> gathered;        // [M, Lw] one expert's input rows
   std::vector<float> expert_out;      // [M, Lw]
   std::vector<float> slot_out;        // [T*Ek, Lw] expert outputs per (token, slot)

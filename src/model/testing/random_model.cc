@@ -2,8 +2,11 @@
 #include "src/model/testing/random_model.h"
 
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <random>
+
+#include <nlohmann/json.hpp>
 
 #include "src/base/bf16.h"
 #include "src/model/tensors.h"
@@ -145,6 +148,24 @@ Result<std::unique_ptr<Model>> MakeRandomModel(const io::ModelConfig& cfg, uint3
   const RandomTensors* raw = tensors.get();
   return Model::FromTensors(
       cfg, [raw](const std::string& name) { return raw->Find(name); }, tensors, pool);
+}
+
+Status WriteRandomCheckpoint(const io::ModelConfig& cfg, uint32_t seed, const std::string& dir,
+                             const std::string& skip_tensor) {
+  std::shared_ptr<RandomTensors> tensors = MakeRandomTensors(cfg, seed);
+  std::vector<io::TensorToWrite> to_write;
+  for (const auto& [name, view] : tensors->views) {
+    if (name == skip_tensor) continue;
+    to_write.push_back(io::TensorToWrite{name, view.dtype, view.shape,
+                                         std::vector<uint8_t>(view.data, view.data + view.nbytes)});
+  }
+  K3_RETURN_IF_ERROR(io::WriteSafetensors(dir + "/model.safetensors", to_write));
+  const std::string json = io::ModelConfigToJson(cfg).dump(2);
+  std::FILE* f = std::fopen((dir + "/config.json").c_str(), "wb");
+  if (f == nullptr) return IoError("{}/config.json: cannot create", dir);
+  const bool ok = std::fwrite(json.data(), 1, json.size(), f) == json.size();
+  if (std::fclose(f) != 0 || !ok) return IoError("{}/config.json: write failed", dir);
+  return OkStatus();
 }
 
 double MaxRowRelativeError(const float* got, const float* want, int64_t rows, int64_t width) {

@@ -35,6 +35,11 @@ std::shared_ptr<RandomTensors> MakeRandomTensors(const io::ModelConfig& cfg, uin
 // Model::FromTensors over MakeRandomTensors(cfg, seed).
 Result<std::unique_ptr<Model>> MakeRandomModel(const io::ModelConfig& cfg, uint32_t seed, ThreadPool* pool);
 
+// Writes DIR/config.json (ModelConfigToJson) and DIR/model.safetensors with MakeRandomTensors(cfg, seed),
+// leaving out the tensor named `skip_tensor` if any. DIR must exist.
+Status WriteRandomCheckpoint(const io::ModelConfig& cfg, uint32_t seed, const std::string& dir,
+                             const std::string& skip_tensor = "");
+
 // max over rows of ||got_row - want_row|| / ||want_row|| for row-major [rows, width] arrays.
 double MaxRowRelativeError(const float* got, const float* want, int64_t rows, int64_t width);
 
