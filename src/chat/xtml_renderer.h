@@ -1,0 +1,50 @@
+// XTML chat rendering (spec §4.2): OpenAI-style messages + tools + options -> K3 prompt token ids.
+//
+// The prompt is built as a sequence of structural markers (<|open|>, <|close|>, <|sep|>, <|end_of_msg|>,
+// always special ids) and ordinary text (tag names, attributes, bodies). Each run of ordinary text
+// between two markers is encoded in one piece with specials disallowed, so a user typing `<|open|>`
+// gets ordinary bytes, and the ids equal those of encoding the whole prompt with only the structural
+// markers as specials. No BOS is added.
+//
+// Input shapes (nlohmann::json, as in an OpenAI chat request):
+//   messages: [{role, content (string | [{type:"text", text}] | null), name?, reasoning_content? /
+//              reasoning?, tool_calls? [{id, function:{name, arguments (JSON string or object)}}],
+//              tool_call_id?, tool? , tools? (system messages: dynamic tool declarations)}]
+//   tools: the request's tools array (rendered as given, keys sorted).
+// Image content parts are rejected (Unimplemented): k3stack has no vision tower.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "src/base/status.h"
+#include "src/tokenizer/tokenizer.h"
+
+namespace k3::chat {
+
+struct RenderOptions {
+  bool thinking = true;                 // K3 is always-thinking unless a request turns it off
+  std::string thinking_effort = "max";  // low | medium | high | max; anything else: no effort message
+  nlohmann::json tools;                 // null or an array
+  std::string tool_choice;              // "" / "auto" (nothing rendered), "required", "none"
+  nlohmann::json response_format;       // null, {"type":"text"}, {"type":"json_object"},
+                                        // {"type":"json_schema","json_schema":{"schema":{...}}}
+  bool add_generation_prompt = true;
+};
+
+struct RenderedPrompt {
+  std::vector<tokenizer::TokenId> ids;
+  std::string text;  // the same prompt as text, special markers written by name
+};
+
+Result<RenderedPrompt> RenderXtml(const tokenizer::Tokenizer& tokenizer, const nlohmann::json& messages,
+                                  const RenderOptions& options);
+
+// The bodies of the internal system messages (exposed for tests and the structured-output grammar).
+std::string ThinkingEffortBody(const std::string& effort);
+std::string ToolDeclarationBody(const nlohmann::json& tools);
+std::string DynamicToolDeclarationBody(const nlohmann::json& tools);
+
+}  // namespace k3::chat

@@ -1,0 +1,254 @@
+// Golden tests for the XTML renderer: text for every message kind and option, ids on a byte-level
+// vocabulary (ordinary text = its bytes, specials = 256 + K3 offset), and marker / user-text separation
+// on a trained vocabulary.
+#include "src/chat/xtml_renderer.h"
+
+#include <gtest/gtest.h>
+
+#include "src/tokenizer/bpe_trainer.h"
+
+namespace k3::chat {
+namespace {
+
+using tokenizer::SpecialTokens;
+using tokenizer::TokenId;
+using tokenizer::Tokenizer;
+
+const Tokenizer& Bytes() {
+  static const Tokenizer tokenizer = *Tokenizer::CreateK3(tokenizer::TrainByteLevelBpe("", 256));
+  return tokenizer;
+}
+const Tokenizer& Trained() {
+  static const Tokenizer tokenizer =
+      *Tokenizer::CreateK3(tokenizer::TrainByteLevelBpe(tokenizer::EmbeddedCorpus(), 256 + 1000));
+  return tokenizer;
+}
+
+std::string Render(const nlohmann::json& messages, const RenderOptions& options = {}) {
+  auto rendered = RenderXtml(Bytes(), messages, options);
+  EXPECT_TRUE(rendered.ok()) << rendered.status().ToString();
+  return rendered.ok() ? rendered->text : "";
+}
+
+const std::string kEffortMax =
+    "<|open|>message role=\"system\" type=\"thinking-effort\"<|sep|>`thinking_effort` guides on how much to "
+    "think "
+    "in your thinking channel (not including the response channel), supported values include `low`, "
+    "`medium`, "
+    "`high`, and `max`.\nNow the system is invoked with "
+    "`thinking_effort=max`.<|close|>message<|sep|><|end_of_msg|>";
+
+TEST(XtmlRendererTest, SpecExampleThinkingMax) {
+  const auto messages = nlohmann::json::parse(R"([{"role": "user", "content": "2+2?"}])");
+  EXPECT_EQ(Render(messages),
+            kEffortMax +
+                "<|open|>message role=\"user\"<|sep|>2+2?<|close|>message<|sep|><|end_of_msg|>"
+                "<|open|>message role=\"assistant\"<|sep|><|open|>think<|sep|>");
+}
+
+TEST(XtmlRendererTest, IdsAreMarkersAndBytes) {
+  const auto messages = nlohmann::json::parse(R"([{"role": "user", "content": "hi"}])");
+  RenderOptions options;
+  options.thinking = false;
+  options.add_generation_prompt = false;
+  auto rendered = RenderXtml(Bytes(), messages, options);
+  ASSERT_TRUE(rendered.ok());
+  const TokenId open = 256 + 3, close = 256 + 4, sep = 256 + 5, end = 256 + 2;
+  std::vector<TokenId> expected = {open};
+  for (char c : std::string("message role=\"user\"")) expected.push_back(static_cast<unsigned char>(c));
+  expected.push_back(sep);
+  expected.push_back('h');
+  expected.push_back('i');
+  expected.push_back(close);
+  for (char c : std::string("message")) expected.push_back(static_cast<unsigned char>(c));
+  expected.push_back(sep);
+  expected.push_back(end);
+  EXPECT_EQ(rendered->ids, expected);
+}
+
+TEST(XtmlRendererTest, NonThinkingAndOtherEfforts) {
+  const auto messages = nlohmann::json::parse(R"([{"role": "user", "content": "x"}])");
+  RenderOptions off;
+  off.thinking = false;
+  EXPECT_EQ(Render(messages, off),
+            "<|open|>message role=\"user\"<|sep|>x<|close|>message<|sep|><|end_of_msg|>"
+            "<|open|>message role=\"assistant\"<|sep|><|open|>response<|sep|>");
+  RenderOptions low;
+  low.thinking_effort = "low";
+  EXPECT_NE(Render(messages, low).find("`thinking_effort=low`.<|close|>message"), std::string::npos);
+  RenderOptions unknown;
+  unknown.thinking_effort = "extreme";  // not a supported value: no effort message, still thinking
+  EXPECT_EQ(Render(messages, unknown),
+            "<|open|>message role=\"user\"<|sep|>x<|close|>message<|sep|><|end_of_msg|>"
+            "<|open|>message role=\"assistant\"<|sep|><|open|>think<|sep|>");
+}
+
+TEST(XtmlRendererTest, ToolDeclarationIsSortedCompactAndKeepsNonAscii) {
+  RenderOptions options;
+  options.thinking = false;
+  options.add_generation_prompt = false;
+  options.tools = nlohmann::json::parse(R"([{"type": "function", "function": {"name": "天气",
+      "parameters": {"type": "object", "properties": {"城市": {"type": "string", "description": "Zürich \"q\""}}}}}])");
+  EXPECT_EQ(
+      Render(nlohmann::json::array(), options),
+      "<|open|>message role=\"system\" type=\"tool-declare\"<|sep|># Tools\nHere are the available tools, "
+      "described in JSONSchema.\n\n```json\n[{\"function\":{\"name\":\"天气\",\"parameters\":{\"properties\":"
+      "{\"城市\":{\"description\":\"Zürich \\\"q\\\"\",\"type\":\"string\"}},\"type\":\"object\"}},\"type\":"
+      "\"function\"}]\n```<|close|>message<|sep|><|end_of_msg|>");
+}
+
+TEST(XtmlRendererTest, AssistantChannelsAndTypedArguments) {
+  const auto messages = nlohmann::json::parse(R"([{"role": "assistant", "name": "k&\"3",
+      "reasoning_content": "think A", "content": "answer",
+      "tool_calls": [
+        {"id": "c1", "type": "function", "function": {"name": "f",
+         "arguments": "{\"s\": \"Paris\", \"n\": 3.5, \"b\": true, \"z\": null, \"o\": {\"k\": \"é\"}, \"a\": [1, \"x\"]}"}},
+        {"id": "c2", "type": "function", "function": {"name": "g", "arguments": "not json"}}]}])");
+  RenderOptions options;
+  options.thinking_effort = "";
+  options.add_generation_prompt = false;
+  EXPECT_EQ(
+      Render(messages, options),
+      "<|open|>message role=\"assistant\" name=\"k&amp;&quot;3\"<|sep|><|open|>think<|sep|>think A"
+      "<|close|>think<|sep|><|open|>response<|sep|>answer<|close|>response<|sep|><|open|>tools<|sep|>"
+      "<|open|>call tool=\"f\" index=\"1\"<|sep|>"
+      "<|open|>argument key=\"s\" type=\"string\"<|sep|>Paris<|close|>argument<|sep|>"
+      "<|open|>argument key=\"n\" type=\"number\"<|sep|>3.5<|close|>argument<|sep|>"
+      "<|open|>argument key=\"b\" type=\"boolean\"<|sep|>true<|close|>argument<|sep|>"
+      "<|open|>argument key=\"z\" type=\"null\"<|sep|>null<|close|>argument<|sep|>"
+      "<|open|>argument key=\"o\" type=\"object\"<|sep|>{\"k\": \"é\"}<|close|>argument<|sep|>"
+      "<|open|>argument key=\"a\" type=\"array\"<|sep|>[1, \"x\"]<|close|>argument<|sep|>"
+      "<|close|>call<|sep|><|open|>call tool=\"g\" index=\"2\"<|sep|><|open|>json type=\"object\"<|sep|>"
+      "not json<|close|>json<|sep|><|close|>call<|sep|><|close|>tools<|sep|><|close|>message<|sep|>"
+      "<|end_of_msg|>");
+}
+
+TEST(XtmlRendererTest, ThinkChannelAlwaysPresentWhenThinkingAbsentOtherwise) {
+  const auto messages =
+      nlohmann::json::parse(R"([{"role": "assistant", "reasoning": "  \n", "content": "a"}])");
+  RenderOptions on;
+  on.thinking_effort = "";
+  on.add_generation_prompt = false;
+  EXPECT_EQ(
+      Render(messages, on),
+      "<|open|>message role=\"assistant\"<|sep|><|open|>think<|sep|><|close|>think<|sep|><|open|>response"
+      "<|sep|>a<|close|>response<|sep|><|close|>message<|sep|><|end_of_msg|>");
+  RenderOptions off = on;
+  off.thinking = false;
+  EXPECT_EQ(Render(messages, off),
+            "<|open|>message role=\"assistant\"<|sep|><|open|>response<|sep|>a<|close|>response<|sep|>"
+            "<|close|>message<|sep|><|end_of_msg|>");
+  // reasoning_content wins over reasoning.
+  const auto both =
+      nlohmann::json::parse(R"([{"role": "assistant", "reasoning_content": "R1", "reasoning": "R2"}])");
+  EXPECT_NE(Render(both, on).find("<|open|>think<|sep|>R1<|close|>"), std::string::npos);
+}
+
+TEST(XtmlRendererTest, ToolResultsFollowCallOrderAndGetNamesAndIndices) {
+  const auto messages = nlohmann::json::parse(R"([
+      {"role": "assistant", "content": "",
+       "tool_calls": [{"id": "a", "function": {"name": "first", "arguments": "{}"}},
+                      {"id": "b", "function": {"name": "second", "arguments": "{}"}}]},
+      {"role": "tool", "tool_call_id": "b", "content": "B"},
+      {"role": "tool", "tool_call_id": "a", "content": "A"}])");
+  RenderOptions options;
+  options.thinking = false;
+  options.add_generation_prompt = false;
+  const std::string text = Render(messages, options);
+  const size_t a = text.find("<|open|>message role=\"tool\" tool=\"first\" index=\"1\"<|sep|>A<|close|>");
+  const size_t b = text.find("<|open|>message role=\"tool\" tool=\"second\" index=\"2\"<|sep|>B<|close|>");
+  ASSERT_NE(a, std::string::npos) << text;
+  ASSERT_NE(b, std::string::npos) << text;
+  EXPECT_LT(a, b);
+
+  // One id that matches no call: the run keeps its order; names come from the message or the i-th call.
+  const auto unmatched = nlohmann::json::parse(R"([
+      {"role": "assistant", "content": "",
+       "tool_calls": [{"id": "a", "function": {"name": "first", "arguments": "{}"}},
+                      {"id": "b", "function": {"name": "second", "arguments": "{}"}}]},
+      {"role": "tool", "tool_call_id": "b", "name": "explicit", "content": "B"},
+      {"role": "tool", "tool_call_id": "zzz", "content": "A"}])");
+  const std::string kept = Render(unmatched, options);
+  const size_t first = kept.find("tool=\"explicit\" index=\"1\"<|sep|>B");
+  const size_t second = kept.find("tool=\"second\" index=\"2\"<|sep|>A");
+  ASSERT_NE(first, std::string::npos) << kept;
+  ASSERT_NE(second, std::string::npos) << kept;
+  EXPECT_LT(first, second);
+}
+
+TEST(XtmlRendererTest, SystemUserNamesDynamicToolsAndSkippedRoles) {
+  const auto messages = nlohmann::json::parse(R"([
+      {"role": "system", "content": "Be brief.", "name": "ops"},
+      {"role": "system", "tools": [{"type": "function", "function": {"name": "late"}}]},
+      {"role": "developer", "content": "skipped"},
+      {"role": "user", "name": "Ann", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]}])");
+  RenderOptions options;
+  options.thinking = false;
+  options.add_generation_prompt = false;
+  EXPECT_EQ(
+      Render(messages, options),
+      "<|open|>message role=\"system\" name=\"ops\"<|sep|>Be brief.<|close|>message<|sep|><|end_of_msg|>"
+      "<|open|>message role=\"system\" type=\"tool-declare\"<|sep|>## New Tools Available\nThe system "
+      "dynamically extends the toolset via lazy-loading.\nYou have access to all existing and extended tools."
+      "\nHere are the specs for the extended tools.\n\n```json\n[{\"function\":{\"name\":\"late\"},\"type\":"
+      "\"function\"}]\n```<|close|>message<|sep|><|end_of_msg|>"
+      "<|open|>message role=\"user\" name=\"Ann\"<|sep|>ab<|close|>message<|sep|><|end_of_msg|>");
+}
+
+TEST(XtmlRendererTest, ToolChoiceAndResponseFormatMessages) {
+  const auto messages = nlohmann::json::parse(R"([{"role": "user", "content": "q"}])");
+  RenderOptions options;
+  options.thinking = false;
+  options.tool_choice = "required";
+  options.response_format = nlohmann::json::parse(
+      R"({"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "object", "required": ["名"]}}})");
+  const std::string text = Render(messages, options);
+  const size_t choice = text.find("<|open|>message role=\"system\" type=\"tool-choice\"<|sep|>");
+  const size_t format = text.find("<|open|>message role=\"system\" type=\"response-format\"<|sep|>");
+  const size_t user = text.find("role=\"user\"");
+  ASSERT_NE(choice, std::string::npos);
+  ASSERT_NE(format, std::string::npos);
+  EXPECT_LT(user, choice);
+  EXPECT_LT(choice, format);
+  EXPECT_NE(text.find(R"({"required":["名"],"type":"object"})"), std::string::npos);
+  options.tool_choice = "auto";
+  options.response_format = nlohmann::json::parse(R"({"type": "text"})");
+  EXPECT_EQ(Render(messages, options).find("type=\"tool-choice\""), std::string::npos);
+  EXPECT_EQ(Render(messages, options).find("type=\"response-format\""), std::string::npos);
+}
+
+TEST(XtmlRendererTest, UserTextNeverBecomesMarkers) {
+  const auto messages =
+      nlohmann::json::parse(R"([{"role": "user", "content": "<|open|>tools<|sep|> and <|end_of_msg|>"}])");
+  RenderOptions options;
+  auto rendered = RenderXtml(Trained(), messages, options);
+  ASSERT_TRUE(rendered.ok());
+  size_t specials = 0;
+  for (TokenId id : rendered->ids) specials += Trained().IsSpecial(id);
+  // effort message (open, sep, close, sep, end) + user message (same) + generation prompt (2 + 2).
+  EXPECT_EQ(specials, 5u + 5u + 4u);
+  EXPECT_EQ(*Trained().Decode(rendered->ids), rendered->text);
+}
+
+TEST(XtmlRendererTest, RejectsBadInput) {
+  RenderOptions options;
+  EXPECT_FALSE(RenderXtml(Bytes(), nlohmann::json::object(), options).ok());
+  EXPECT_FALSE(RenderXtml(Bytes(), nlohmann::json::parse(R"([{"content": "no role"}])"), options).ok());
+  auto image = RenderXtml(
+      Bytes(),
+      nlohmann::json::parse(R"([{"role": "user", "content": [{"type": "image_url", "image_url": {}}]}])"),
+      options);
+  ASSERT_FALSE(image.ok());
+  EXPECT_EQ(image.status().code(), StatusCode::kUnimplemented);
+  EXPECT_FALSE(
+      RenderXtml(Bytes(), nlohmann::json::parse(R"([{"role": "user", "content": 5}])"), options).ok());
+  EXPECT_FALSE(
+      RenderXtml(Bytes(),
+                 nlohmann::json::parse(
+                     R"([{"role": "assistant", "tool_calls": [{"function": {"arguments": "{}"}}]}])"),
+                 options)
+          .ok());
+}
+
+}  // namespace
+}  // namespace k3::chat
