@@ -15,6 +15,7 @@ void FailCommand(const std::string& command, const std::string& message, int exi
 void RegisterPlanCommand(CLI::App& app);
 void RegisterRenderCommand(CLI::App& app);
 void RegisterLintCommand(CLI::App& app);
+void RegisterGenModelCommand(CLI::App& app);
 
 
 }  // namespace k3::app

@@ -29,6 +29,7 @@ int main(int argc, char** argv) {
   k3::app::RegisterPlanCommand(app);
   k3::app::RegisterRenderCommand(app);
   k3::app::RegisterLintCommand(app);
+  k3::app::RegisterGenModelCommand(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,6 +1,7 @@
 // Deterministic random weight values and their bf16 / MXFP4 encodings (see weight_init.h).
 #include "src/model/weight_init.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "src/base/check.h"
@@ -116,7 +117,7 @@ void InitRow(const io::ModelConfig& cfg, const TensorSpec& spec, uint64_t tensor
 
 uint8_t Mxfp4GroupScale(const float* group, size_t n) {
   float max_abs = 0.0f;
-  for (size_t i = 0; i < n; ++i) max_abs = std::fmax(max_abs, std::fabs(group[i]));
+  for (size_t i = 0; i < n; ++i) max_abs = std::max(max_abs, std::fabs(group[i]));
   if (!(max_abs > 0.0f) || !std::isfinite(max_abs)) return 127;
   // max_abs = m * 2^k with m in [0.5, 1): max_abs / 2^(k-2) = 4m <= 6 always, and max_abs / 2^(k-3) = 8m
   // <= 6 exactly when m <= 0.75.
@@ -128,27 +129,13 @@ uint8_t Mxfp4GroupScale(const float* group, size_t n) {
 }
 
 uint8_t NearestE2M1Code(float x) {
-  // Magnitudes {0, .5, 1, 1.5, 2, 3, 4, 6} are codes 0..7; a midpoint goes to the even code.
+  // Magnitudes {0, .5, 1, 1.5, 2, 3, 4, 6} are codes 0..7: the code is the number of midpoints below
+  // |x|, where a midpoint counts when |x| equals it only if the code above it is even (ties to even).
+  // Branch-free: random weights would mispredict every branch of a comparison chain. NaN gives 0.
   const float a = std::fabs(x);
-  uint8_t code;
-  if (!(a > 0.25f)) {
-    code = 0;  // also NaN
-  } else if (a < 0.75f) {
-    code = 1;
-  } else if (a <= 1.25f) {
-    code = 2;
-  } else if (a < 1.75f) {
-    code = 3;
-  } else if (a <= 2.5f) {
-    code = 4;
-  } else if (a < 3.5f) {
-    code = 5;
-  } else if (a <= 5.0f) {
-    code = 6;
-  } else {
-    code = 7;
-  }
-  return std::signbit(x) ? static_cast<uint8_t>(code | 8) : code;
+  const int code = int{a > 0.25f} + int{a >= 0.75f} + int{a > 1.25f} + int{a >= 1.75f} + int{a > 2.5f} +
+                   int{a >= 3.5f} + int{a > 5.0f};
+  return static_cast<uint8_t>(code | (std::signbit(x) ? 8 : 0));
 }
 
 void QuantizeMxfp4Row(const float* row, size_t n, uint8_t* packed, uint8_t* scales) {
