@@ -14,6 +14,7 @@ void FailCommand(const std::string& command, const std::string& message, int exi
 
 void RegisterPlanCommand(CLI::App& app);
 void RegisterRenderCommand(CLI::App& app);
+void RegisterRunCommand(CLI::App& app);
 void RegisterLintCommand(CLI::App& app);
 void RegisterGenModelCommand(CLI::App& app);
 

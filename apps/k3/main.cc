@@ -28,6 +28,7 @@ int main(int argc, char** argv) {
   // Subcommands, in the order `k3 --help` lists them.
   k3::app::RegisterPlanCommand(app);
   k3::app::RegisterRenderCommand(app);
+  k3::app::RegisterRunCommand(app);
   k3::app::RegisterLintCommand(app);
   k3::app::RegisterGenModelCommand(app);
   try {
