@@ -14,9 +14,10 @@ void FailCommand(const std::string& command, const std::string& message, int exi
 
 void RegisterPlanCommand(CLI::App& app);
 void RegisterRenderCommand(CLI::App& app);
-void RegisterRunCommand(CLI::App& app);
 void RegisterLintCommand(CLI::App& app);
 void RegisterGenModelCommand(CLI::App& app);
+void RegisterTokenizeCommand(CLI::App& app);
+void RegisterRenderChatCommand(CLI::App& app);
 
 
 }  // namespace k3::app

@@ -28,9 +28,10 @@ int main(int argc, char** argv) {
   // Subcommands, in the order `k3 --help` lists them.
   k3::app::RegisterPlanCommand(app);
   k3::app::RegisterRenderCommand(app);
-  k3::app::RegisterRunCommand(app);
   k3::app::RegisterLintCommand(app);
   k3::app::RegisterGenModelCommand(app);
+  k3::app::RegisterTokenizeCommand(app);
+  k3::app::RegisterRenderChatCommand(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
