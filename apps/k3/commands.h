@@ -16,6 +16,7 @@ void RegisterPlanCommand(CLI::App& app);
 void RegisterRenderCommand(CLI::App& app);
 void RegisterLintCommand(CLI::App& app);
 void RegisterGenModelCommand(CLI::App& app);
+void RegisterRunCommand(CLI::App& app);
 void RegisterTokenizeCommand(CLI::App& app);
 void RegisterRenderChatCommand(CLI::App& app);
 

@@ -30,6 +30,7 @@ int main(int argc, char** argv) {
   k3::app::RegisterRenderCommand(app);
   k3::app::RegisterLintCommand(app);
   k3::app::RegisterGenModelCommand(app);
+  k3::app::RegisterRunCommand(app);
   k3::app::RegisterTokenizeCommand(app);
   k3::app::RegisterRenderChatCommand(app);
   try {
