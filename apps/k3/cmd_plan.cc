@@ -14,6 +14,7 @@ void RegisterPlanCommand(CLI::App& app) {
   struct Flags {
     deploy::PlanOptions options;
     std::string format = "table";
+    std::string parallel = "tp";
   };
   auto flags = std::make_shared<Flags>();
   CLI::App* cmd =
@@ -33,10 +34,16 @@ void RegisterPlanCommand(CLI::App& app) {
   cmd->add_option("--overhead-gb", flags->options.overhead_gb_per_gpu,
                   "per-GPU allowance for context/activations")
       ->capture_default_str();
-  cmd->add_flag("--prefer-pp", flags->options.prefer_pp,
-                "TP = GPUs per node, PP = nodes (instead of TP up to 8)");
+  cmd->add_option("--parallel", flags->parallel,
+                  "tp: TP over up to 8 GPUs (across two 4-GPU nodes) | tp-pp: TP = GPUs "
+                  "per node, PP = nodes (the guide's TP=4 x PP=2)")
+      ->capture_default_str();
   cmd->add_option("--format", flags->format, "table | json | markdown")->capture_default_str();
   cmd->callback([flags] {
+    if (flags->parallel != "tp" && flags->parallel != "tp-pp") {
+      return FailCommand("plan", "--parallel '" + flags->parallel + "': one of tp, tp-pp", 2);
+    }
+    flags->options.prefer_pp = flags->parallel == "tp-pp";
     const auto& catalog = deploy::EmbeddedCatalog();
     if (!catalog.ok()) return FailCommand("plan", catalog.status().ToString());
     auto format = deploy::ParsePlanFormat(flags->format);

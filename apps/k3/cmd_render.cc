@@ -16,6 +16,7 @@ void RegisterRenderCommand(CLI::App& app) {
     deploy::RenderOptions options;
     std::string engine = "vllm";
     std::string out;
+    std::string parallel = "tp";
   };
   auto flags = std::make_shared<Flags>();
   CLI::App* cmd = app.add_subcommand("render", "Manifests and scripts for a deployment target");
@@ -38,8 +39,15 @@ void RegisterRenderCommand(CLI::App& app) {
   cmd->add_option("--weights-bandwidth", flags->options.plan.weights_bandwidth,
                   "storage read bandwidth (probes)")
       ->capture_default_str();
-  cmd->add_flag("--prefer-pp", flags->options.plan.prefer_pp, "TP = GPUs per node, PP = nodes (TP=4 x PP=2)");
+  cmd->add_option("--parallel", flags->parallel,
+                  "tp: TP over up to 8 GPUs (across two 4-GPU nodes) | tp-pp: TP = GPUs "
+                  "per node, PP = nodes (the guide's TP=4 x PP=2)")
+      ->capture_default_str();
   cmd->callback([flags] {
+    if (flags->parallel != "tp" && flags->parallel != "tp-pp") {
+      return FailCommand("render", "--parallel '" + flags->parallel + "': one of tp, tp-pp", 2);
+    }
+    flags->options.plan.prefer_pp = flags->parallel == "tp-pp";
     const auto& catalog = deploy::EmbeddedCatalog();
     if (!catalog.ok()) return FailCommand("render", catalog.status().ToString());
     if (flags->engine == "vllm") {
