@@ -4,8 +4,8 @@
 // intersection is written as a negated class over the complementary general categories plus Han (the
 // general categories partition all code points, so [^\p{Ll}\p{N}\p{P}\p{S}\p{Z}\p{C}\p{Han}] is exactly
 // "Lu, Lt, Lm, Lo or M, and not Han"), and \p{Han} becomes \p{sc:Han} (Script, not PCRE2's default
-// Script_Extensions, which would pull CJK punctuation into Han runs). Alternatives are tried left to right as in fancy-regex; PCRE2
-// runs with UTF + UCP and JIT.
+// Script_Extensions, which would pull CJK punctuation into Han runs). Alternatives are tried left to right as
+// in fancy-regex; PCRE2 runs with UTF + UCP and JIT.
 //
 // The reference's long-input guard is reproduced: text is cut into windows of 400,000 code points and
 // each window so that no run of whitespace or of non-whitespace (Python str.isspace) is longer than
