@@ -44,7 +44,7 @@ class Converter {
           if (!key.IsScalar()) {
             return InvalidArgument("{}:{}: a mapping key must be a scalar", file_, key.line);
           }
-          out.map.emplace_back(key.scalar, YamlNode());
+          out.map.push_back(YamlEntry{key.scalar, YamlNode()});
           K3_RETURN_IF_ERROR(Convert(kv.second, out.map.back().second, depth + 1));
           // Findings about a mapping or list value point at its key ("startupProbe:"), not its first child.
           YamlNode& value = out.map.back().second;

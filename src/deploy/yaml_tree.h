@@ -15,14 +15,16 @@
 
 namespace k3::deploy {
 
+struct YamlEntry;  // a mapping entry: {key, value}; defined below (YamlNode is incomplete here)
+
 struct YamlNode {
   enum class Kind { kNull, kScalar, kMap, kSeq, kSentinel };
   Kind kind = Kind::kNull;
-  std::string scalar;                                 // kScalar
-  bool quoted = false;                                // kScalar written in quotes (always a string)
-  int line = 0;                                       // 1-based
-  std::vector<std::pair<std::string, YamlNode>> map;  // kMap, in file order
-  std::vector<YamlNode> seq;                          // kSeq
+  std::string scalar;          // kScalar
+  bool quoted = false;         // kScalar written in quotes (always a string)
+  int line = 0;                // 1-based
+  std::vector<YamlEntry> map;  // kMap, in file order
+  std::vector<YamlNode> seq;   // kSeq
 
   bool IsMap() const { return kind == Kind::kMap; }
   bool IsSeq() const { return kind == Kind::kSeq; }
@@ -36,6 +38,11 @@ struct YamlNode {
   // True for a plain scalar that YAML resolves to an integer.
   bool IsInteger() const;
   bool IsBool() const;
+};
+
+struct YamlEntry {
+  std::string first;  // key
+  YamlNode second;    // value
 };
 
 struct YamlDocument {
