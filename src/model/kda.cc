@@ -115,7 +115,7 @@ void KdaForward(const io::ModelConfig& cfg, const KdaWeights& w, int64_t kda_ind
     Linear(low_rank, T, w.g_b_proj, out_gate, pool);
   }
 
-  // 6. Delta rule per (sequence, head): recurrence for one token, chunked form for a prefill chunk.
+  // 6. Delta rule per (sequence, head): the recurrence, or the chunked form for prefill chunks when asked.
   const float q_scale = 1.0f / std::sqrt(static_cast<float>(K));
   const int64_t num_segments = static_cast<int64_t>(segments.size());
   int64_t max_rows = 0;
@@ -138,7 +138,7 @@ void KdaForward(const io::ModelConfig& cfg, const KdaWeights& w, int64_t kda_ind
     GatherHead(g + row0 * P, P, h * K, n, K, /*l2norm=*/false, 1.0f, hg);
     for (int64_t i = 0; i < n; ++i) hb[i] = beta[(row0 + i) * H + h];
     float* S = seg.state->kda(kda_index).recurrent.data() + h * K * V;  // [K, V]
-    if (n == 1) {
+    if (n == 1 || s->prefill_form == KdaPrefillForm::kRecurrent) {
       KdaRecurrent(hq, hk, hv, hg, hb, n, K, V, S, ho);
     } else {
       KdaChunked(hq, hk, hv, hg, hb, n, K, V, S, ho, &ws.chunk);

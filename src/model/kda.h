@@ -1,7 +1,7 @@
 // KDA attention layer (spec §2.3) over a batch: projections as one GEMM over all T tokens, then per
 // sequence the short causal conv (tails carried in the state), gates, and the gated delta rule (the
-// recurrence for single decode tokens, the chunked form for prefill chunks), per-head gated RMSNorm and
-// the output projection.
+// recurrence, or the chunked form for prefill chunks when KdaScratch::prefill_form says so), per-head gated
+// RMSNorm and the output projection.
 #pragma once
 
 #include <cstdint>
@@ -17,6 +17,7 @@
 namespace k3::model {
 
 struct KdaScratch {
+  KdaPrefillForm prefill_form = KdaPrefillForm::kRecurrent;
   std::vector<float> q_raw, k_raw, v_raw;  // [T, P] pre-conv projections
   std::vector<float> q, k, v;              // [T, P] after conv + SiLU (bf16 values)
   std::vector<float> low_rank;             // [T, K] f_a / g_a outputs

@@ -10,7 +10,16 @@
 
 namespace k3::model {
 
-inline constexpr int64_t kKdaChunk = 64;  // C, the chunk length of the prefill form
+inline constexpr int64_t kKdaChunk = 64;
+
+// How a KDA layer advances over a multi-token chunk (single decode tokens always use the recurrence).
+//  kRecurrent: the decode rule token by token (default). Bit-identical to decoding, so results never
+//              depend on how a prompt is chunked or batched; ~4*H*K*V multiply-adds per token and layer,
+//              under 2% of the layer's projection work at K3 size, with each head's [K, V] state hot in
+//              L2 while it walks the chunk.
+//  kChunked:   the matmul-shaped form of spec §2.3. Equal up to fp32 rounding order, which can flip a
+//              later bf16 rounding; for accelerators and for checking the two forms against each other.
+enum class KdaPrefillForm { kRecurrent, kChunked };  // C, the chunk length of the prefill form
 
 // Per token: S[d,:] *= exp(g[d]); p = S^T k; S += beta k (v - p)^T; o = S^T q.
 void KdaRecurrent(const float* q, const float* k, const float* v, const float* g, const float* beta,

@@ -1,8 +1,8 @@
-// KDA layer: a prompt fed in one chunk (chunked form over 64 + 6 tokens), in pieces, and token by token
-// (the recurrence) leaves the same recurrent state (fp32 noise) and the same conv tails, and gives the
-// same outputs except where fp32 noise flips a bf16 rounding of o (rare, one row at a time: the state
-// never sees the rounded o). Both gate forms (K3 lower bound + full-rank gate, Kimi Linear softplus +
-// low-rank gate).
+// KDA layer: a prompt fed in one chunk, in pieces, and token by token. With the default recurrent
+// prefill every result is bit-identical. With the chunked form (64 + 6 tokens) the recurrent state
+// agrees to fp32 noise, conv tails exactly, and outputs except where fp32 noise flips a bf16 rounding of
+// o (rare, one row at a time: the state never sees the rounded o). Both gate forms (K3 lower bound +
+// full-rank gate, Kimi Linear softplus + low-rank gate).
 #include "src/model/kda.h"
 
 #include <cmath>
@@ -22,10 +22,11 @@ struct KdaRun {
 };
 
 KdaRun RunInPieces(const io::ModelConfig& cfg, const LayerWeights& layer, const std::vector<float>& x,
-                   int64_t T, const std::vector<int64_t>& pieces, ThreadPool* pool) {
+                   int64_t T, const std::vector<int64_t>& pieces, ThreadPool* pool, KdaPrefillForm form) {
   const int64_t D = cfg.hidden_size;
   ModelSequenceState state(cfg);
   KdaScratch scratch;
+  scratch.prefill_form = form;
   KdaRun run;
   run.out.resize(T * D);
   int64_t pos = 0;
@@ -73,10 +74,20 @@ TEST(KdaLayerTest, ChunkingKeepsStateAndOutputs) {
       v = RoundBf16(static_cast<float>(static_cast<int32_t>(s >> 8) % 2001 - 1000) / 600.0f);
     }
     ThreadPool pool(2);
-    const KdaRun one = RunInPieces(cfg, layer, x, T, {T}, nullptr);
+    const std::vector<int64_t> by_token(T, 1);
+    // Default (recurrent) prefill: exactly the decode arithmetic, whatever the pieces.
+    const KdaRun one = RunInPieces(cfg, layer, x, T, {T}, nullptr, KdaPrefillForm::kRecurrent);
     for (float v : one.out) ASSERT_TRUE(std::isfinite(v));
-    ExpectSameRun(RunInPieces(cfg, layer, x, T, {30, 37, 1, 2}, &pool), one, T, D);
-    ExpectSameRun(RunInPieces(cfg, layer, x, T, std::vector<int64_t>(T, 1), nullptr), one, T, D);
+    for (const std::vector<int64_t>& pieces : {std::vector<int64_t>{30, 37, 1, 2}, by_token}) {
+      const KdaRun got = RunInPieces(cfg, layer, x, T, pieces, &pool, KdaPrefillForm::kRecurrent);
+      EXPECT_EQ(got.out, one.out);
+      EXPECT_EQ(got.recurrent, one.recurrent);
+      EXPECT_EQ(got.conv_tail, one.conv_tail);
+    }
+    // Chunked form: same state up to fp32 noise, outputs up to rare bf16 rounding flips of o.
+    const KdaRun chunked = RunInPieces(cfg, layer, x, T, {T}, nullptr, KdaPrefillForm::kChunked);
+    ExpectSameRun(chunked, one, T, D);
+    ExpectSameRun(RunInPieces(cfg, layer, x, T, {30, 37, 1, 2}, &pool, KdaPrefillForm::kChunked), one, T, D);
     // The state is not trivially zero or unchanged.
     double norm = 0.0;
     for (float v : one.recurrent) norm += v * v;

@@ -78,6 +78,7 @@ class ModelImpl final : public Model {
     return std::make_unique<ModelSequenceState>(cfg_);
   }
   void Forward(std::span<const SequenceBatchItem> batch, ForwardOutput* out) override;
+  void SetKdaPrefillForm(KdaPrefillForm form) override { s_.kda.prefill_form = form; }
 
  private:
   // Attention sub-block of `layer` on normed [T, D] -> s_.sublayer.

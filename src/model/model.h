@@ -20,6 +20,7 @@
 #include "src/base/status.h"
 #include "src/base/thread_pool.h"
 #include "src/io/model_config.h"
+#include "src/model/kda_core.h"
 
 namespace k3::io {
 struct TensorView;
@@ -68,6 +69,8 @@ class Model {
   // Each item's state must come from this model's NewSequenceState(), appear once in the batch, and its
   // token ids must be < vocab_size (checked: a violation is a programming error and aborts).
   virtual void Forward(std::span<const SequenceBatchItem> batch, ForwardOutput* out) = 0;
+  // KDA prefill algorithm (kda_core.h); kRecurrent by default.
+  virtual void SetKdaPrefillForm(KdaPrefillForm form) = 0;
 };
 
 }  // namespace k3::model
