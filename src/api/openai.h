@@ -1,0 +1,116 @@
+// OpenAI-compatible request parsing and response building (no I/O; src/server does the HTTP).
+//
+//   api::ApiError err;
+//   auto plan = api::ParseChatCompletion(body, ctx, &err);     // nullopt: err holds status + message
+//   auto id = engine->Submit(std::move(plan->request), cb);
+//   api::ChatResponder responder(*plan, ctx, "chatcmpl-...", created);
+//   for each engine Event: for (auto& chunk : responder.OnEvent(e)) write "data: " + chunk + "\n\n";
+//   non-streaming: after the request_done event, responder.FinalBody().
+//
+// Validation is strict in types and ranges and lenient in unknown fields (ignored, like vLLM). Every
+// error names the field ("messages[2].content: expected a string or an array of parts").
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "src/chat/output_parser.h"
+#include "src/chat/stream_parser.h"
+#include "src/engine/engine.h"
+#include "src/tokenizer/incremental_decoder.h"
+#include "src/tokenizer/tokenizer.h"
+
+namespace k3::api {
+
+// An OpenAI-shaped error: {"error": {"message", "type", "param", "code"}} with its HTTP status.
+struct ApiError {
+  int http_status = 400;
+  std::string message;
+  std::string type = "invalid_request_error";  // authentication_error, not_found_error, ...
+  std::string param;                            // the offending field, or empty (null)
+  std::string code;                             // or empty (null)
+};
+std::string ErrorBody(const ApiError& error);
+
+// What the server knows that requests are checked against.
+struct ServerContext {
+  const tokenizer::Tokenizer* tokenizer = nullptr;
+  std::string served_model_name;           // the only accepted "model" (404 otherwise)
+  int64_t max_model_len = 0;               // prompt + max_tokens must fit
+  int32_t max_n = 16;
+  int64_t max_messages = 4096;
+  std::vector<int32_t> eos_token_ids;      // ends a message (e.g. <|end_of_msg|>)
+  bool enable_auto_tool_choice = true;     // tool_choice "auto" allowed with tools
+  int64_t created = 0;                     // unix time of model load (/v1/models)
+};
+
+// A validated /v1/chat/completions request, ready for Engine::Submit.
+struct ChatPlan {
+  engine::Request request;
+  std::string model;
+  bool stream = false;
+  bool include_usage = false;              // stream_options.include_usage
+  chat::ParserOptions parser;              // thinking on/off, tools enabled
+  bool logprobs = false;
+  int32_t top_logprobs = 0;
+  int32_t n = 1;
+  int64_t prompt_tokens = 0;
+};
+std::optional<ChatPlan> ParseChatCompletion(std::string_view body, const ServerContext& ctx, ApiError* error);
+
+// A validated /v1/completions request (one prompt: a string or an array of token ids).
+struct CompletionPlan {
+  engine::Request request;
+  std::string model;
+  bool stream = false;
+  bool include_usage = false;
+  bool echo = false;
+  std::string prompt_text;                 // for echo
+  int32_t logprobs = -1;                   // legacy integer logprobs
+  int32_t n = 1;
+};
+std::optional<CompletionPlan> ParseCompletion(std::string_view body, const ServerContext& ctx,
+                                              ApiError* error);
+
+// Turns engine events of one chat request into OpenAI JSON: streaming chunks (chat.completion.chunk;
+// role first, then reasoning_content / content / tool_calls deltas, finish_reason, and a usage chunk when
+// include_usage) or, at the end, one chat.completion body. tool_calls finish with finish_reason
+// "tool_calls". Not thread-safe: feed it from one strand.
+class ChatResponder {
+ public:
+  ChatResponder(const ChatPlan& plan, const ServerContext& ctx, std::string id, int64_t created);
+  // Streaming: the JSON payloads to send as SSE `data:` lines (the caller adds "data: [DONE]" after the
+  // request_done event). Non-streaming: accumulates and returns nothing.
+  std::vector<std::string> OnEvent(const engine::Event& event);
+  // Non-streaming: the chat.completion body (valid after the request_done event).
+  std::string FinalBody() const;
+  ~ChatResponder();
+ private:
+  struct Impl;
+  Impl* impl_;
+};
+
+// The same for /v1/completions (text_completion objects).
+class CompletionResponder {
+ public:
+  CompletionResponder(const CompletionPlan& plan, const ServerContext& ctx, std::string id, int64_t created);
+  std::vector<std::string> OnEvent(const engine::Event& event);
+  std::string FinalBody() const;
+  ~CompletionResponder();
+ private:
+  struct Impl;
+  Impl* impl_;
+};
+
+// POST /tokenize ({"prompt": str} or {"messages": [...]} + add_generation_prompt) and POST /detokenize
+// ({"tokens": [...]}) as vLLM answers them; GET /v1/models. Return the response body or nullopt + error.
+std::optional<std::string> Tokenize(std::string_view body, const ServerContext& ctx, ApiError* error);
+std::optional<std::string> Detokenize(std::string_view body, const ServerContext& ctx, ApiError* error);
+std::string ModelsBody(const ServerContext& ctx);
+
+}  // namespace k3::api

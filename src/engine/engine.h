@@ -1,0 +1,136 @@
+// Engine: the facade the server talks to. One engine thread owns the model; HTTP threads only call
+// Submit / Cancel / Metrics, which are thread-safe.
+//
+//   auto engine = Engine::Create(model, tokenizer, options);          // starts the engine thread
+//   auto id = engine->Submit(std::move(request), [](const Event& e) { /* engine thread: post it on */ });
+//   engine->Cancel(*id);                                            // client went away
+//
+// Each step the scheduler admits waiting requests (FIFO) within the memory budget, looks up the prefix
+// cache, builds one batch of prefill chunks (token budget per step) and decode tokens, runs
+// Model::Forward, samples every sequence (with its TokenConstraint mask), detokenises, checks stop
+// conditions and emits Events. A full cache preempts the newest running sequence (recompute later).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "src/base/status.h"
+#include "src/chat/token_constraint.h"
+#include "src/model/model.h"
+#include "src/tokenizer/tokenizer.h"
+
+namespace k3::engine {
+
+// OpenAI / vLLM sampling parameters (already validated by src/api).
+struct SamplingParams {
+  float temperature = 1.0f;  // 0: greedy
+  float top_p = 1.0f;        // (0, 1]
+  int32_t top_k = 0;         // 0 or -1: off
+  float min_p = 0.0f;
+  float presence_penalty = 0.0f;
+  float frequency_penalty = 0.0f;
+  float repetition_penalty = 1.0f;
+  std::optional<uint64_t> seed;  // set: the choice's samples are reproducible (choice i uses seed + i)
+  std::vector<std::string> stop;          // stop strings (not included in the output text)
+  std::vector<int32_t> stop_token_ids;    // extra ids that end a choice (included in tokens, not text)
+  int64_t max_tokens = 0;                 // 0: up to max_model_len - prompt length
+  bool ignore_eos = false;
+  int64_t min_tokens = 0;                 // eos / stop ids masked until this many tokens
+  int32_t logprobs = -1;                  // -1: none; k >= 0: the sampled token's logprob + top k
+  std::vector<std::pair<int32_t, float>> logit_bias;  // added to logits before sampling
+  int32_t n = 1;                          // choices, each its own sequence (prompt shared via cache)
+};
+
+struct Request {
+  std::vector<int32_t> prompt;                      // rendered ids, non-empty
+  SamplingParams sampling;
+  std::vector<int32_t> eos_token_ids;               // end a choice unless ignore_eos (e.g. <|end_of_msg|>)
+  std::unique_ptr<chat::TokenConstraint> constraint;  // optional; cloned per choice
+  std::string client_id;                            // X-Request-Id / log tag (may be empty)
+};
+
+enum class FinishReason { kNone, kStop, kLength, kAbort, kError };
+const char* FinishReasonName(FinishReason reason);  // "stop", "length", "abort", "error"
+
+struct TopLogprob {
+  int32_t token = 0;
+  float logprob = 0.0f;
+};
+struct TokenLogprob {
+  int32_t token = 0;
+  float logprob = 0.0f;          // of the sampled token, from the distribution before sampling filters
+  std::vector<TopLogprob> top;   // k most likely, descending
+};
+
+// Usage of the whole request (all choices).
+struct Usage {
+  int64_t prompt_tokens = 0;
+  int64_t cached_prompt_tokens = 0;  // prompt tokens served from the prefix cache (first choice)
+  int64_t completion_tokens = 0;     // summed over choices
+};
+
+// Delivered in order per request, on the engine thread. Keep the callback short (copy and post).
+struct Event {
+  int32_t choice = 0;                  // 0 .. n-1
+  std::vector<int32_t> tokens;         // tokens generated since the previous event of this choice
+  std::string text;                    // their text (UTF-8 complete; stop strings cut; held-back bytes
+                                       // of a possible stop-string prefix come later)
+  std::vector<TokenLogprob> logprobs;  // one per token when requested
+  FinishReason finish = FinishReason::kNone;  // set on the choice's last event
+  std::string stop_reason;             // the matched stop string or stop id (as decimal text), if any
+  std::string error;                   // with kError
+  bool request_done = false;           // last event of the whole request (all choices finished)
+  Usage usage;                         // filled when request_done
+};
+using EventCallback = std::function<void(const Event&)>;
+
+struct EngineOptions {
+  int64_t max_model_len = 0;           // 0: the model's context (config) capped by the cache
+  int32_t max_num_seqs = 64;           // running sequences
+  int64_t max_num_batched_tokens = 2048;  // tokens per step (prefill chunks + decodes)
+  int64_t kv_cache_bytes = 0;          // MLA blocks + KDA slots + snapshots; 0: 1 GiB
+  int32_t block_tokens = 16;           // MLA cache block size
+  bool enable_prefix_caching = true;
+  int64_t prefix_snapshot_interval = 256;  // KDA state snapshot every N prompt tokens
+  int32_t max_waiting = 1024;          // queued requests beyond this: Submit fails (HTTP 429)
+};
+
+struct EngineMetrics {
+  int64_t num_running = 0;
+  int64_t num_waiting = 0;
+  double kv_cache_usage = 0.0;         // 0..1, blocks + slots in use by running sequences
+  int64_t prefix_cache_queries = 0;    // tokens looked up (cumulative)
+  int64_t prefix_cache_hits = 0;       // tokens found (cumulative)
+  int64_t prompt_tokens_total = 0;
+  int64_t generation_tokens_total = 0;
+  int64_t preemptions_total = 0;
+};
+
+class Engine {
+ public:
+  virtual ~Engine() = default;
+  // The model and tokenizer must outlive the engine. Starts the engine thread.
+  static Result<std::unique_ptr<Engine>> Create(model::Model* model, const tokenizer::Tokenizer* tokenizer,
+                                                EngineOptions options);
+
+  // Queues a request. Errors: kInvalidArgument (empty prompt, prompt + max_tokens over max_model_len,
+  // token id out of range), kResourceExhausted (waiting queue full: HTTP 429), kUnavailable-like
+  // kInternal after Shutdown. The callback is called on the engine thread for every Event.
+  virtual Result<uint64_t> Submit(Request request, EventCallback on_event) = 0;
+  // Ends the request's choices with kAbort at the next step and frees their cache. Unknown ids: no-op.
+  virtual void Cancel(uint64_t request_id) = 0;
+  virtual EngineMetrics Metrics() const = 0;
+  // True while the engine thread is running its loop.
+  virtual bool Alive() const = 0;
+  virtual const EngineOptions& options() const = 0;  // with defaults resolved (max_model_len etc.)
+  // Stops admitting; `drain` true: running and waiting requests finish first; false: they end kAbort.
+  // Joins the engine thread. Idempotent.
+  virtual void Shutdown(bool drain) = 0;
+};
+
+}  // namespace k3::engine
