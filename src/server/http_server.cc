@@ -1,0 +1,682 @@
+// HttpServer on Boost.Beast/Asio: acceptor, per-connection sessions on strands, exchanges, deadlines,
+// graceful drain. The only translation unit that includes Beast or Asio.
+#include <utility>  // Boost 1.74's asio awaitable.hpp forgets it (toolchain.md).
+
+#include "src/server/http_server.h"
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <csignal>
+#include <exception>
+#include <future>
+#include <optional>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+#include <boost/asio.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+
+#include "src/server/auth.h"
+#include "src/server/error_json.h"
+#include "src/server/http_format.h"
+#include "src/server/request_id.h"
+
+namespace k3::server {
+namespace {
+
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace net = boost::asio;
+using tcp = net::ip::tcp;
+using Clock = std::chrono::steady_clock;
+using ErrorCode = boost::system::error_code;
+
+class Session;
+
+// State shared by the acceptor, the sessions and the HttpServer facade.
+struct Core {
+  ServerOptions options;
+  Router router;
+  std::atomic<bool> shutting_down{false};
+  std::atomic<int64_t> active_exchanges{0};
+  std::atomic<int64_t> connections{0};
+  std::mutex sessions_mu;
+  std::unordered_map<Session*, std::weak_ptr<Session>> sessions;
+  std::mutex drain_mu;
+  std::condition_variable drain_cv;
+
+  void ExchangeEnded() {
+    if (active_exchanges.fetch_sub(1) == 1) {
+      std::lock_guard<std::mutex> lock(drain_mu);
+      drain_cv.notify_all();
+    }
+  }
+  std::vector<std::shared_ptr<Session>> LiveSessions() {
+    std::vector<std::shared_ptr<Session>> out;
+    std::lock_guard<std::mutex> lock(sessions_mu);
+    for (auto& [ptr, weak] : sessions) {
+      if (auto s = weak.lock()) out.push_back(std::move(s));
+    }
+    return out;
+  }
+};
+
+class ExchangeImpl;
+
+class Session : public std::enable_shared_from_this<Session> {
+ public:
+  Session(tcp::socket socket, Core* core)
+      : executor_(socket.get_executor()), socket_(std::move(socket)), timer_(executor_), core_(core) {
+    core_->connections.fetch_add(1);
+  }
+  ~Session() {
+    if (!closed_) core_->connections.fetch_sub(1);
+    std::lock_guard<std::mutex> lock(core_->sessions_mu);
+    core_->sessions.erase(this);
+  }
+
+  const net::any_io_executor& executor() const { return executor_; }
+
+  void Start() {
+    {
+      std::lock_guard<std::mutex> lock(core_->sessions_mu);
+      core_->sessions.emplace(this, weak_from_this());
+    }
+    WaitForRequest();
+  }
+
+  // Drain: idle connections close now, busy ones after their exchange.
+  void OnShutdown() {
+    keep_alive_ = false;
+    if (state_ == State::kNone && !reading_) Close();
+  }
+  void ForceClose() { Close(); }
+
+  // Exchange operations, run on the strand. `serial` identifies the exchange they belong to.
+  void DoRespond(uint64_t serial, HttpResponse response);
+  void DoStartEvents(uint64_t serial, int status, HeaderList headers);
+  void DoSendEvents(uint64_t serial, std::vector<std::string> payloads);
+  void DoEndEvents(uint64_t serial);
+  void DoOnClientGone(uint64_t serial, std::function<void()> callback);
+  void DoAbandon(uint64_t serial);
+
+ private:
+  enum class State { kNone, kHandling, kStreaming, kEnded };
+
+  void WaitForRequest();
+  void ReadHeader();
+  void OnHeader(ErrorCode ec);
+  void OnBody(ErrorCode ec);
+  void Dispatch();
+  void Watch();
+  void OnWatch(ErrorCode ec, size_t n);
+  void Queue(std::string_view bytes);
+  void WriteMore();
+  void OnWrite(ErrorCode ec);
+  void FinishExchange();
+  void EndAccounting();
+  void FailRequest(int status, std::string_view message);  // error answer, then close
+  void LingerClose();
+  void Close();
+  void ArmTimer(std::chrono::milliseconds d);
+  void CancelTimer() { timer_.expires_at(Clock::time_point::max()); }
+  bool SerialIsCurrent(uint64_t serial) const { return serial == serial_ && state_ != State::kNone; }
+
+  net::any_io_executor executor_;
+  tcp::socket socket_;
+  net::steady_timer timer_;
+  Core* core_;
+  beast::flat_buffer buffer_;
+  std::optional<http::request_parser<http::string_body>> parser_;
+  bool reading_ = false;  // a header or body read is pending
+  bool closed_ = false;
+  bool lingering_ = false;
+  bool keep_alive_ = true;
+
+  // Writes: bytes queued while one write is in flight go out with the next one.
+  std::string out_pending_;
+  std::string out_inflight_;
+  bool writing_ = false;
+
+  // The current exchange.
+  State state_ = State::kNone;
+  uint64_t serial_ = 0;
+  std::string request_id_;
+  bool counted_ = false;   // counted in core_->active_exchanges
+  bool watching_ = false;  // a disconnect-watch read is pending
+  bool resume_after_watch_ = false;
+  bool client_gone_ = false;
+  std::function<void()> gone_callback_;
+};
+
+class ExchangeImpl : public Exchange {
+ public:
+  ExchangeImpl(std::shared_ptr<Session> session, uint64_t serial, HttpRequest request)
+      : session_(std::move(session)), serial_(serial), request_(std::move(request)) {}
+  ~ExchangeImpl() override {
+    net::post(session_->executor(), [s = session_, serial = serial_] { s->DoAbandon(serial); });
+  }
+  const HttpRequest& request() const override { return request_; }
+  void Respond(HttpResponse response) override {
+    net::post(session_->executor(), [s = session_, serial = serial_, r = std::move(response)]() mutable {
+      s->DoRespond(serial, std::move(r));
+    });
+  }
+  void StartEvents(int status, HeaderList headers) override {
+    net::post(session_->executor(),
+              [s = session_, serial = serial_, status, h = std::move(headers)]() mutable {
+                s->DoStartEvents(serial, status, std::move(h));
+              });
+  }
+  void SendEvents(std::vector<std::string> payloads) override {
+    net::post(session_->executor(), [s = session_, serial = serial_, p = std::move(payloads)]() mutable {
+      s->DoSendEvents(serial, std::move(p));
+    });
+  }
+  void EndEvents() override {
+    net::post(session_->executor(), [s = session_, serial = serial_] { s->DoEndEvents(serial); });
+  }
+  void OnClientGone(std::function<void()> callback) override {
+    net::post(session_->executor(), [s = session_, serial = serial_, cb = std::move(callback)]() mutable {
+      s->DoOnClientGone(serial, std::move(cb));
+    });
+  }
+
+ private:
+  std::shared_ptr<Session> session_;
+  uint64_t serial_;
+  HttpRequest request_;
+};
+
+void Session::ArmTimer(std::chrono::milliseconds d) {
+  timer_.expires_after(d);
+  timer_.async_wait([self = shared_from_this()](ErrorCode ec) {
+    if (ec == net::error::operation_aborted) return;
+    // A re-armed timer may still deliver an earlier expiry: only a deadline that has passed closes.
+    if (self->timer_.expiry() > Clock::now()) return;
+    self->Close();
+  });
+}
+
+void Session::WaitForRequest() {
+  if (closed_) return;
+  if (core_->shutting_down.load() || !keep_alive_) {
+    LingerClose();
+    return;
+  }
+  if (buffer_.size() > 0) {  // a pipelined request is already here
+    ReadHeader();
+    return;
+  }
+  ArmTimer(core_->options.idle_timeout);
+  // Wait for readability without a buffer: an idle keep-alive connection costs its socket only.
+  socket_.async_wait(tcp::socket::wait_read, [self = shared_from_this()](ErrorCode ec) {
+    if (self->closed_) return;
+    if (ec) {
+      self->Close();
+      return;
+    }
+    self->ReadHeader();
+  });
+}
+
+void Session::ReadHeader() {
+  parser_.emplace();
+  parser_->header_limit(static_cast<std::uint32_t>(core_->options.max_header_bytes));
+  parser_->body_limit(core_->options.max_body_bytes);
+  reading_ = true;
+  ArmTimer(core_->options.header_timeout);
+  http::async_read_header(socket_, buffer_, *parser_,
+                          [self = shared_from_this()](ErrorCode ec, size_t) { self->OnHeader(ec); });
+}
+
+bool IsHttpError(const ErrorCode& ec) {
+  return ec.category() == http::make_error_code(http::error::bad_target).category();
+}
+
+void Session::OnHeader(ErrorCode ec) {
+  reading_ = false;
+  if (closed_) return;
+  if (ec == http::error::body_limit) {
+    return FailRequest(
+        413, fmt::format("request body is larger than the limit of {} bytes", core_->options.max_body_bytes));
+  }
+  if (ec == http::error::header_limit) {
+    return FailRequest(431, fmt::format("request header is larger than the limit of {} bytes",
+                                        core_->options.max_header_bytes));
+  }
+  if (ec == http::error::end_of_stream || (ec && !IsHttpError(ec))) return Close();
+  if (ec) return FailRequest(400, fmt::format("malformed HTTP request: {}", ec.message()));
+  if (parser_->is_done()) return Dispatch();
+  auto& header = parser_->get();
+  auto expect = header[http::field::expect];
+  if (beast::iequals(expect, "100-continue")) {
+    ErrorCode write_ec;
+    net::write(socket_, net::buffer(std::string_view("HTTP/1.1 100 Continue\r\n\r\n")), write_ec);
+    if (write_ec) return Close();
+  }
+  reading_ = true;
+  ArmTimer(core_->options.body_timeout);
+  http::async_read(socket_, buffer_, *parser_,
+                   [self = shared_from_this()](ErrorCode read_ec, size_t) { self->OnBody(read_ec); });
+}
+
+void Session::OnBody(ErrorCode ec) {
+  reading_ = false;
+  if (closed_) return;
+  if (ec == http::error::body_limit) {
+    return FailRequest(
+        413, fmt::format("request body is larger than the limit of {} bytes", core_->options.max_body_bytes));
+  }
+  if (ec && IsHttpError(ec) && ec != http::error::end_of_stream && ec != http::error::partial_message) {
+    return FailRequest(400, fmt::format("malformed HTTP request: {}", ec.message()));
+  }
+  if (ec) return Close();
+  Dispatch();
+}
+
+void Session::Dispatch() {
+  CancelTimer();
+  auto& message = parser_->get();
+  HttpRequest request;
+  request.method = std::string(message.method_string());
+  request.target = std::string(message.target());
+  request.path = request.target.substr(0, request.target.find('?'));
+  request.headers.reserve(8);
+  for (const auto& field : message) {
+    std::string name(field.name_string());
+    std::transform(name.begin(), name.end(), name.begin(),
+                   [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; });
+    request.headers.emplace_back(std::move(name), std::string(field.value()));
+  }
+  request.body = std::move(message.body());
+  request.received = Clock::now();
+  request.request_id = RequestIdFor(request.Header("x-request-id"));
+  keep_alive_ = keep_alive_ && message.keep_alive() && !core_->shutting_down.load();
+  parser_.reset();
+
+  ++serial_;
+  state_ = State::kHandling;
+  request_id_ = request.request_id;
+  client_gone_ = false;
+  gone_callback_ = nullptr;
+  counted_ = true;
+  core_->active_exchanges.fetch_add(1);
+  Watch();
+
+  const bool needs_auth = !core_->options.api_key.empty() && request.path.starts_with("/v1/");
+  const bool authorized =
+      !needs_auth || BearerMatches(request.Header("authorization"), core_->options.api_key);
+  auto exchange = std::make_shared<ExchangeImpl>(shared_from_this(), serial_, std::move(request));
+  if (!authorized) {
+    exchange->Respond(ErrorResponse(401, "invalid or missing API key: send 'Authorization: Bearer <key>'",
+                                    "invalid_api_key"));
+    return;
+  }
+  try {
+    core_->router.Dispatch(exchange);
+  } catch (const std::exception& e) {
+    spdlog::error("request {}: handler threw: {}", request_id_, e.what());
+    exchange->Respond(ErrorResponse(500, "internal error while handling the request"));
+  }
+}
+
+// While an exchange runs, one read watches the socket: EOF or an error means the client went away;
+// bytes mean a pipelined request, kept in the buffer for later.
+void Session::Watch() {
+  watching_ = true;
+  socket_.async_read_some(buffer_.prepare(4096),
+                          [self = shared_from_this()](ErrorCode ec, size_t n) { self->OnWatch(ec, n); });
+}
+
+void Session::OnWatch(ErrorCode ec, size_t n) {
+  watching_ = false;
+  if (n > 0) buffer_.commit(n);
+  if (closed_) return;
+  if (ec && ec != net::error::operation_aborted && n == 0) {
+    client_gone_ = true;
+    Close();
+    return;
+  }
+  if (resume_after_watch_) {
+    resume_after_watch_ = false;
+    WaitForRequest();
+  }
+}
+
+void Session::Queue(std::string_view bytes) {
+  if (closed_) return;
+  out_pending_.append(bytes);
+  if (!writing_) WriteMore();
+}
+
+void Session::WriteMore() {
+  writing_ = true;
+  out_inflight_.swap(out_pending_);
+  out_pending_.clear();
+  ArmTimer(core_->options.write_timeout);
+  net::async_write(socket_, net::buffer(out_inflight_),
+                   [self = shared_from_this()](ErrorCode ec, size_t) { self->OnWrite(ec); });
+}
+
+void Session::OnWrite(ErrorCode ec) {
+  writing_ = false;
+  out_inflight_.clear();
+  if (closed_) return;
+  if (ec) {
+    client_gone_ = true;
+    Close();
+    return;
+  }
+  if (!out_pending_.empty()) {
+    WriteMore();
+    return;
+  }
+  CancelTimer();
+  if (lingering_) {
+    // Error answer sent: stop sending, read and drop what the client still sends, then close.
+    ErrorCode ignored;
+    if (watching_) socket_.cancel(ignored);  // the drain loop below takes over reading
+    socket_.shutdown(tcp::socket::shutdown_send, ignored);
+    ArmTimer(std::chrono::milliseconds(2000));
+    auto drain = std::make_shared<std::array<char, 16384>>();
+    auto self = shared_from_this();
+    auto loop = std::make_shared<std::function<void()>>();
+    *loop = [self, drain, loop] {
+      self->socket_.async_read_some(net::buffer(*drain), [self, drain, loop](ErrorCode read_ec, size_t) {
+        if (read_ec || self->closed_) {
+          self->Close();
+          *loop = nullptr;  // break the self-reference
+          return;
+        }
+        (*loop)();
+      });
+    };
+    (*loop)();
+    return;
+  }
+  if (state_ == State::kEnded) FinishExchange();
+}
+
+void Session::EndAccounting() {
+  if (counted_) {
+    counted_ = false;
+    core_->ExchangeEnded();
+  }
+}
+
+void Session::FinishExchange() {
+  state_ = State::kNone;
+  gone_callback_ = nullptr;
+  EndAccounting();
+  if (!keep_alive_ || core_->shutting_down.load()) {
+    LingerClose();
+    return;
+  }
+  if (watching_) {  // the watch read must finish before the next request is read
+    resume_after_watch_ = true;
+    ErrorCode ignored;
+    socket_.cancel(ignored);
+    return;
+  }
+  WaitForRequest();
+}
+
+void Session::FailRequest(int status, std::string_view message) {
+  keep_alive_ = false;
+  lingering_ = true;
+  parser_.reset();
+  Queue(FormatResponse(ErrorResponse(status, message), RequestIdFor({}), false));
+}
+
+void Session::LingerClose() {
+  if (closed_) return;
+  if (writing_) {
+    lingering_ = true;
+    return;
+  }
+  lingering_ = true;
+  // Nothing to send: an empty write completes at once and runs the lingering close in OnWrite.
+  out_pending_.clear();
+  WriteMore();
+}
+
+void Session::Close() {
+  if (closed_) return;
+  closed_ = true;
+  core_->connections.fetch_sub(1);
+  ErrorCode ignored;
+  socket_.shutdown(tcp::socket::shutdown_both, ignored);
+  socket_.close(ignored);
+  timer_.cancel();
+  if (state_ == State::kHandling || state_ == State::kStreaming) {
+    client_gone_ = true;
+    if (gone_callback_) {
+      auto callback = std::move(gone_callback_);
+      gone_callback_ = nullptr;
+      callback();
+    }
+  }
+  EndAccounting();
+}
+
+void Session::DoRespond(uint64_t serial, HttpResponse response) {
+  if (!SerialIsCurrent(serial) || state_ != State::kHandling) return;
+  state_ = State::kEnded;
+  if (closed_) return;
+  const bool keep = keep_alive_ && !core_->shutting_down.load();
+  keep_alive_ = keep;
+  Queue(FormatResponse(response, request_id_, keep));
+}
+
+void Session::DoStartEvents(uint64_t serial, int status, HeaderList headers) {
+  if (!SerialIsCurrent(serial) || state_ != State::kHandling) return;
+  state_ = State::kStreaming;
+  if (closed_) return;
+  Queue(FormatEventStreamHead(status, headers, request_id_, keep_alive_));
+}
+
+void Session::DoSendEvents(uint64_t serial, std::vector<std::string> payloads) {
+  if (!SerialIsCurrent(serial) || state_ != State::kStreaming || closed_) return;
+  Queue(FormatEventChunk(payloads));
+}
+
+void Session::DoEndEvents(uint64_t serial) {
+  if (!SerialIsCurrent(serial) || state_ != State::kStreaming) return;
+  state_ = State::kEnded;
+  if (closed_) return;
+  Queue(kLastChunk);
+}
+
+void Session::DoOnClientGone(uint64_t serial, std::function<void()> callback) {
+  if (serial != serial_) return;
+  if (client_gone_ && (state_ == State::kHandling || state_ == State::kStreaming || closed_)) {
+    callback();
+    return;
+  }
+  if (state_ == State::kHandling || state_ == State::kStreaming) gone_callback_ = std::move(callback);
+}
+
+void Session::DoAbandon(uint64_t serial) {
+  if (!SerialIsCurrent(serial)) return;
+  if (state_ == State::kHandling) {
+    DoRespond(serial, ErrorResponse(500, "the request ended without a response"));
+  } else if (state_ == State::kStreaming) {
+    DoEndEvents(serial);
+  }
+}
+
+}  // namespace
+
+struct HttpServer::Impl {
+  Core core;
+  net::io_context ioc;
+  std::optional<net::executor_work_guard<net::io_context::executor_type>> work;
+  tcp::acceptor acceptor{net::make_strand(ioc)};
+  std::optional<net::signal_set> signals;
+  net::steady_timer accept_retry{acceptor.get_executor()};
+  std::vector<std::thread> threads;
+  uint16_t port = 0;
+  std::string address;
+  std::mutex stop_mu;
+  std::condition_variable stop_cv;
+  bool stop_requested = false;
+  int stop_signal = 0;
+  bool stopped = false;
+
+  void Accept() {
+    acceptor.async_accept(net::make_strand(ioc), [this](ErrorCode ec, tcp::socket socket) {
+      if (!acceptor.is_open()) return;
+      if (ec) {
+        // Out of descriptors and the like: try again shortly instead of spinning.
+        spdlog::warn("accept failed: {}", ec.message());
+        accept_retry.expires_after(std::chrono::milliseconds(50));
+        accept_retry.async_wait([this](ErrorCode) {
+          if (acceptor.is_open()) Accept();
+        });
+        return;
+      }
+      ErrorCode ignored;
+      socket.set_option(tcp::no_delay(true), ignored);
+      auto session = std::make_shared<Session>(std::move(socket), &core);
+      net::dispatch(session->executor(), [session] { session->Start(); });
+      Accept();
+    });
+  }
+
+  void Request(int signal_number) {
+    std::lock_guard<std::mutex> lock(stop_mu);
+    if (!stop_requested) stop_signal = signal_number;
+    stop_requested = true;
+    stop_cv.notify_all();
+  }
+
+  void CloseAcceptor() {
+    std::promise<void> done;
+    auto future = done.get_future();
+    net::dispatch(acceptor.get_executor(), [this, &done] {
+      ErrorCode ignored;
+      acceptor.close(ignored);
+      accept_retry.cancel();
+      done.set_value();
+    });
+    future.wait();
+  }
+};
+
+HttpServer::HttpServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+HttpServer::~HttpServer() { Stop(); }
+
+Result<std::unique_ptr<HttpServer>> HttpServer::Start(ServerOptions options, Router router) {
+  auto impl = std::make_unique<Impl>();
+  if (options.io_threads < 1) return InvalidArgument("io_threads must be >= 1, got {}", options.io_threads);
+  impl->core.options = std::move(options);
+  impl->core.router = std::move(router);
+  const ServerOptions& o = impl->core.options;
+
+  ErrorCode ec;
+  net::ip::address ip = net::ip::make_address(o.host, ec);
+  if (ec) {
+    tcp::resolver resolver(impl->ioc);
+    auto results = resolver.resolve(o.host, std::to_string(o.port), ec);
+    if (ec || results.empty()) return InvalidArgument("--host {}: cannot resolve: {}", o.host, ec.message());
+    ip = results.begin()->endpoint().address();
+  }
+  tcp::endpoint endpoint(ip, o.port);
+  auto& acceptor = impl->acceptor;
+  if (acceptor.open(endpoint.protocol(), ec); ec) return IoError("socket: {}", ec.message());
+  acceptor.set_option(net::socket_base::reuse_address(true), ec);
+  if (acceptor.bind(endpoint, ec); ec) {
+    return IoError("cannot listen on {}:{}: {}", o.host, o.port, ec.message());
+  }
+  if (acceptor.listen(net::socket_base::max_listen_connections, ec); ec) {
+    return IoError("listen on {}:{}: {}", o.host, o.port, ec.message());
+  }
+  impl->port = acceptor.local_endpoint().port();
+  impl->address = ip.is_v6() ? fmt::format("[{}]:{}", ip.to_string(), impl->port)
+                             : fmt::format("{}:{}", ip.to_string(), impl->port);
+  impl->work.emplace(net::make_work_guard(impl->ioc));
+  if (o.handle_signals) {
+    impl->signals.emplace(impl->ioc, SIGINT, SIGTERM);
+    Impl* raw = impl.get();
+    impl->signals->async_wait([raw](ErrorCode sig_ec, int signal_number) {
+      if (!sig_ec) raw->Request(signal_number);
+    });
+  }
+  impl->Accept();
+  for (int i = 0; i < o.io_threads; ++i) {
+    Impl* raw = impl.get();
+    impl->threads.emplace_back([raw] {
+      while (true) {
+        try {
+          raw->ioc.run();
+          return;
+        } catch (const std::exception& e) {
+          spdlog::error("I/O thread: {}", e.what());
+        }
+      }
+    });
+  }
+  return std::unique_ptr<HttpServer>(new HttpServer(std::move(impl)));
+}
+
+uint16_t HttpServer::port() const { return impl_->port; }
+std::string HttpServer::address() const { return impl_->address; }
+int64_t HttpServer::active_exchanges() const { return impl_->core.active_exchanges.load(); }
+int64_t HttpServer::open_connections() const { return impl_->core.connections.load(); }
+
+int HttpServer::WaitForStopSignal() {
+  std::unique_lock<std::mutex> lock(impl_->stop_mu);
+  impl_->stop_cv.wait(lock, [this] { return impl_->stop_requested; });
+  return impl_->stop_signal;
+}
+
+void HttpServer::RequestStop() { impl_->Request(0); }
+
+bool HttpServer::Drain(std::chrono::milliseconds timeout) {
+  Core& core = impl_->core;
+  core.shutting_down.store(true);
+  impl_->CloseAcceptor();
+  for (auto& session : core.LiveSessions()) {
+    net::post(session->executor(), [session] { session->OnShutdown(); });
+  }
+  std::unique_lock<std::mutex> lock(core.drain_mu);
+  return core.drain_cv.wait_for(lock, timeout, [&] { return core.active_exchanges.load() == 0; });
+}
+
+void HttpServer::Stop() {
+  if (impl_->stopped) return;
+  impl_->stopped = true;
+  Core& core = impl_->core;
+  core.shutting_down.store(true);
+  impl_->CloseAcceptor();
+  if (impl_->signals) {
+    std::promise<void> done;
+    net::post(impl_->ioc, [this, &done] {
+      ErrorCode ignored;
+      impl_->signals->cancel(ignored);
+      done.set_value();
+    });
+    done.get_future().wait();
+  }
+  for (auto& session : core.LiveSessions()) {
+    net::post(session->executor(), [session] { session->ForceClose(); });
+  }
+  impl_->work.reset();
+  // Closed sockets complete their operations promptly; give them a moment, then stop the loop.
+  const auto deadline = Clock::now() + std::chrono::seconds(2);
+  while (core.connections.load() > 0 && Clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  impl_->ioc.stop();
+  for (auto& t : impl_->threads) t.join();
+  impl_->threads.clear();
+}
+
+}  // namespace k3::server

@@ -1,0 +1,392 @@
+// HttpServer over real loopback sockets: routing, keep-alive, pipelining, limits, timeouts, auth,
+// request ids, SSE flushing, disconnect notification, many idle connections, and graceful drain.
+#include "src/server/http_server.h"
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <future>
+#include <thread>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "src/server/testing/http_client.h"
+
+namespace k3::server {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::BuildRequest;
+using testing::Fetch;
+using testing::TestConnection;
+using testing::TestResponse;
+
+HttpResponse Text(std::string body) {
+  HttpResponse r;
+  r.content_type = "text/plain";
+  r.body = std::move(body);
+  return r;
+}
+
+// A server with a few routes and knobs the tests turn.
+class ServerTest : public ::testing::Test {
+ protected:
+  void StartServer(ServerOptions options = {}) {
+    options.host = "127.0.0.1";
+    options.port = 0;
+    Router router;
+    router.Add("GET", "/hello", [](std::shared_ptr<Exchange> ex) { ex->Respond(Text("hello")); });
+    router.Add("POST", "/echo", [](std::shared_ptr<Exchange> ex) { ex->Respond(Text(ex->request().body)); });
+    router.Add("GET", "/v1/secret", [](std::shared_ptr<Exchange> ex) { ex->Respond(Text("ok")); });
+    // Answers from another thread after ?ms= milliseconds.
+    router.Add("GET", "/delay", [](std::shared_ptr<Exchange> ex) {
+      const std::string& target = ex->request().target;
+      const int ms = std::stoi(target.substr(target.find("ms=") + 3));
+      std::thread([ex, ms] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+        ex->Respond(Text(ex->request().target));
+      }).detach();
+    });
+    // Streams events; each waits for the test to allow it (proves one event is flushed before the next).
+    router.Add("GET", "/stream", [control = control_](std::shared_ptr<Exchange> ex) {
+      ex->OnClientGone([control] { control->SetGone(); });
+      ex->StartEvents();
+      std::thread([control, ex] {
+        for (int i = 0; i < 3; ++i) {
+          ex->SendEvent(fmt::format("{{\"i\":{}}}", i));
+          if (!control->WaitAllowed(i + 1)) return;
+        }
+        ex->SendEvent("[DONE]");
+        ex->EndEvents();
+      }).detach();
+    });
+    router.Add("GET", "/drop", [](std::shared_ptr<Exchange>) {});  // never answers: abandoned
+    auto server = HttpServer::Start(options, std::move(router));
+    ASSERT_TRUE(server.ok()) << server.status().ToString();
+    server_ = std::move(*server);
+    port_ = server_->port();
+  }
+  void AllowNextEvent() { control_->Allow(); }
+  void TearDown() override { control_->Stop(); }
+
+  // Shared with the stream threads, which may outlive the test body.
+  struct StreamControl {
+    std::mutex mu;
+    std::condition_variable cv;
+    int allowed = 0;
+    bool stop = false;
+    bool gone = false;
+    void Allow() {
+      std::lock_guard<std::mutex> lock(mu);
+      ++allowed;
+      cv.notify_all();
+    }
+    void Stop() {
+      std::lock_guard<std::mutex> lock(mu);
+      stop = true;
+      cv.notify_all();
+    }
+    void SetGone() {
+      std::lock_guard<std::mutex> lock(mu);
+      gone = true;
+      cv.notify_all();
+    }
+    bool WaitAllowed(int n) {
+      std::unique_lock<std::mutex> lock(mu);
+      return cv.wait_for(lock, 5s, [&] { return allowed >= n || stop; }) && !stop;
+    }
+    bool WaitGone() {
+      std::unique_lock<std::mutex> lock(mu);
+      return cv.wait_for(lock, 5s, [&] { return gone; });
+    }
+  };
+
+  std::unique_ptr<HttpServer> server_;
+  uint16_t port_ = 0;
+  std::shared_ptr<StreamControl> control_ = std::make_shared<StreamControl>();
+};
+
+TEST_F(ServerTest, GetRouteAndRequestIds) {
+  StartServer();
+  auto r = Fetch(port_, "GET", "/hello");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(r->body, "hello");
+  EXPECT_EQ(r->headers["x-request-id"].size(), 32u);
+  auto echoed = Fetch(port_, "GET", "/hello", {}, {"X-Request-Id: my-id-7"});
+  ASSERT_TRUE(echoed.ok());
+  EXPECT_EQ(echoed->headers["x-request-id"], "my-id-7");
+}
+
+TEST_F(ServerTest, NotFoundAndMethodNotAllowedAreOpenAiErrors) {
+  StartServer();
+  auto r = Fetch(port_, "GET", "/nope");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->status, 404);
+  auto j = nlohmann::json::parse(r->body);
+  EXPECT_EQ(j["error"]["type"], "not_found_error");
+  EXPECT_FALSE(j["error"]["message"].get<std::string>().empty());
+  auto m = Fetch(port_, "POST", "/hello", "x");
+  ASSERT_TRUE(m.ok());
+  EXPECT_EQ(m->status, 405);
+  EXPECT_EQ(m->headers["allow"], "GET");
+  EXPECT_TRUE(nlohmann::json::parse(m->body).contains("error"));
+}
+
+TEST_F(ServerTest, KeepAliveServesManyRequestsOnOneConnection) {
+  StartServer();
+  auto conn = TestConnection::Connect(port_);
+  ASSERT_TRUE(conn.ok());
+  for (int i = 0; i < 50; ++i) {
+    const std::string body = fmt::format("body {}", i);
+    ASSERT_TRUE(conn->Send(BuildRequest("POST", "/echo", body)).ok());
+    auto r = conn->Read();
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(r->body, body);
+    EXPECT_EQ(r->headers["connection"], "keep-alive");
+  }
+}
+
+TEST_F(ServerTest, PipelinedRequestsAreAnsweredInOrder) {
+  StartServer();
+  auto conn = TestConnection::Connect(port_);
+  ASSERT_TRUE(conn.ok());
+  // The first answer comes last in time; responses must still be in request order.
+  std::string all = BuildRequest("GET", "/delay?ms=150") + BuildRequest("GET", "/delay?ms=1") +
+                    BuildRequest("POST", "/echo", "third");
+  ASSERT_TRUE(conn->Send(all).ok());
+  auto a = conn->Read();
+  auto b = conn->Read();
+  auto c = conn->Read();
+  ASSERT_TRUE(a.ok() && b.ok() && c.ok());
+  EXPECT_EQ(a->body, "/delay?ms=150");
+  EXPECT_EQ(b->body, "/delay?ms=1");
+  EXPECT_EQ(c->body, "third");
+}
+
+TEST_F(ServerTest, ConnectionCloseIsHonoured) {
+  StartServer();
+  auto conn = TestConnection::Connect(port_);
+  ASSERT_TRUE(conn.ok());
+  ASSERT_TRUE(conn->Send(BuildRequest("GET", "/hello", {}, {"Connection: close"})).ok());
+  auto r = conn->Read();
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->headers["connection"], "close");
+  EXPECT_TRUE(conn->WaitClosed(2s));
+}
+
+TEST_F(ServerTest, BodyOverLimitIs413) {
+  ServerOptions options;
+  options.max_body_bytes = 1000;
+  StartServer(options);
+  // Declared length over the limit: answered before the body is read.
+  auto r = Fetch(port_, "POST", "/echo", std::string(5000, 'x'));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->status, 413);
+  EXPECT_EQ(nlohmann::json::parse(r->body)["error"]["type"], "invalid_request_error");
+  // Chunked body that grows over the limit.
+  auto conn = TestConnection::Connect(port_);
+  ASSERT_TRUE(conn.ok());
+  std::string chunked = "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n";
+  for (int i = 0; i < 4; ++i) chunked += fmt::format("{:x}\r\n{}\r\n", 400, std::string(400, 'y'));
+  chunked += "0\r\n\r\n";
+  ASSERT_TRUE(conn->Send(chunked).ok());
+  auto c = conn->Read();
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->status, 413);
+  // Within the limit still works.
+  auto ok = Fetch(port_, "POST", "/echo", std::string(1000, 'z'));
+  ASSERT_TRUE(ok.ok());
+  EXPECT_EQ(ok->status, 200);
+  EXPECT_EQ(ok->body.size(), 1000u);
+}
+
+TEST_F(ServerTest, ExpectContinueGetsInterimResponse) {
+  StartServer();
+  auto conn = TestConnection::Connect(port_);
+  ASSERT_TRUE(conn.ok());
+  ASSERT_TRUE(
+      conn->Send("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nExpect: 100-continue\r\n\r\n").ok());
+  auto interim = conn->Read();
+  ASSERT_TRUE(interim.ok());
+  EXPECT_EQ(interim->status, 100);
+  ASSERT_TRUE(conn->Send("abc").ok());
+  auto r = conn->Read();
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->body, "abc");
+}
+
+TEST_F(ServerTest, MalformedHttpIs400AndOversizedHeaderIs431) {
+  ServerOptions options;
+  options.max_header_bytes = 2048;
+  StartServer(options);
+  auto conn = TestConnection::Connect(port_);
+  ASSERT_TRUE(conn.ok());
+  ASSERT_TRUE(conn->Send("GARBAGE\x01 / HTTP/9\r\n\r\n").ok());
+  auto r = conn->Read();
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->status, 400);
+  EXPECT_TRUE(nlohmann::json::parse(r->body).contains("error"));
+  auto big = Fetch(port_, "GET", "/hello", {}, {"X-Big: " + std::string(4000, 'a')});
+  ASSERT_TRUE(big.ok()) << big.status().ToString();
+  EXPECT_EQ(big->status, 431);
+}
+
+TEST_F(ServerTest, ApiKeyGuardsV1Only) {
+  ServerOptions options;
+  options.api_key = "sk-test";
+  StartServer(options);
+  auto none = Fetch(port_, "GET", "/v1/secret");
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(none->status, 401);
+  EXPECT_EQ(nlohmann::json::parse(none->body)["error"]["type"], "authentication_error");
+  auto wrong = Fetch(port_, "GET", "/v1/secret", {}, {"Authorization: Bearer sk-nope"});
+  ASSERT_TRUE(wrong.ok());
+  EXPECT_EQ(wrong->status, 401);
+  auto right = Fetch(port_, "GET", "/v1/secret", {}, {"Authorization: Bearer sk-test"});
+  ASSERT_TRUE(right.ok());
+  EXPECT_EQ(right->status, 200);
+  auto open = Fetch(port_, "GET", "/hello");
+  ASSERT_TRUE(open.ok());
+  EXPECT_EQ(open->status, 200);
+}
+
+TEST_F(ServerTest, EventsAreFlushedOneByOne) {
+  StartServer();
+  auto conn = TestConnection::Connect(port_);
+  ASSERT_TRUE(conn.ok());
+  ASSERT_TRUE(conn->Send(BuildRequest("GET", "/stream")).ok());
+  std::vector<std::string> seen;
+  // The handler sends event i+1 only after this callback has seen event i: without a flush per event
+  // the stream would stall and the read would time out.
+  auto r = conn->Read(10s, [&](std::string_view chunk) {
+    seen.emplace_back(chunk);
+    if (seen.size() <= 3) AllowNextEvent();
+  });
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->headers["content-type"], "text/event-stream; charset=utf-8");
+  ASSERT_EQ(seen.size(), 4u);
+  EXPECT_EQ(seen[0], "data: {\"i\":0}\n\n");
+  EXPECT_EQ(seen[3], "data: [DONE]\n\n");
+  // The connection stays usable.
+  ASSERT_TRUE(conn->Send(BuildRequest("GET", "/hello")).ok());
+  auto after = conn->Read();
+  ASSERT_TRUE(after.ok());
+  EXPECT_EQ(after->body, "hello");
+}
+
+TEST_F(ServerTest, ClientDisconnectMidStreamIsReported) {
+  StartServer();
+  {
+    auto conn = TestConnection::Connect(port_);
+    ASSERT_TRUE(conn.ok());
+    ASSERT_TRUE(conn->Send(BuildRequest("GET", "/stream")).ok());
+    std::string first;
+    (void)conn->Read(500ms, [&](std::string_view chunk) { first = chunk; });
+    EXPECT_EQ(first, "data: {\"i\":0}\n\n");
+  }  // closed here
+  EXPECT_TRUE(control_->WaitGone());
+  control_->Stop();  // the stream thread ends
+  const auto deadline = std::chrono::steady_clock::now() + 5s;
+  while (server_->active_exchanges() != 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(5ms);
+  }
+  EXPECT_EQ(server_->active_exchanges(), 0);
+}
+
+TEST_F(ServerTest, AbandonedExchangeGets500) {
+  StartServer();
+  auto r = Fetch(port_, "GET", "/drop");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->status, 500);
+}
+
+TEST_F(ServerTest, IdleAndSlowConnectionsAreClosedByDeadlines) {
+  ServerOptions options;
+  options.idle_timeout = 200ms;
+  options.header_timeout = 300ms;
+  StartServer(options);
+  auto idle = TestConnection::Connect(port_);
+  ASSERT_TRUE(idle.ok());
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_TRUE(idle->WaitClosed(3s));
+  EXPECT_GE(std::chrono::steady_clock::now() - t0, 150ms);
+  // Slowloris: the header never completes.
+  auto slow = TestConnection::Connect(port_);
+  ASSERT_TRUE(slow.ok());
+  ASSERT_TRUE(slow->Send("GET /hello HTTP/1.1\r\nHost: x\r\n").ok());
+  std::thread dribble([&] {
+    for (int i = 0; i < 20; ++i) {
+      if (!slow->Send("X-A: b\r\n").ok()) return;
+      std::this_thread::sleep_for(50ms);
+    }
+  });
+  dribble.join();
+  EXPECT_TRUE(slow->WaitClosed(3s));
+}
+
+TEST_F(ServerTest, ManyIdleConnectionsDoNotDelayANewRequest) {
+  ServerOptions options;
+  options.io_threads = 1;
+  StartServer(options);
+  std::vector<TestConnection> idle;
+  for (int i = 0; i < 500; ++i) {
+    auto c = TestConnection::Connect(port_);
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    idle.push_back(std::move(*c));
+  }
+  // Half of them have sent part of a header.
+  for (size_t i = 0; i < idle.size(); i += 2) ASSERT_TRUE(idle[i].Send("GET /hello HTTP/1.1\r\n").ok());
+  const auto t0 = std::chrono::steady_clock::now();
+  auto r = Fetch(port_, "GET", "/hello");
+  const auto elapsed = std::chrono::steady_clock::now() - t0;
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->status, 200);
+  EXPECT_LT(elapsed, 250ms);
+  const auto deadline = std::chrono::steady_clock::now() + 5s;
+  while (server_->open_connections() < 500 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(5ms);
+  }
+  EXPECT_GE(server_->open_connections(), 500);
+}
+
+TEST_F(ServerTest, DrainFinishesRunningStreamsAndRefusesNewConnections) {
+  StartServer();
+  auto conn = TestConnection::Connect(port_);
+  ASSERT_TRUE(conn.ok());
+  ASSERT_TRUE(conn->Send(BuildRequest("GET", "/stream")).ok());
+  auto idle = TestConnection::Connect(port_);
+  ASSERT_TRUE(idle.ok());
+  std::vector<std::string> seen;
+  std::future<bool> drained;
+  auto r = conn->Read(10s, [&](std::string_view chunk) {
+    seen.emplace_back(chunk);
+    if (seen.size() == 1) {
+      drained = std::async(std::launch::async, [this] { return server_->Drain(5s); });
+      std::this_thread::sleep_for(50ms);
+    }
+    if (seen.size() <= 3) AllowNextEvent();
+  });
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(seen.size(), 4u);
+  EXPECT_EQ(r->headers["connection"], "keep-alive");  // sent before the drain began
+  EXPECT_TRUE(drained.get());
+  EXPECT_TRUE(conn->WaitClosed(2s));  // closed after the stream ended
+  EXPECT_TRUE(idle->WaitClosed(2s));  // idle connections are closed at once
+  EXPECT_FALSE(TestConnection::Connect(port_).ok());
+  server_->Stop();
+}
+
+TEST_F(ServerTest, RequestStopWakesWaiter) {
+  StartServer();
+  std::thread stopper([this] {
+    std::this_thread::sleep_for(20ms);
+    server_->RequestStop();
+  });
+  EXPECT_EQ(server_->WaitForStopSignal(), 0);
+  stopper.join();
+}
+
+}  // namespace
+}  // namespace k3::server
