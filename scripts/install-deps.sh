@@ -12,7 +12,8 @@ packages=(
   # libraries (design.md "Dependencies")
   libcli11-dev nlohmann-json3-dev libspdlog-dev libfmt-dev libhwy-dev libpcre2-dev libyaml-cpp-dev
   libboost-dev
-  libvalijson-dev  # deploy tests: CRD validation
+  libvalijson-dev  # deploy tests: CRD validation; k3 verify: tool-call arguments
+  libcurl4-openssl-dev  # src/client: HTTP(S) for k3 verify / k3 bench
   # tests and benchmarks
   googletest libgtest-dev libgmock-dev libbenchmark-dev
 )

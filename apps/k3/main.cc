@@ -33,6 +33,8 @@ int main(int argc, char** argv) {
   k3::app::RegisterRunCommand(app);
   k3::app::RegisterTokenizeCommand(app);
   k3::app::RegisterRenderChatCommand(app);
+  k3::app::RegisterVerifyCommand(app);
+  k3::app::RegisterBenchCommand(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

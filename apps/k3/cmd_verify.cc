@@ -1,0 +1,53 @@
+// k3 verify: the guide's deployment checklist against an OpenAI-compatible endpoint. Flags ->
+// client::RunVerify / FormatVerifyReport; the exit code is the number of failed checks.
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "apps/k3/commands.h"
+#include "src/client/verify.h"
+#include "src/client/verify_report.h"
+
+namespace k3::app {
+
+void RegisterVerifyCommand(CLI::App& app) {
+  struct Flags {
+    std::string endpoint;
+    std::string api_key;
+    std::string model;
+    int64_t long_context = 4096;
+    std::string format = "table";
+    double timeout_s = 120;
+    bool insecure = false;
+  };
+  auto flags = std::make_shared<Flags>();
+  CLI::App* cmd = app.add_subcommand("verify", "Run the deployment checklist against an OpenAI-compatible endpoint");
+  cmd->add_option("--endpoint", flags->endpoint, "base URL, e.g. http://localhost:8000 (a trailing /v1 is fine)")
+      ->required();
+  cmd->add_option("--api-key", flags->api_key, "sent as 'Authorization: Bearer KEY' (default: $OPENAI_API_KEY)")
+      ->envname("OPENAI_API_KEY");
+  cmd->add_option("--model", flags->model, "model name (default: the first one /v1/models lists)");
+  cmd->add_option("--long-context", flags->long_context, "prompt tokens of the long-context check")
+      ->capture_default_str();
+  cmd->add_option("--format", flags->format, "table | json | junit")->capture_default_str();
+  cmd->add_option("--timeout", flags->timeout_s, "seconds per request")->capture_default_str();
+  cmd->add_flag("--insecure", flags->insecure, "accept TLS certificates that do not verify (self-signed tests)");
+  cmd->callback([flags] {
+    auto format = client::ParseReportFormat(flags->format);
+    if (!format.ok()) return FailCommand("verify", format.status().message(), 2);
+    auto endpoint = client::ParseEndpoint(flags->endpoint, flags->api_key);
+    if (!endpoint.ok()) return FailCommand("verify", endpoint.status().message(), 2);
+    if (flags->long_context < 64) return FailCommand("verify", "--long-context must be at least 64", 2);
+    client::VerifyOptions options;
+    options.endpoint = *endpoint;
+    options.model = flags->model;
+    options.long_context = flags->long_context;
+    options.http.timeout_s = flags->timeout_s;
+    options.http.verify_tls = !flags->insecure;
+    const client::VerifyReport report = client::RunVerify(options);
+    std::fputs(client::FormatVerifyReport(report, *format).c_str(), stdout);
+    CommandExitCode() = report.failures();
+  });
+}
+
+}  // namespace k3::app

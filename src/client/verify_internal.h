@@ -1,0 +1,69 @@
+// Shared by the verify_*.cc files: the state of one verify run and the helpers every check uses.
+// Not part of the library's interface.
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "src/client/openai_stream.h"
+#include "src/client/sse.h"
+#include "src/client/verify.h"
+
+namespace k3::client::verify_internal {
+
+// One streamed chat completion, kept for the checks that judge it.
+struct StreamCapture {
+  Status transport;  // ok, or the transport / HTTP failure
+  HttpResponse response;
+  std::string raw;   // the body as received
+  SseReader sse;
+  ChatStreamAccumulator chat;
+};
+
+struct Run {
+  const VerifyOptions& options;
+  HttpClient client;
+  std::string model;
+  std::optional<StreamCapture> stream;  // from stream-equals-non-stream, judged by sse-format
+
+  explicit Run(const VerifyOptions& o) : options(o), client(o.http) {}
+
+  // POST /v1/chat/completions (non-streaming) with the run's model filled in.
+  Result<HttpResponse> Chat(nlohmann::json body);
+  // Streams one chat completion into a StreamCapture.
+  StreamCapture ChatStream(nlohmann::json body);
+};
+
+// Times one check and fills id, title and seconds.
+class Timer {
+ public:
+  Timer() : start_(std::chrono::steady_clock::now()) {}
+  double seconds() const {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  }
+
+ private:
+  std::chrono::steady_clock::time_point start_;
+};
+
+CheckResult Pass(std::string detail, std::string evidence);
+CheckResult Fail(std::string detail, std::string evidence = "");
+CheckResult Skip(std::string detail);
+
+// "HTTP 200 in 12 ms: <body snippet>"
+std::string Evidence(const HttpResponse& response);
+
+CheckResult CheckModels(Run& run);
+CheckResult CheckHealth(Run& run);
+CheckResult CheckToolCalls(Run& run, const std::string& tool_choice);
+CheckResult CheckReasoning(Run& run);
+CheckResult CheckStreamEqualsNonStream(Run& run);
+CheckResult CheckSseFormat(Run& run);
+CheckResult CheckErrorShape(Run& run);
+// Runs the long-context request, then its repeat: two results (long-context, prefix-cache).
+std::pair<CheckResult, CheckResult> CheckLongContextAndPrefixCache(Run& run);
+
+}  // namespace k3::client::verify_internal

@@ -1,0 +1,190 @@
+// k3 verify against FakeOpenAi over loopback: every check passes against a well-behaved server and each
+// one fails (with a reason naming the cause) against a server that breaks exactly that item.
+#include "src/client/verify.h"
+
+#include <gmock/gmock.h>
+#include <nlohmann/json.hpp>
+#include <gtest/gtest.h>
+
+#include "src/client/testing/fake_openai.h"
+#include "src/client/verify_report.h"
+
+namespace k3::client {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::FakeOpenAi;
+using testing::FakeOpenAiOptions;
+
+const std::vector<std::string> kIds = {"models",    "health",       "tool-calls-auto",          "tool-calls-required",
+                                       "reasoning", "long-context", "prefix-cache", "stream-equals-non-stream",
+                                       "sse-format", "error-shape"};
+
+VerifyReport VerifyAgainst(const FakeOpenAi& server, const std::string& model = "", const std::string& key = "") {
+  VerifyOptions options;
+  options.endpoint = *ParseEndpoint(server.url() + "/v1", key);
+  options.model = model;
+  options.long_context = 500;
+  options.http.timeout_s = 10;
+  return RunVerify(options);
+}
+
+const CheckResult& Check(const VerifyReport& report, const std::string& id) {
+  for (const CheckResult& c : report.checks) {
+    if (c.id == id) return c;
+  }
+  static const CheckResult missing{"missing"};
+  ADD_FAILURE() << "no check " << id;
+  return missing;
+}
+
+std::string Dump(const VerifyReport& report) { return FormatVerifyReport(report, ReportFormat::kTable); }
+
+// Every check except those in `failing` passes; those fail with a detail containing `reason`.
+void ExpectOnlyFailing(const VerifyReport& report, const std::vector<std::string>& failing, const std::string& reason) {
+  ASSERT_EQ(report.checks.size(), kIds.size()) << Dump(report);
+  for (const std::string& id : kIds) {
+    const CheckResult& c = Check(report, id);
+    const bool should_fail = std::find(failing.begin(), failing.end(), id) != failing.end();
+    EXPECT_EQ(c.outcome, should_fail ? Outcome::kFail : Outcome::kPass) << id << "\n" << Dump(report);
+    if (should_fail) {
+      EXPECT_THAT(c.detail, HasSubstr(reason)) << id;
+    }
+  }
+  EXPECT_EQ(report.failures(), static_cast<int>(failing.size()));
+}
+
+TEST(VerifyTest, EverythingPassesAgainstAWellBehavedServer) {
+  FakeOpenAi server({});
+  const VerifyReport report = VerifyAgainst(server);
+  ExpectOnlyFailing(report, {}, "");
+  EXPECT_EQ(report.model, "fake-k3");
+  for (const std::string& id : kIds) EXPECT_EQ(Check(report, id).id, id);  // in the documented order
+  EXPECT_THAT(Check(report, "reasoning").detail, HasSubstr("field 'reasoning_content'"));
+  EXPECT_THAT(Check(report, "tool-calls-required").detail, HasSubstr("\"city\""));
+  EXPECT_THAT(Check(report, "long-context").detail, HasSubstr("asked for 500"));
+  EXPECT_THAT(Check(report, "prefix-cache").detail, HasSubstr("came from the cache"));
+  EXPECT_THAT(Check(report, "models").evidence, HasSubstr("HTTP 200"));
+}
+
+TEST(VerifyTest, HealthFailing) {
+  FakeOpenAi server({.health = false});
+  ExpectOnlyFailing(VerifyAgainst(server), {"health"}, "HTTP 503");
+}
+
+TEST(VerifyTest, ToolParserOff) {
+  FakeOpenAi server({.tool_calls = false});
+  ExpectOnlyFailing(VerifyAgainst(server), {"tool-calls-auto", "tool-calls-required"}, "no tool_calls");
+}
+
+TEST(VerifyTest, ToolArgumentsAgainstTheSchema) {
+  FakeOpenAi server({.valid_tool_arguments = false});
+  ExpectOnlyFailing(VerifyAgainst(server), {"tool-calls-auto", "tool-calls-required"},
+                    "do not match the declared schema");
+}
+
+TEST(VerifyTest, ThinkingOffReportsReasoningAbsent) {
+  FakeOpenAi server({.reasoning_field = ""});
+  ExpectOnlyFailing(VerifyAgainst(server), {"reasoning"}, "neither reasoning_content nor reasoning");
+}
+
+TEST(VerifyTest, ReasoningFieldNameIsReported) {
+  FakeOpenAi server({.reasoning_field = "reasoning"});
+  const VerifyReport report = VerifyAgainst(server);
+  ExpectOnlyFailing(report, {}, "");
+  EXPECT_THAT(Check(report, "reasoning").detail, HasSubstr("field 'reasoning'"));
+}
+
+TEST(VerifyTest, PrefixCachingOff) {
+  FakeOpenAi server({.prefix_cache = false});
+  const VerifyReport report = VerifyAgainst(server);
+  ExpectOnlyFailing(report, {"prefix-cache"}, "no prefix-cache hit");
+  EXPECT_THAT(Check(report, "prefix-cache").evidence, HasSubstr("vllm:prefix_cache_hits_total +0"));
+}
+
+TEST(VerifyTest, PrefixHitsFromMetricsAlone) {
+  FakeOpenAi server({.cached_tokens_in_usage = false});
+  const VerifyReport report = VerifyAgainst(server);
+  ExpectOnlyFailing(report, {}, "");
+  EXPECT_THAT(Check(report, "prefix-cache").detail, HasSubstr("vllm:prefix_cache_hits_total rose by"));
+  EXPECT_THAT(Check(report, "prefix-cache").evidence, HasSubstr("cached_tokens=not reported"));
+
+  FakeOpenAi no_evidence({.cached_tokens_in_usage = false, .metrics = false});
+  const VerifyReport blind = VerifyAgainst(no_evidence);
+  ExpectOnlyFailing(blind, {"prefix-cache"}, "no prefix-cache hit");
+  EXPECT_THAT(Check(blind, "prefix-cache").evidence, HasSubstr("no prefix_cache_hits counter on /metrics"));
+}
+
+TEST(VerifyTest, StreamingDiffers) {
+  FakeOpenAi server({.stream_matches = false});
+  ExpectOnlyFailing(VerifyAgainst(server), {"stream-equals-non-stream"}, "content differs at byte 1");
+}
+
+TEST(VerifyTest, SseFramingFaults) {
+  FakeOpenAi no_done({.sse_done = false});
+  ExpectOnlyFailing(VerifyAgainst(no_done), {"sse-format"}, "without 'data: [DONE]'");
+  FakeOpenAi no_usage({.sse_usage = false});
+  ExpectOnlyFailing(VerifyAgainst(no_usage), {"sse-format"}, "no usage chunk");
+  FakeOpenAi glued({.sse_blank_lines = false});
+  const VerifyReport report = VerifyAgainst(glued);
+  EXPECT_EQ(Check(report, "sse-format").outcome, Outcome::kFail) << Dump(report);
+  EXPECT_THAT(Check(report, "sse-format").detail, HasSubstr("not a JSON object"));
+}
+
+TEST(VerifyTest, NonOpenAiErrors) {
+  FakeOpenAi server({.openai_errors = false});
+  ExpectOnlyFailing(VerifyAgainst(server), {"error-shape"}, "not an OpenAI error");
+}
+
+TEST(VerifyTest, ModelNotListed) {
+  FakeOpenAi server({});
+  const VerifyReport report = VerifyAgainst(server, "Kimi-K3");
+  EXPECT_EQ(Check(report, "models").outcome, Outcome::kFail);
+  EXPECT_THAT(Check(report, "models").detail, HasSubstr("'Kimi-K3' is not listed (listed: fake-k3)"));
+  EXPECT_THAT(Check(report, "tool-calls-auto").detail, HasSubstr("does not exist"));
+}
+
+TEST(VerifyTest, ApiKey) {
+  FakeOpenAi server({.api_key = "sk-test"});
+  ExpectOnlyFailing(VerifyAgainst(server, "", "sk-test"), {}, "");
+  const VerifyReport without = VerifyAgainst(server);
+  EXPECT_EQ(Check(without, "models").outcome, Outcome::kFail);
+  EXPECT_THAT(Check(without, "models").detail, HasSubstr("HTTP 401: invalid API key"));
+  EXPECT_EQ(Check(without, "tool-calls-auto").outcome, Outcome::kSkip);
+}
+
+TEST(VerifyTest, UnreachableEndpointFailsEveryCheckFast) {
+  std::string url;
+  {
+    FakeOpenAi gone({});
+    url = gone.url();
+  }  // stopped: its port now refuses connections
+  VerifyOptions options;
+  options.endpoint = *ParseEndpoint(url, "");
+  const VerifyReport report = RunVerify(options);
+  EXPECT_EQ(report.failures(), static_cast<int>(kIds.size())) << Dump(report);
+  EXPECT_THAT(Check(report, "models").detail, HasSubstr("connection refused"));
+  EXPECT_THAT(Check(report, "error-shape").detail, HasSubstr("the endpoint is unreachable"));
+}
+
+TEST(VerifyReportTest, JsonAndJunit) {
+  FakeOpenAi server({.health = false});
+  const VerifyReport report = VerifyAgainst(server);
+  const auto json = nlohmann::json::parse(FormatVerifyReport(report, ReportFormat::kJson));
+  EXPECT_EQ(json["failed"], 1);
+  EXPECT_EQ(json["passed"], 9);
+  EXPECT_EQ(json["checks"][1]["id"], "health");
+  EXPECT_EQ(json["checks"][1]["outcome"], "fail");
+  EXPECT_THAT(json["checks"][1]["evidence"].get<std::string>(), HasSubstr("HTTP 503"));
+  const std::string junit = FormatVerifyReport(report, ReportFormat::kJunit);
+  EXPECT_THAT(junit, HasSubstr("tests=\"10\" failures=\"1\" skipped=\"0\""));
+  EXPECT_THAT(junit, HasSubstr("<testcase classname=\"k3.verify\" name=\"health\""));
+  EXPECT_THAT(junit, HasSubstr("<failure message=\"GET /health: HTTP 503\">"));
+  const std::string table = FormatVerifyReport(report, ReportFormat::kTable);
+  EXPECT_THAT(table, HasSubstr("FAIL  health"));
+  EXPECT_THAT(table, HasSubstr("9 passed, 1 failed, 0 skipped"));
+  EXPECT_FALSE(ParseReportFormat("xml").ok());
+}
+
+}  // namespace
+}  // namespace k3::client
