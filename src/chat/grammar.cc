@@ -1,0 +1,82 @@
+// Symbol tries and the nesting-need fixed point of a Grammar.
+#include "src/chat/grammar.h"
+
+#include <algorithm>
+
+namespace k3::chat::grammar {
+
+void SymbolTrie::Insert(const std::vector<int>& symbols) {
+  uint32_t node = 0;
+  for (int symbol : symbols) {
+    uint32_t child = Child(node, symbol);
+    if (child == kNone) {
+      child = static_cast<uint32_t>(nodes.size());
+      nodes[node].children.emplace_back(symbol, child);
+      nodes.emplace_back();
+    }
+    node = child;
+  }
+  nodes[node].terminal = true;
+}
+
+uint32_t SymbolTrie::Child(uint32_t node, int symbol) const {
+  for (const auto& [s, child] : nodes[node].children) {
+    if (s == symbol) return child;
+  }
+  return kNone;
+}
+
+void ComputeNeeds(Grammar& grammar) {
+  for (Node& node : grammar.nodes) node.need = kInfiniteNeed;
+  // Relax until stable: needs only decrease, and each is kInfiniteNeed or at most the node count.
+  bool changed = true;
+  while (changed) {
+    changed = false;
+    for (Node& node : grammar.nodes) {
+      int need = kInfiniteNeed;
+      const auto of = [&](uint32_t id) { return grammar.nodes[id].need; };
+      switch (node.kind) {
+        case NodeKind::kNever:
+          break;
+        case NodeKind::kLiteralSet:
+          need = node.literals.nodes.size() > 1 || node.literals.nodes[0].terminal ? 0 : kInfiniteNeed;
+          break;
+        case NodeKind::kString:
+        case NodeKind::kRawText:
+        case NodeKind::kNumber:
+        case NodeKind::kCallIndex:
+          need = 0;
+          break;
+        case NodeKind::kObject: {
+          int inner = 0;
+          for (const Node::Member& member : node.members) {
+            if (member.required) inner = std::max(inner, of(member.node));
+          }
+          need = inner >= kInfiniteNeed ? kInfiniteNeed : inner + 1;
+          break;
+        }
+        case NodeKind::kArray: {
+          const int inner = node.min_items > 0 ? of(node.items) : 0;
+          need = inner >= kInfiniteNeed || node.min_items > node.max_items ? kInfiniteNeed : inner + 1;
+          break;
+        }
+        case NodeKind::kUnion:
+          for (uint32_t child : node.children) need = std::min(need, of(child));
+          break;
+        case NodeKind::kSeq:
+          need = 0;
+          for (uint32_t child : node.children) need = std::max(need, of(child));
+          break;
+        case NodeKind::kCallList:
+          need = of(node.children[0]);
+          break;
+      }
+      if (need < node.need) {
+        node.need = need;
+        changed = true;
+      }
+    }
+  }
+}
+
+}  // namespace k3::chat::grammar

@@ -1,0 +1,223 @@
+// The TokenConstraint over a compiled grammar, and the two output programs: a JSON value in the
+// response channel, and the XTML tools channel with one or more calls.
+#include "src/chat/json_schema_grammar.h"
+
+#include <algorithm>
+
+#include "src/chat/grammar_compile.h"
+#include "src/chat/grammar_matcher.h"
+#include "src/chat/grammar_vocab.h"
+#include "src/chat/json_text.h"
+
+namespace k3::chat {
+namespace {
+
+using grammar::GrammarBuilder;
+using grammar::kSymClose;
+using grammar::kSymOpen;
+using grammar::kSymSep;
+using grammar::MatchState;
+
+// Most tool calls one constrained output may hold with parallel_tool_calls.
+constexpr uint32_t kMaxParallelCalls = 32;
+
+// Text with the markup specials written by name ("<|open|>tools<|sep|>") -> symbols.
+std::vector<int> Markup(std::string_view text) {
+  std::vector<int> symbols;
+  for (size_t i = 0; i < text.size();) {
+    bool special = false;
+    for (auto [name, symbol] : {std::pair<std::string_view, int>{"<|open|>", kSymOpen},
+                                std::pair<std::string_view, int>{"<|close|>", kSymClose},
+                                std::pair<std::string_view, int>{"<|sep|>", kSymSep}}) {
+      if (text.substr(i, name.size()) == name) {
+        symbols.push_back(symbol);
+        i += name.size();
+        special = true;
+        break;
+      }
+    }
+    if (!special) symbols.push_back(static_cast<uint8_t>(text[i++]));
+  }
+  return symbols;
+}
+
+class GrammarConstraint final : public TokenConstraint {
+ public:
+  GrammarConstraint(const tokenizer::Tokenizer& tokenizer, std::shared_ptr<const grammar::Grammar> g,
+                    std::shared_ptr<const grammar::VocabTrie> vocab, std::vector<int32_t> end_ids)
+      : tokenizer_(tokenizer),
+        vocab_(std::move(vocab)),
+        end_ids_(std::move(end_ids)),
+        matcher_(std::move(g)) {
+    state_ = matcher_.Initial();
+    complete_ = matcher_.IsComplete(state_);
+  }
+
+  void FillAllowed(std::span<uint64_t> mask) override {
+    std::fill(mask.begin(), mask.end(), 0);
+    const auto set = [&mask](int32_t id) {
+      const auto word = static_cast<size_t>(id) / 64;
+      if (id >= 0 && word < mask.size()) mask[word] |= uint64_t{1} << (static_cast<uint32_t>(id) % 64);
+    };
+    if (complete_) {
+      for (int32_t id : end_ids_) set(id);
+      return;
+    }
+    for (auto [id, symbol] : vocab_->markup) {
+      if (matcher_.Advance(state_, symbol, scratch_)) set(id);
+    }
+    if (levels_.size() < vocab_->max_token_bytes + 1) levels_.resize(vocab_->max_token_bytes + 1);
+    Walk(0, state_, 0, set);
+  }
+
+  bool Accept(int32_t token) override {
+    if (complete_) return std::find(end_ids_.begin(), end_ids_.end(), token) != end_ids_.end();
+    if (token < 0) return false;
+    for (auto [id, symbol] : vocab_->markup) {
+      if (id != token) continue;
+      if (!matcher_.Advance(state_, symbol, scratch_)) return false;
+      std::swap(state_, scratch_);
+      complete_ = matcher_.IsComplete(state_);
+      return true;
+    }
+    if (static_cast<size_t>(token) >= tokenizer_.num_ranks()) return false;  // other specials
+    const std::string& bytes = tokenizer_.ranks()[static_cast<size_t>(token)];
+    if (bytes.empty()) return false;
+    MatchState current = state_;
+    for (char c : bytes) {
+      if (!matcher_.Advance(current, static_cast<uint8_t>(c), scratch_)) return false;
+      std::swap(current, scratch_);
+    }
+    state_ = std::move(current);
+    complete_ = matcher_.IsComplete(state_);
+    return true;
+  }
+
+  bool IsComplete() const override { return complete_; }
+
+  std::unique_ptr<TokenConstraint> Clone() const override {
+    auto copy = std::make_unique<GrammarConstraint>(tokenizer_, matcher_.shared_grammar(), vocab_, end_ids_);
+    copy->state_ = state_;
+    copy->complete_ = complete_;
+    return copy;
+  }
+
+ private:
+  template <typename Set>
+  void Walk(uint32_t node, const MatchState& state, size_t depth, const Set& set) {
+    const grammar::VocabTrie::TrieNode& n = vocab_->nodes[node];
+    for (uint32_t e = n.child_begin; e < n.child_end; ++e) {
+      const grammar::VocabTrie::Edge edge = vocab_->children[e];
+      MatchState& next = levels_[depth];
+      if (!matcher_.Advance(state, edge.byte, next)) continue;
+      const grammar::VocabTrie::TrieNode& child = vocab_->nodes[edge.node];
+      for (uint32_t t = child.token_begin; t < child.token_end; ++t) set(vocab_->tokens[t]);
+      if (child.child_begin < child.child_end) Walk(edge.node, next, depth + 1, set);
+    }
+  }
+
+  const tokenizer::Tokenizer& tokenizer_;
+  std::shared_ptr<const grammar::VocabTrie> vocab_;
+  std::vector<int32_t> end_ids_;
+  grammar::Matcher matcher_;
+  MatchState state_;
+  MatchState scratch_;
+  std::vector<MatchState> levels_;  // one state per trie depth during FillAllowed
+  bool complete_ = false;
+};
+
+// The common frame of both programs: [reasoning, think close, response open] body [closing markup].
+Result<std::unique_ptr<TokenConstraint>> Build(const tokenizer::Tokenizer& tokenizer, GrammarBuilder& builder,
+                                               std::vector<uint32_t> body, const ConstraintOptions& options) {
+  if (options.end_ids.empty()) {
+    return InvalidArgument("constrained output needs at least one end id (e.g. <|end_of_msg|>)");
+  }
+  for (int32_t id : options.end_ids) {
+    if (id < 0 || static_cast<size_t>(id) >= tokenizer.vocab_size()) {
+      return InvalidArgument("end id {} is outside the vocabulary (size {})", id, tokenizer.vocab_size());
+    }
+  }
+  K3_ASSIGN_OR_RETURN(auto vocab, grammar::GetVocabTrie(tokenizer));
+  std::vector<uint32_t> parts;
+  if (options.allow_reasoning) {
+    parts.push_back(builder.RawText());
+    parts.push_back(builder.Literal(Markup("<|close|>think<|sep|><|open|>response<|sep|>")));
+  }
+  parts.insert(parts.end(), body.begin(), body.end());
+  const uint32_t root = builder.Seq(std::move(parts));
+  return std::unique_ptr<TokenConstraint>(std::make_unique<GrammarConstraint>(
+      tokenizer, builder.Finish(root), std::move(vocab), options.end_ids));
+}
+
+}  // namespace
+
+Result<std::unique_ptr<TokenConstraint>> MakeJsonConstraint(const tokenizer::Tokenizer& tokenizer,
+                                                            const nlohmann::json& schema,
+                                                            const ConstraintOptions& options) {
+  GrammarBuilder builder;
+  uint32_t value = 0;
+  if (schema.is_null()) {
+    value = builder.AnyJsonObject();
+  } else {
+    K3_ASSIGN_OR_RETURN(value, builder.JsonValue(schema, "response_format schema"));
+  }
+  builder.UpdateNeeds();
+  if (!builder.Satisfiable(value)) {
+    return InvalidArgument(
+        "response_format schema: no JSON value satisfies it within {} nested objects/arrays at #",
+        grammar::kMaxNesting);
+  }
+  const uint32_t close = builder.Literal(Markup("<|close|>response<|sep|><|close|>message<|sep|>"));
+  return Build(tokenizer, builder, {value, close}, options);
+}
+
+Result<std::unique_ptr<TokenConstraint>> MakeToolCallConstraint(const tokenizer::Tokenizer& tokenizer,
+                                                                const nlohmann::json& tools,
+                                                                const std::string& function_name,
+                                                                bool parallel_tool_calls,
+                                                                const ConstraintOptions& options) {
+  if (!tools.is_array() || tools.empty()) return InvalidArgument("tools: must be a non-empty array");
+  GrammarBuilder builder;
+  std::vector<uint32_t> calls;
+  for (size_t i = 0; i < tools.size(); ++i) {
+    const nlohmann::json& tool = tools[i];
+    const std::string where = fmt::format("tools[{}]", i);
+    if (!tool.is_object() || tool.value("type", "function") != "function") continue;
+    if (!tool.contains("function") || !tool["function"].is_object() || !tool["function"].contains("name") ||
+        !tool["function"]["name"].is_string()) {
+      return InvalidArgument("{}.function.name: missing or not a string", where);
+    }
+    const nlohmann::json& function = tool["function"];
+    const std::string name = function["name"].get<std::string>();
+    if (!function_name.empty() && name != function_name) continue;
+    if (name.empty()) return InvalidArgument("{}.function.name: empty", where);
+    const nlohmann::json parameters = function.value("parameters", nlohmann::json());
+    K3_ASSIGN_OR_RETURN(uint32_t arguments,
+                        builder.ToolArguments(parameters, where + ".function.parameters"));
+    builder.UpdateNeeds();
+    if (!builder.Satisfiable(arguments)) {
+      if (!function_name.empty()) {
+        return InvalidArgument("{}.function.parameters: no arguments object satisfies it at #", where);
+      }
+      continue;
+    }
+    calls.push_back(builder.Seq({builder.Literal(grammar::TextSymbols(EscapeAttribute(name) + "\" index=\"")),
+                                 builder.CallIndex(), builder.Literal(Markup("\"<|sep|>")), arguments,
+                                 builder.Literal(Markup("<|close|>call<|sep|>"))}));
+  }
+  if (calls.empty()) {
+    if (!function_name.empty()) {
+      return InvalidArgument("tool_choice names function '{}', which is not in tools", function_name);
+    }
+    return InvalidArgument("tools: no function tool whose parameters can be satisfied");
+  }
+  const uint32_t call =
+      builder.Seq({builder.Literal(Markup("<|open|>call tool=\"")), builder.Union(std::move(calls))});
+  const uint32_t list = builder.CallList(call, parallel_tool_calls ? kMaxParallelCalls : 1);
+  return Build(tokenizer, builder,
+               {builder.Literal(Markup("<|close|>response<|sep|><|open|>tools<|sep|>")), list,
+                builder.Literal(Markup("<|close|>tools<|sep|><|close|>message<|sep|>"))},
+               options);
+}
+
+}  // namespace k3::chat

@@ -1,0 +1,480 @@
+// Token-level tests of MakeJsonConstraint / MakeToolCallConstraint on the tiny-k3 vocabulary: random
+// walks through the allowed masks always end in output that chat::ParseOutput turns into JSON (or tool
+// calls) valid against the schema (checked with valijson); masks agree with Accept; special tokens only
+// where the grammar places them; errors; FillAllowed timings on tiny-k3 and on a 163,584-rank vocabulary.
+#include "src/chat/json_schema_grammar.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <random>
+#include <set>
+#include <unordered_set>
+
+#include <valijson/adapters/nlohmann_json_adapter.hpp>
+#include <valijson/schema.hpp>
+#include <valijson/schema_parser.hpp>
+#include <valijson/validation_results.hpp>
+#include <valijson/validator.hpp>
+
+#include "src/chat/output_parser.h"
+#include "src/tokenizer/bpe_trainer.h"
+
+namespace k3::chat {
+namespace {
+
+using nlohmann::json;
+using tokenizer::Tokenizer;
+
+// The embedded tiny-k3 model's tokenizer (768 ranks + 256 specials, apps/k3/embedded_model.cc).
+const Tokenizer& TinyK3() {
+  static const Tokenizer tokenizer =
+      *Tokenizer::CreateK3(tokenizer::TrainByteLevelBpe(tokenizer::EmbeddedCorpus(), 1024 - 256));
+  return tokenizer;
+}
+
+ConstraintOptions Options(const Tokenizer& tok, bool reasoning) {
+  ConstraintOptions options;
+  options.end_ids = {static_cast<int32_t>(*tok.SpecialId("<|end_of_msg|>")),
+                     static_cast<int32_t>(*tok.SpecialId("[EOS]"))};
+  options.allow_reasoning = reasoning;
+  return options;
+}
+
+std::string Validate(const json& schema, const json& value) {
+  valijson::Schema compiled;
+  valijson::SchemaParser parser;
+  valijson::adapters::NlohmannJsonAdapter schema_adapter(schema);
+  parser.populateSchema(schema_adapter, compiled);
+  valijson::Validator validator;
+  valijson::adapters::NlohmannJsonAdapter value_adapter(value);
+  valijson::ValidationResults results;
+  if (validator.validate(compiled, value_adapter, &results)) return "";
+  std::string why;
+  valijson::ValidationResults::Error error;
+  while (results.popError(error)) why += error.description + "; ";
+  return why.empty() ? "invalid" : why;
+}
+
+std::vector<int32_t> Allowed(TokenConstraint& constraint, size_t vocab) {
+  std::vector<uint64_t> mask((vocab + 63) / 64, ~uint64_t{0});
+  constraint.FillAllowed(mask);
+  std::vector<int32_t> ids;
+  for (size_t id = 0; id < vocab; ++id) {
+    if ((mask[id / 64] >> (id % 64)) & 1) ids.push_back(static_cast<int32_t>(id));
+  }
+  return ids;
+}
+
+// Samples uniformly from the mask; after `budget` steps only among tokens that tend to close things
+// (containing '"', ']' or '}', or a special), so walks end. Every token still comes from the mask.
+struct Walk {
+  std::vector<tokenizer::TokenId> ids;
+  std::string text;
+  bool ended = false;
+};
+Walk RandomWalk(TokenConstraint& constraint, const Tokenizer& tok, const ConstraintOptions& options,
+                std::mt19937_64& rng, size_t budget, size_t cap = 6000) {
+  Walk walk;
+  for (size_t step = 0; step < cap; ++step) {
+    const std::vector<int32_t> allowed = Allowed(constraint, tok.vocab_size());
+    if (allowed.empty()) {
+      ADD_FAILURE() << "empty mask after: " << *tok.Decode(walk.ids);
+      return walk;
+    }
+    if (constraint.IsComplete()) {
+      EXPECT_EQ(std::set<int32_t>(allowed.begin(), allowed.end()),
+                std::set<int32_t>(options.end_ids.begin(), options.end_ids.end()));
+    }
+    std::vector<int32_t> pool;
+    if (step >= budget) {
+      for (int32_t id : allowed) {
+        const std::string_view bytes = *tok.TokenBytes(static_cast<tokenizer::TokenId>(id));
+        if (tok.IsSpecial(static_cast<tokenizer::TokenId>(id)) ||
+            bytes.find_first_of("\"]}") != std::string::npos) {
+          pool.push_back(id);
+        }
+      }
+    }
+    if (pool.empty()) pool = allowed;
+    const int32_t id = pool[std::uniform_int_distribution<size_t>(0, pool.size() - 1)(rng)];
+    const bool was_complete = constraint.IsComplete();
+    EXPECT_TRUE(constraint.Accept(id)) << id;
+    walk.ids.push_back(static_cast<tokenizer::TokenId>(id));
+    if (was_complete) {
+      walk.ended = true;
+      break;
+    }
+  }
+  walk.text = *tok.Decode(walk.ids);
+  return walk;
+}
+
+void JsonWalks(const json& schema, bool reasoning, int walks, uint64_t seed) {
+  const Tokenizer& tok = TinyK3();
+  const ConstraintOptions options = Options(tok, reasoning);
+  auto made = MakeJsonConstraint(tok, schema, options);
+  ASSERT_TRUE(made.ok()) << made.status().ToString();
+  std::mt19937_64 rng(seed);
+  int with_reasoning = 0;
+  for (int w = 0; w < walks; ++w) {
+    auto constraint = (*made)->Clone();
+    Walk walk = RandomWalk(*constraint, tok, options, rng, 24 + w % 40);
+    ASSERT_TRUE(walk.ended) << walk.text;
+    const ParsedOutput parsed = ParseOutput(walk.text, ParserOptions{reasoning, false});
+    EXPECT_EQ(parsed.reasoning_ended, reasoning);
+    with_reasoning += parsed.reasoning.empty() ? 0 : 1;
+    const json value = json::parse(parsed.content, nullptr, false);
+    ASSERT_FALSE(value.is_discarded()) << "not JSON: " << parsed.content << "\nfrom: " << walk.text;
+    if (schema.is_null()) {
+      EXPECT_TRUE(value.is_object()) << parsed.content;
+    } else {
+      EXPECT_EQ(Validate(schema, value), "") << parsed.content;
+    }
+  }
+  if (reasoning) {
+    EXPECT_GT(with_reasoning, 0);
+  }
+}
+
+const json kProfile = json::parse(R"({
+  "type": "object",
+  "properties": {
+    "name": {"type": "string"},
+    "age": {"type": "integer"},
+    "score": {"type": "number"},
+    "active": {"type": "boolean"},
+    "nothing": {"type": "null"},
+    "color": {"enum": ["red", "green", "blue"]},
+    "kind": {"const": "person"},
+    "tags": {"type": "array", "items": {"type": "string"}, "maxItems": 3},
+    "nick": {"type": ["string", "null"]}
+  },
+  "required": ["name", "age", "kind"],
+  "additionalProperties": false
+})");
+
+const json kTree = json::parse(R"({
+  "$defs": {"node": {"type": "object",
+                     "properties": {"value": {"type": "integer"},
+                                    "children": {"type": "array", "items": {"$ref": "#/$defs/node"}}},
+                     "required": ["value"], "additionalProperties": false}},
+  "$ref": "#/$defs/node"
+})");
+
+const json kShapes = json::parse(R"({
+  "anyOf": [
+    {"type": "object", "properties": {"x": {"type": "number"}, "y": {"type": "number"}},
+     "required": ["x", "y"], "additionalProperties": false},
+    {"type": "object", "properties": {"xs": {"type": "array", "items": {"type": "integer"}, "minItems": 1}},
+     "required": ["xs"], "additionalProperties": false},
+    {"type": "string"}
+  ]
+})");
+
+const json kOpenMap = json::parse(R"({
+  "type": "object",
+  "properties": {"id": {"type": "integer"}},
+  "additionalProperties": {"oneOf": [{"type": "boolean"}, {"type": "array", "items": {"type": "null"}}]}
+})");
+
+TEST(JsonConstraint, RandomWalksValidateEveryKeyword) {
+  JsonWalks(kProfile, false, 40, 1);
+  JsonWalks(kTree, false, 30, 2);
+  JsonWalks(kShapes, false, 30, 3);
+  JsonWalks(kOpenMap, false, 30, 4);
+  JsonWalks(json::parse(R"({"definitions": {"s": {"type": "string"}}, "type": "array",
+                            "items": {"$ref": "#/definitions/s"}, "minItems": 2, "maxItems": 4})"),
+            false, 30, 5);
+  JsonWalks(json::parse(R"({"type": ["number", "boolean"]})"), false, 20, 6);
+  JsonWalks(json::parse(R"({"type": "string"})"), false, 20, 7);
+}
+
+TEST(JsonConstraint, JsonObjectModeGivesAnyObject) { JsonWalks(json(), false, 40, 8); }
+
+TEST(JsonConstraint, ReasoningComesFirstWhenAllowed) {
+  JsonWalks(kProfile, true, 30, 9);
+  JsonWalks(json(), true, 20, 10);
+}
+
+TEST(JsonConstraint, MasksAgreeWithAcceptAndSpecialsStayOut) {
+  const Tokenizer& tok = TinyK3();
+  const ConstraintOptions options = Options(tok, false);
+  auto made = MakeJsonConstraint(tok, kProfile, options);
+  ASSERT_TRUE(made.ok());
+  std::mt19937_64 rng(11);
+  auto constraint = (*made)->Clone();
+  for (int step = 0; step < 60 && !constraint->IsComplete(); ++step) {
+    const std::vector<int32_t> allowed = Allowed(*constraint, tok.vocab_size());
+    const std::unordered_set<int32_t> in_mask(allowed.begin(), allowed.end());
+    for (size_t id = 0; id < tok.vocab_size(); ++id) {
+      auto probe = constraint->Clone();
+      EXPECT_EQ(probe->Accept(static_cast<int32_t>(id)), in_mask.count(static_cast<int32_t>(id)) > 0) << id;
+    }
+    // Inside the JSON value no special token is allowed (the markup after it is checked below).
+    for (int32_t id : allowed) EXPECT_FALSE(tok.IsSpecial(static_cast<tokenizer::TokenId>(id))) << id;
+    ASSERT_TRUE(
+        constraint->Accept(allowed[std::uniform_int_distribution<size_t>(0, allowed.size() - 1)(rng)]));
+  }
+}
+
+TEST(JsonConstraint, ClosingMarkupThenOnlyEndIds) {
+  const Tokenizer& tok = TinyK3();
+  const ConstraintOptions options = Options(tok, false);
+  auto made = MakeJsonConstraint(tok, json{{"type", "boolean"}}, options);
+  ASSERT_TRUE(made.ok());
+  TokenConstraint& c = **made;
+  EXPECT_FALSE(c.IsComplete());
+  for (tokenizer::TokenId id : tok.Encode("true", tokenizer::SpecialTokens::kDisallowed)) {
+    ASSERT_TRUE(c.Accept(static_cast<int32_t>(id)));
+  }
+  EXPECT_FALSE(c.IsComplete());
+  EXPECT_FALSE(c.Accept(options.end_ids[0]));  // the response / message close comes first
+  const std::vector<int32_t> next = Allowed(c, tok.vocab_size());
+  EXPECT_EQ(next, std::vector<int32_t>{static_cast<int32_t>(*tok.SpecialId("<|close|>"))});
+  for (tokenizer::TokenId id :
+       tok.Encode("<|close|>response<|sep|><|close|>message<|sep|>", tokenizer::SpecialTokens::kAllowed)) {
+    ASSERT_TRUE(c.Accept(static_cast<int32_t>(id)));
+  }
+  EXPECT_TRUE(c.IsComplete());
+  std::vector<int32_t> ends = options.end_ids;
+  std::sort(ends.begin(), ends.end());
+  EXPECT_EQ(Allowed(c, tok.vocab_size()), ends);
+  auto clone = c.Clone();
+  EXPECT_TRUE(clone->IsComplete());
+  EXPECT_FALSE(c.Accept(static_cast<int32_t>(*tok.SpecialId("<|open|>"))));
+  EXPECT_TRUE(c.Accept(options.end_ids[1]));
+}
+
+TEST(JsonConstraint, ReasoningAllowsOnlyTheThinkClose) {
+  const Tokenizer& tok = TinyK3();
+  auto made = MakeJsonConstraint(tok, json{{"type", "null"}}, Options(tok, true));
+  ASSERT_TRUE(made.ok());
+  TokenConstraint& c = **made;
+  const std::vector<int32_t> allowed = Allowed(c, tok.vocab_size());
+  std::vector<int32_t> specials;
+  for (int32_t id : allowed) {
+    if (tok.IsSpecial(static_cast<tokenizer::TokenId>(id))) specials.push_back(id);
+  }
+  EXPECT_EQ(specials, std::vector<int32_t>{static_cast<int32_t>(*tok.SpecialId("<|close|>"))});
+  EXPECT_GT(allowed.size(), tok.num_ranks() / 2);  // free text
+  // Marker names are not allowed as plain text either.
+  for (tokenizer::TokenId id : tok.Encode("<|close|", tokenizer::SpecialTokens::kDisallowed)) {
+    ASSERT_TRUE(c.Accept(static_cast<int32_t>(id)));
+  }
+  EXPECT_FALSE(
+      c.Accept(static_cast<int32_t>(*tok.Encode(">", tokenizer::SpecialTokens::kDisallowed).begin())));
+  const std::string output =
+      "<|close|>think<|sep|><|open|>response<|sep|>null<|close|>response<|sep|>"
+      "<|close|>message<|sep|>";
+  for (tokenizer::TokenId id : tok.Encode(output, tokenizer::SpecialTokens::kAllowed)) {
+    ASSERT_TRUE(c.Accept(static_cast<int32_t>(id))) << id;
+  }
+  EXPECT_TRUE(c.IsComplete());
+}
+
+TEST(JsonConstraint, Errors) {
+  const Tokenizer& tok = TinyK3();
+  auto bad = MakeJsonConstraint(tok, json{{"type", "integer"}, {"maximum", 3}}, Options(tok, false));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(bad.status().message(),
+            "response_format schema: keyword 'maximum' is not supported in constrained output at #");
+  const json endless =
+      json::parse(R"({"type": "object", "properties": {"a": {"$ref": "#"}}, "required": ["a"]})");
+  auto unsat = MakeJsonConstraint(tok, endless, Options(tok, false));
+  ASSERT_FALSE(unsat.ok());
+  EXPECT_NE(unsat.status().message().find("no JSON value satisfies it"), std::string::npos);
+  ConstraintOptions no_end;
+  EXPECT_FALSE(MakeJsonConstraint(tok, json(), no_end).ok());
+}
+
+// ---- tool calls ----
+
+const json kTools = json::parse(R"([
+  {"type": "function", "function": {"name": "get_weather", "parameters": {
+    "type": "object",
+    "properties": {"city": {"type": "string"}, "unit": {"enum": ["c", "f"]}, "days": {"type": "integer"},
+                   "when": {"type": ["string", "null"]}},
+    "required": ["city"], "additionalProperties": false}}},
+  {"type": "function", "function": {"name": "search", "parameters": {
+    "type": "object",
+    "$defs": {"filter": {"type": "object", "properties": {"tags": {"type": "array", "items": {"type": "string"}}},
+                         "additionalProperties": false}},
+    "properties": {"query": {"type": "string"}, "filter": {"$ref": "#/$defs/filter"},
+                   "limit": {"anyOf": [{"type": "integer"}, {"type": "null"}]}, "exact": {"type": "boolean"}},
+    "required": ["query", "limit"]}}},
+  {"type": "function", "function": {"name": "ping"}}
+])");
+
+const json* ParametersOf(const std::string& name) {
+  for (const json& tool : kTools) {
+    if (tool["function"]["name"] == name) {
+      return tool["function"].contains("parameters") ? &tool["function"]["parameters"] : nullptr;
+    }
+  }
+  return nullptr;
+}
+
+void ToolWalks(const std::string& function, bool parallel, bool reasoning, int walks, uint64_t seed) {
+  const Tokenizer& tok = TinyK3();
+  const ConstraintOptions options = Options(tok, reasoning);
+  auto made = MakeToolCallConstraint(tok, kTools, function, parallel, options);
+  ASSERT_TRUE(made.ok()) << made.status().ToString();
+  std::mt19937_64 rng(seed);
+  std::set<std::string> names;
+  size_t most_calls = 0;
+  for (int w = 0; w < walks; ++w) {
+    auto constraint = (*made)->Clone();
+    Walk walk = RandomWalk(*constraint, tok, options, rng, 16 + w % 32);
+    ASSERT_TRUE(walk.ended) << walk.text;
+    const ParsedOutput parsed = ParseOutput(walk.text, ParserOptions{reasoning, true});
+    EXPECT_EQ(parsed.content, "");
+    ASSERT_GE(parsed.tool_calls.size(), 1u) << walk.text;
+    if (!parallel) {
+      EXPECT_EQ(parsed.tool_calls.size(), 1u) << walk.text;
+    }
+    most_calls = std::max(most_calls, parsed.tool_calls.size());
+    for (size_t i = 0; i < parsed.tool_calls.size(); ++i) {
+      const ParsedToolCall& call = parsed.tool_calls[i];
+      names.insert(call.name);
+      EXPECT_EQ(call.index, static_cast<int>(i + 1));
+      EXPECT_FALSE(call.used_fallback) << walk.text;
+      if (!function.empty()) {
+        EXPECT_EQ(call.name, function);
+      }
+      const json arguments = json::parse(call.arguments, nullptr, false);
+      ASSERT_TRUE(arguments.is_object()) << call.arguments;
+      const json* parameters = ParametersOf(call.name);
+      if (parameters == nullptr) {
+        EXPECT_TRUE(call.name == "ping") << call.name;
+      } else {
+        EXPECT_EQ(Validate(*parameters, arguments), "") << call.arguments << "\nfrom: " << walk.text;
+      }
+    }
+  }
+  if (function.empty()) {
+    EXPECT_EQ(names.size(), 3u);
+  }
+  if (parallel) {
+    EXPECT_GT(most_calls, 1u);
+  }
+}
+
+TEST(ToolCallConstraint, RequiredYieldsOneValidCall) { ToolWalks("", false, false, 60, 21); }
+TEST(ToolCallConstraint, NamedYieldsThatFunction) {
+  ToolWalks("search", false, false, 40, 22);
+  ToolWalks("get_weather", false, true, 30, 23);
+}
+TEST(ToolCallConstraint, ParallelYieldsIndexedCalls) { ToolWalks("", true, true, 40, 24); }
+
+TEST(ToolCallConstraint, ArgumentEncodingMatchesTheRenderer) {
+  const Tokenizer& tok = TinyK3();
+  auto made = MakeToolCallConstraint(tok, kTools, "get_weather", false, Options(tok, false));
+  ASSERT_TRUE(made.ok());
+  const std::string output =
+      "<|close|>response<|sep|><|open|>tools<|sep|><|open|>call tool=\"get_weather\" index=\"1\"<|sep|>"
+      "<|open|>argument key=\"city\" type=\"string\"<|sep|>Paris \"x\"<|close|>argument<|sep|>"
+      "<|open|>argument key=\"days\" type=\"number\"<|sep|>3<|close|>argument<|sep|>"
+      "<|open|>argument key=\"when\" type=\"null\"<|sep|>null<|close|>argument<|sep|>"
+      "<|close|>call<|sep|><|close|>tools<|sep|><|close|>message<|sep|>";
+  for (tokenizer::TokenId id : tok.Encode(output, tokenizer::SpecialTokens::kAllowed)) {
+    ASSERT_TRUE((*made)->Accept(static_cast<int32_t>(id)))
+        << *tok.Decode(std::vector<tokenizer::TokenId>{id});
+  }
+  EXPECT_TRUE((*made)->IsComplete());
+  // Wrong type attribute, unknown key, missing required key.
+  for (std::string bad : {"<|open|>argument key=\"city\" type=\"number\"<|sep|>",
+                          "<|open|>argument key=\"town\"", "<|open|>argument key=\"days\""}) {
+    auto c = MakeToolCallConstraint(tok, kTools, "get_weather", false, Options(tok, false));
+    const std::string text =
+        "<|close|>response<|sep|><|open|>tools<|sep|><|open|>call tool=\"get_weather\" index=\"1\"<|sep|>" +
+        bad;
+    bool all = true;
+    for (tokenizer::TokenId id : tok.Encode(text, tokenizer::SpecialTokens::kAllowed)) {
+      all = all && (*c)->Accept(static_cast<int32_t>(id));
+    }
+    EXPECT_FALSE(all) << bad;
+  }
+}
+
+TEST(ToolCallConstraint, Errors) {
+  const Tokenizer& tok = TinyK3();
+  auto missing = MakeToolCallConstraint(tok, kTools, "nope", false, Options(tok, false));
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.status().message(), "tool_choice names function 'nope', which is not in tools");
+  const json bad = json::parse(R"([{"type": "function", "function": {"name": "f", "parameters":
+      {"type": "object", "properties": {"n": {"type": "number", "multipleOf": 2}}}}}])");
+  auto unsupported = MakeToolCallConstraint(tok, bad, "", false, Options(tok, false));
+  ASSERT_FALSE(unsupported.ok());
+  EXPECT_EQ(unsupported.status().message(),
+            "tools[0].function.parameters: keyword 'multipleOf' is not supported in constrained output at "
+            "#/properties/n");
+  auto not_object = MakeToolCallConstraint(
+      tok, json::parse(R"([{"type":"function","function":{"name":"f","parameters":{"type":"array"}}}])"), "",
+      false, Options(tok, false));
+  EXPECT_FALSE(not_object.ok());
+  EXPECT_FALSE(MakeToolCallConstraint(tok, json::array(), "", false, Options(tok, false)).ok());
+}
+
+// ---- timings ----
+
+// A K3-sized vocabulary: the 256 bytes, the BPE ranks of the embedded corpus, then distinct corpus
+// substrings (2..12 bytes, on UTF-8 boundaries or not) up to 163,584 ranks.
+const Tokenizer& LargeVocabulary() {
+  static const Tokenizer tokenizer = [] {
+    std::vector<std::string> ranks = tokenizer::TrainByteLevelBpe(tokenizer::EmbeddedCorpus(), 4000);
+    std::unordered_set<std::string> seen(ranks.begin(), ranks.end());
+    const std::string_view corpus = tokenizer::EmbeddedCorpus();
+    std::mt19937_64 rng(7);
+    while (ranks.size() < 163584) {
+      const size_t length = 2 + rng() % 11;
+      const size_t start = rng() % (corpus.size() - length);
+      std::string piece(corpus.substr(start, length));
+      if (seen.insert(piece).second) ranks.push_back(std::move(piece));
+    }
+    return *Tokenizer::CreateK3(std::move(ranks));
+  }();
+  return tokenizer;
+}
+
+double MeanFillMicros(TokenConstraint& constraint, size_t vocab, int repeats) {
+  std::vector<uint64_t> mask((vocab + 63) / 64);
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < repeats; ++i) constraint.FillAllowed(mask);
+  return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count() /
+         repeats;
+}
+
+void AcceptText(TokenConstraint& c, const Tokenizer& tok, const std::string& text) {
+  for (tokenizer::TokenId id : tok.Encode(text, tokenizer::SpecialTokens::kAllowed)) {
+    ASSERT_TRUE(c.Accept(static_cast<int32_t>(id))) << text;
+  }
+}
+
+TEST(ConstraintTiming, FillAllowedOnTinyAndK3SizedVocabularies) {
+  for (const Tokenizer* tok : {&TinyK3(), &LargeVocabulary()}) {
+    const auto build_start = std::chrono::steady_clock::now();
+    auto made = MakeJsonConstraint(*tok, kProfile, Options(*tok, true));
+    ASSERT_TRUE(made.ok());
+    const double build_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - build_start).count();
+    const int repeats = tok->vocab_size() > 10000 ? 5 : 200;
+    auto c = (*made)->Clone();
+    const double reasoning = MeanFillMicros(*c, tok->vocab_size(), repeats);
+    AcceptText(*c, *tok, "<|close|>think<|sep|><|open|>response<|sep|>{");
+    const double object_start = MeanFillMicros(*c, tok->vocab_size(), repeats);
+    AcceptText(*c, *tok, "\"age\":12");
+    const double number = MeanFillMicros(*c, tok->vocab_size(), repeats);
+    AcceptText(*c, *tok, ",\"kind\":\"person\",\"name\":\"Ada ");
+    const double string = MeanFillMicros(*c, tok->vocab_size(), repeats);
+    std::printf(
+        "vocab %zu: first constraint %.1f ms (trie build included); FillAllowed us: reasoning %.0f, "
+        "object start %.0f, number %.0f, string %.0f\n",
+        tok->vocab_size(), build_ms, reasoning, object_start, number, string);
+    EXPECT_GT(string, 0.0);
+  }
+}
+
+}  // namespace
+}  // namespace k3::chat
