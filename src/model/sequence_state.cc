@@ -1,9 +1,8 @@
-// ModelSequenceState: allocation, MLA row access and deep copies.
+// ModelSequenceState: allocation, the MLA block table and copies.
 #include "src/model/sequence_state.h"
 
 #include <algorithm>
-
-#include "src/base/check.h"
+#include <cstring>
 
 namespace k3::model {
 
@@ -16,29 +15,77 @@ ModelSequenceState::ModelSequenceState(const io::ModelConfig& cfg) {
     s.conv_tail.assign(static_cast<size_t>(3 * taps * P), 0.0f);
   }
   mla_row_width_ = cfg.kv_lora_rank + cfg.qk_rope_head_dim;
-  mla_.resize(static_cast<size_t>(cfg.num_mla_layers()));
+  num_mla_layers_ = cfg.num_mla_layers();
+}
+
+int64_t ModelSequenceState::MlaBlockFloats(const io::ModelConfig& cfg, int64_t block_tokens) {
+  return cfg.num_mla_layers() * block_tokens * (cfg.kv_lora_rank + cfg.qk_rope_head_dim);
 }
 
 std::unique_ptr<SequenceState> ModelSequenceState::Clone() const {
-  return std::make_unique<ModelSequenceState>(*this);
+  auto copy = std::unique_ptr<ModelSequenceState>(new ModelSequenceState());
+  copy->num_tokens_ = num_tokens_;
+  copy->mla_row_width_ = mla_row_width_;
+  copy->num_mla_layers_ = num_mla_layers_;
+  copy->block_tokens_ = block_tokens_;
+  copy->paged_ = paged_;
+  copy->kda_ = kda_;
+  copy->block_ids_ = block_ids_;
+  if (paged_) {
+    copy->blocks_ = blocks_;
+    return copy;
+  }
+  const size_t floats =
+      static_cast<size_t>(std::max<int64_t>(num_mla_layers_ * block_tokens_ * mla_row_width_, 1));
+  for (const float* block : blocks_) {
+    copy->owned_.push_back(std::make_unique<float[]>(floats));
+    std::memcpy(copy->owned_.back().get(), block, sizeof(float) * floats);
+    copy->blocks_.push_back(copy->owned_.back().get());
+  }
+  return copy;
 }
 
 void ModelSequenceState::ReserveMlaTokens(int64_t tokens) {
-  if (tokens <= mla_reserved_tokens_) return;
-  // Grow geometrically so a decode loop reallocates O(log n) times.
-  int64_t reserved = std::max<int64_t>(tokens, mla_reserved_tokens_ * 2);
-  for (std::vector<float>& rows : mla_) rows.resize(static_cast<size_t>(reserved * mla_row_width_));
-  mla_reserved_tokens_ = reserved;
+  const int64_t have = static_cast<int64_t>(blocks_.size()) * block_tokens_;
+  if (tokens <= have) return;
+  K3_CHECK(!paged_);  // a paged state's blocks are appended by the pool before Forward
+  const int64_t floats = num_mla_layers_ * block_tokens_ * mla_row_width_;
+  while (static_cast<int64_t>(blocks_.size()) * block_tokens_ < tokens) {
+    owned_.push_back(std::make_unique<float[]>(static_cast<size_t>(std::max<int64_t>(floats, 1))));
+    blocks_.push_back(owned_.back().get());
+  }
 }
 
-float* ModelSequenceState::MlaRow(int64_t mla_index, int64_t pos) {
-  K3_DCHECK(pos >= 0 && pos < mla_reserved_tokens_);
-  return mla_[mla_index].data() + pos * mla_row_width_;
+void ModelSequenceState::SetExternalMlaBlocks(int64_t block_tokens) {
+  K3_CHECK(num_tokens_ == 0 && blocks_.empty() && block_tokens > 0);
+  paged_ = true;
+  block_tokens_ = block_tokens;
 }
 
-const float* ModelSequenceState::MlaRow(int64_t mla_index, int64_t pos) const {
-  K3_DCHECK(pos >= 0 && pos < mla_reserved_tokens_);
-  return mla_[mla_index].data() + pos * mla_row_width_;
+void ModelSequenceState::AppendBlock(int32_t id, float* data) {
+  K3_CHECK(paged_);
+  blocks_.push_back(data);
+  block_ids_.push_back(id);
+}
+
+void ModelSequenceState::ReplaceBlock(int64_t index, int32_t id, float* data) {
+  K3_CHECK(paged_ && index >= 0 && index < num_blocks());
+  blocks_[index] = data;
+  block_ids_[index] = id;
+}
+
+std::vector<int32_t> ModelSequenceState::ReleaseBlocks() {
+  std::vector<int32_t> ids = std::move(block_ids_);
+  block_ids_.clear();
+  blocks_.clear();
+  owned_.clear();
+  num_tokens_ = 0;
+  return ids;
+}
+
+void ModelSequenceState::SetNumTokens(int64_t n) {
+  K3_CHECK(n >= 0 && n <= num_blocks() * block_tokens_);
+  num_tokens_ = n;
 }
 
 }  // namespace k3::model

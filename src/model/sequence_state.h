@@ -4,13 +4,19 @@
 // [3, W-1, P] fp32 (the q, k, v pre-conv projection rows of the last W-1 tokens, oldest first; zero at
 // sequence start). Per MLA layer: the latent cache, one row [R + Rp] per processed token holding the
 // normalised c (R) and the shared rope-slot key k_pe (Rp), bf16-valued floats.
-// MLA rows are reached only through MlaRow(), so a paged cache can replace the contiguous one.
+//
+// The MLA cache is paged: a block table maps position p to block p / block_tokens, and each block holds
+// [num_mla_layers, block_tokens, R + Rp] floats. A standalone state (the default) owns its blocks and
+// grows them on demand; a paged state (SetExternalMlaBlocks) gets its blocks from an external pool
+// (src/cache), which appends them before each Forward, counts references and does copy-on-write.
+// MLA rows are reached only through MlaRow().
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <vector>
 
+#include "src/base/check.h"
 #include "src/io/model_config.h"
 #include "src/model/model.h"
 
@@ -23,28 +29,66 @@ struct KdaLayerState {
 
 class ModelSequenceState final : public SequenceState {
  public:
+  // Block size of standalone states.
+  static constexpr int64_t kStandaloneBlockTokens = 64;
+
   explicit ModelSequenceState(const io::ModelConfig& cfg);
 
   int64_t num_tokens() const override { return num_tokens_; }
+  // Standalone: a deep copy. Paged: KDA state copied, the block table shared (the pool's owner counts
+  // the extra references; a block is written in place only while one table refers to it).
   std::unique_ptr<SequenceState> Clone() const override;
 
+  int64_t num_kda_layers() const { return static_cast<int64_t>(kda_.size()); }
   KdaLayerState& kda(int64_t kda_index) { return kda_[kda_index]; }
+  const KdaLayerState& kda(int64_t kda_index) const { return kda_[kda_index]; }
+
   // Makes room for `tokens` cached rows in every MLA layer (rows past num_tokens() are scratch until
-  // Advance covers them).
+  // Advance covers them). Standalone: allocates blocks; paged: checks the table already covers them.
   void ReserveMlaTokens(int64_t tokens);
   // Latent row [R + Rp] of MLA layer `mla_index` at position `pos` (< reserved tokens).
-  float* MlaRow(int64_t mla_index, int64_t pos);
-  const float* MlaRow(int64_t mla_index, int64_t pos) const;
+  float* MlaRow(int64_t mla_index, int64_t pos) {
+    K3_DCHECK(pos >= 0 && pos < static_cast<int64_t>(blocks_.size()) * block_tokens_);
+    return blocks_[pos / block_tokens_] + (mla_index * block_tokens_ + pos % block_tokens_) * mla_row_width_;
+  }
+  const float* MlaRow(int64_t mla_index, int64_t pos) const {
+    return const_cast<ModelSequenceState*>(this)->MlaRow(mla_index, pos);
+  }
   int64_t mla_row_width() const { return mla_row_width_; }
   // Marks n more tokens as processed.
   void Advance(int64_t n) { num_tokens_ += n; }
 
+  // --- paged MLA cache (src/cache) ---
+  // Floats of one block: num_mla_layers * block_tokens * (R + Rp).
+  static int64_t MlaBlockFloats(const io::ModelConfig& cfg, int64_t block_tokens);
+  // Switches an empty standalone state to external blocks of `block_tokens` tokens.
+  void SetExternalMlaBlocks(int64_t block_tokens);
+  bool paged() const { return paged_; }
+  int64_t block_tokens() const { return block_tokens_; }
+  int64_t num_blocks() const { return static_cast<int64_t>(blocks_.size()); }
+  int32_t block_id(int64_t index) const { return block_ids_[index]; }
+  const std::vector<int32_t>& block_ids() const { return block_ids_; }
+  // Appends block `id` whose memory is `data` (paged states only).
+  void AppendBlock(int32_t id, float* data);
+  // Replaces table entry `index` (copy-on-write: the caller has copied the rows into `data`).
+  void ReplaceBlock(int64_t index, int32_t id, float* data);
+  // Empties the block table and sets num_tokens() to 0; returns the ids that were in it.
+  std::vector<int32_t> ReleaseBlocks();
+  // Sets the processed-token count (restoring a prefix snapshot: the table must cover n tokens).
+  void SetNumTokens(int64_t n);
+
  private:
+  ModelSequenceState() = default;  // for Clone
+
   int64_t num_tokens_ = 0;
   int64_t mla_row_width_ = 0;
-  int64_t mla_reserved_tokens_ = 0;
+  int64_t num_mla_layers_ = 0;
+  int64_t block_tokens_ = kStandaloneBlockTokens;
+  bool paged_ = false;
   std::vector<KdaLayerState> kda_;
-  std::vector<std::vector<float>> mla_;  // per MLA layer: [reserved tokens, R + Rp]
+  std::vector<float*> blocks_;                   // block table: memory of each block
+  std::vector<int32_t> block_ids_;               // paged: pool ids of blocks_
+  std::vector<std::unique_ptr<float[]>> owned_;  // standalone: the blocks themselves
 };
 
 }  // namespace k3::model

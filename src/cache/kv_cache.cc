@@ -1,0 +1,114 @@
+// KvCache: budget split, slots, block reservation with copy-on-write, forks and usage.
+#include "src/cache/kv_cache.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "src/base/check.h"
+
+namespace k3::cache {
+
+Result<KvCacheLayout> PlanKvCache(const io::ModelConfig& cfg, const KvCacheOptions& options) {
+  if (options.block_tokens <= 0) return InvalidArgument("block_tokens must be positive");
+  if (options.max_seqs <= 0) return InvalidArgument("max_num_seqs must be positive");
+  KvCacheLayout l;
+  l.block_bytes = std::max<int64_t>(
+      model::ModelSequenceState::MlaBlockFloats(cfg, options.block_tokens) * int64_t{sizeof(float)}, 1);
+  const int64_t taps = cfg.short_conv_kernel_size - 1;
+  l.slot_bytes = std::max<int64_t>(
+      cfg.num_kda_layers() *
+          (cfg.kda_num_heads * cfg.kda_head_dim * cfg.kda_head_dim + 3 * taps * cfg.kda_proj_dim()) *
+          int64_t{sizeof(float)},
+      1);
+  const int64_t bytes = options.bytes;
+  l.num_slots = std::min<int64_t>(options.max_seqs, bytes / 2 / l.slot_bytes);
+  l.max_snapshots = options.prefix_caching ? std::min<int64_t>(4096, bytes / 4 / l.slot_bytes) : 0;
+  const int64_t rest = bytes - (l.num_slots + l.max_snapshots) * l.slot_bytes;
+  l.num_blocks = std::min<int64_t>(rest / l.block_bytes, int64_t{1} << 30);
+  if (l.num_slots < 1 || l.num_blocks < 1) {
+    return InvalidArgument(
+        "the KV cache budget of {} bytes cannot hold one sequence: a KDA state slot needs {} bytes "
+        "(half the budget is for slots) and an MLA block of {} tokens {} bytes; raise --kv-cache-memory",
+        bytes, l.slot_bytes, options.block_tokens, l.block_bytes);
+  }
+  return l;
+}
+
+Result<std::unique_ptr<KvCache>> KvCache::Create(const io::ModelConfig& cfg, const KvCacheOptions& options) {
+  K3_ASSIGN_OR_RETURN(KvCacheLayout layout, PlanKvCache(cfg, options));
+  return std::unique_ptr<KvCache>(new KvCache(cfg, options, layout));
+}
+
+KvCache::KvCache(const io::ModelConfig& cfg, const KvCacheOptions& options, const KvCacheLayout& layout)
+    : cfg_(cfg),
+      layout_(layout),
+      block_tokens_(options.block_tokens),
+      pool_(layout.num_blocks, std::max<int64_t>(layout.block_bytes / int64_t{sizeof(float)}, 1)) {
+  if (layout.max_snapshots > 0) {
+    prefix_ = std::make_unique<PrefixCache>(&pool_, block_tokens_, layout.max_snapshots);
+  }
+}
+
+bool KvCache::AcquireSlots(int64_t n) {
+  if (used_slots_ + n > layout_.num_slots) return false;
+  used_slots_ += n;
+  return true;
+}
+
+void KvCache::ReleaseSlots(int64_t n) {
+  K3_CHECK(n >= 0 && n <= used_slots_);
+  used_slots_ -= n;
+}
+
+std::unique_ptr<model::ModelSequenceState> KvCache::NewState() const {
+  auto state = std::make_unique<model::ModelSequenceState>(cfg_);
+  state->SetExternalMlaBlocks(block_tokens_);
+  return state;
+}
+
+bool KvCache::Reserve(model::ModelSequenceState* state, int64_t tokens) {
+  K3_CHECK(state->paged() && state->block_tokens() == block_tokens_);
+  if (tokens <= state->num_tokens()) return true;
+  const int64_t have = state->num_blocks();
+  const int64_t need = (tokens + block_tokens_ - 1) / block_tokens_;
+  const int64_t first_written = state->num_tokens() / block_tokens_;
+  int64_t copies = 0;
+  for (int64_t b = first_written; b < std::min(have, need); ++b)
+    copies += pool_.total_refs(state->block_id(b)) > 1;
+  if (std::max<int64_t>(need - have, 0) + copies > pool_.num_free()) return false;
+  for (int64_t b = first_written; b < std::min(have, need); ++b) {
+    const int32_t old_id = state->block_id(b);
+    if (pool_.total_refs(old_id) == 1) continue;
+    const int32_t id = *pool_.Allocate();
+    std::memcpy(pool_.data(id), pool_.data(old_id),
+                sizeof(float) * static_cast<size_t>(pool_.block_floats()));
+    state->ReplaceBlock(b, id, pool_.data(id));
+    pool_.UnrefSequence(old_id);
+  }
+  for (int64_t b = have; b < need; ++b) {
+    const int32_t id = *pool_.Allocate();
+    state->AppendBlock(id, pool_.data(id));
+  }
+  return true;
+}
+
+void KvCache::Release(model::ModelSequenceState* state) {
+  for (int32_t id : state->ReleaseBlocks()) pool_.UnrefSequence(id);
+}
+
+std::unique_ptr<model::ModelSequenceState> KvCache::Fork(const model::ModelSequenceState& state) {
+  std::unique_ptr<model::SequenceState> copy = state.Clone();
+  for (int32_t id : state.block_ids()) pool_.RefSequence(id);
+  return std::unique_ptr<model::ModelSequenceState>(static_cast<model::ModelSequenceState*>(copy.release()));
+}
+
+double KvCache::Usage() const {
+  const double total = static_cast<double>(layout_.num_blocks) * static_cast<double>(layout_.block_bytes) +
+                       static_cast<double>(layout_.num_slots) * static_cast<double>(layout_.slot_bytes);
+  const double used =
+      static_cast<double>(pool_.num_in_use_by_sequences()) * static_cast<double>(layout_.block_bytes) +
+      static_cast<double>(used_slots_) * static_cast<double>(layout_.slot_bytes);
+  return total > 0 ? used / total : 0.0;
+}
+
+}  // namespace k3::cache

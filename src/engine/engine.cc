@@ -1,0 +1,226 @@
+// Engine::Create and EngineImpl's thread-facing half: validation in Submit, Cancel, Shutdown, Metrics and
+// the engine thread's loop (engine_step.cc has one step).
+#include <algorithm>
+
+#include "src/engine/engine_impl.h"
+
+namespace k3::engine {
+
+const char* FinishReasonName(FinishReason reason) {
+  switch (reason) {
+    case FinishReason::kNone:
+      return "";
+    case FinishReason::kStop:
+      return "stop";
+    case FinishReason::kLength:
+      return "length";
+    case FinishReason::kAbort:
+      return "abort";
+    case FinishReason::kError:
+      return "error";
+  }
+  return "";
+}
+
+Result<std::unique_ptr<Engine>> Engine::Create(model::Model* model, const tokenizer::Tokenizer* tokenizer,
+                                               EngineOptions options) {
+  if (model == nullptr || tokenizer == nullptr)
+    return InvalidArgument("the engine needs a model and a tokenizer");
+  if (options.max_num_seqs < 1) return InvalidArgument("max_num_seqs must be at least 1");
+  if (options.max_num_batched_tokens < 1) return InvalidArgument("max_num_batched_tokens must be at least 1");
+  if (options.block_tokens < 1) return InvalidArgument("block_tokens must be at least 1");
+  if (options.prefix_snapshot_interval < 0) return InvalidArgument("prefix_snapshot_interval must be >= 0");
+  if (options.max_waiting < 0) return InvalidArgument("max_waiting must be >= 0");
+  if (options.kv_cache_bytes <= 0) options.kv_cache_bytes = int64_t{1} << 30;
+  const io::ModelConfig& cfg = model->config();
+  cache::KvCacheOptions cache_options;
+  cache_options.bytes = options.kv_cache_bytes;
+  cache_options.block_tokens = options.block_tokens;
+  cache_options.max_seqs = options.max_num_seqs;
+  cache_options.prefix_caching = options.enable_prefix_caching;
+  K3_ASSIGN_OR_RETURN(std::unique_ptr<cache::KvCache> kv, cache::KvCache::Create(cfg, cache_options));
+  int64_t limit = kv->max_tokens_per_sequence();
+  if (cfg.max_position_embeddings > 0) limit = std::min(limit, cfg.max_position_embeddings);
+  if (options.max_model_len == 0) {
+    options.max_model_len = limit;
+  } else if (options.max_model_len < 2 || options.max_model_len > limit) {
+    return InvalidArgument(
+        "max_model_len {} is not in [2, {}] (the model's context and what the KV cache budget of {} bytes "
+        "holds for one sequence)",
+        options.max_model_len, limit, options.kv_cache_bytes);
+  }
+  options.max_num_seqs =
+      static_cast<int32_t>(std::min<int64_t>(options.max_num_seqs, kv->layout().num_slots));
+  return std::unique_ptr<Engine>(std::make_unique<EngineImpl>(model, tokenizer, options, std::move(kv)));
+}
+
+EngineImpl::EngineImpl(model::Model* model, const tokenizer::Tokenizer* tokenizer, EngineOptions options,
+                       std::unique_ptr<cache::KvCache> cache)
+    : model_(model),
+      tokenizer_(tokenizer),
+      options_(options),
+      cache_(std::move(cache)),
+      vocab_(model->config().vocab_size),
+      seed_source_(std::random_device{}()) {
+  alive_ = true;
+  thread_ = std::thread([this] { Loop(); });
+}
+
+EngineImpl::~EngineImpl() { Shutdown(false); }
+
+Result<uint64_t> EngineImpl::Submit(Request request, EventCallback on_event) {
+  const SamplingParams& sp = request.sampling;
+  const int64_t prompt_len = static_cast<int64_t>(request.prompt.size());
+  if (prompt_len == 0) return InvalidArgument("the prompt is empty; give at least one token");
+  for (int32_t id : request.prompt) {
+    if (id < 0 || id >= vocab_) return InvalidArgument("prompt token id {} is outside [0, {})", id, vocab_);
+  }
+  for (int32_t id : sp.stop_token_ids) {
+    if (id < 0 || id >= vocab_) return InvalidArgument("stop token id {} is outside [0, {})", id, vocab_);
+  }
+  for (const auto& [id, bias] : sp.logit_bias) {
+    if (id < 0 || id >= vocab_)
+      return InvalidArgument("logit_bias token id {} is outside [0, {})", id, vocab_);
+  }
+  if (sp.n < 1 || sp.n > options_.max_num_seqs) {
+    return InvalidArgument("n is {} but must be in [1, {}] (max_num_seqs)", sp.n, options_.max_num_seqs);
+  }
+  if (sp.max_tokens < 0) return InvalidArgument("max_tokens must be >= 0");
+  if (prompt_len >= options_.max_model_len) {
+    return InvalidArgument(
+        "this model's maximum context length is {} tokens; the prompt has {} tokens, leaving no room for "
+        "output",
+        options_.max_model_len, prompt_len);
+  }
+  if (prompt_len + sp.max_tokens > options_.max_model_len) {
+    return InvalidArgument(
+        "this model's maximum context length is {} tokens; the prompt has {} tokens and max_tokens is {} "
+        "({} in total)",
+        options_.max_model_len, prompt_len, sp.max_tokens, prompt_len + sp.max_tokens);
+  }
+  auto req = std::make_unique<RequestState>();
+  req->request = std::move(request);
+  req->on_event = std::move(on_event);
+  req->max_tokens = sp.max_tokens > 0 ? sp.max_tokens : options_.max_model_len - prompt_len;
+  req->usage.prompt_tokens = prompt_len;
+  std::unique_lock<std::mutex> lock(mu_);
+  if (stopping_) return Internal("the engine is shutting down; the request was not queued");
+  if (queued_ >= options_.max_waiting) {
+    return Status(StatusCode::kResourceExhausted,
+                  fmt::format("the engine's queue is full ({} waiting requests); retry later", queued_));
+  }
+  req->id = next_id_++;
+  req->seed = req->request.sampling.seed.has_value() ? *req->request.sampling.seed : seed_source_();
+  const SamplingParams& params = req->request.sampling;
+  for (int32_t i = 0; i < params.n; ++i) {
+    auto seq = std::make_unique<Sequence>();
+    seq->request = req.get();
+    seq->choice = i;
+    seq->tokens = req->request.prompt;
+    seq->prompt_len = prompt_len;
+    seq->sampler =
+        std::make_unique<Sampler>(params, req->seed + static_cast<uint64_t>(i), req->request.prompt);
+    seq->decoder = std::make_unique<tokenizer::IncrementalDecoder>(*tokenizer_);
+    seq->stop = std::make_unique<StopStringMatcher>(params.stop);
+    req->choices.push_back(std::move(seq));
+  }
+  req->choices[0]->constraint = std::move(req->request.constraint);
+  const uint64_t id = req->id;
+  incoming_.push_back(std::move(req));
+  ++queued_;
+  lock.unlock();
+  cv_.notify_one();
+  return id;
+}
+
+void EngineImpl::Cancel(uint64_t request_id) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    cancels_.push_back(request_id);
+  }
+  cv_.notify_one();
+}
+
+EngineMetrics EngineImpl::Metrics() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  EngineMetrics m = metrics_;
+  m.num_waiting += static_cast<int64_t>(incoming_.size());
+  return m;
+}
+
+void EngineImpl::Shutdown(bool drain) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!stopping_) drain_ = drain;
+    if (!drain) drain_ = false;
+    stopping_ = true;
+  }
+  cv_.notify_one();
+  if (thread_.joinable() && thread_.get_id() != std::this_thread::get_id()) thread_.join();
+}
+
+void EngineImpl::Loop() {
+  for (;;) {
+    std::vector<uint64_t> cancels;
+    bool stopping = false, drain = true;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [&] { return stopping_ || !incoming_.empty() || !cancels_.empty() || HasWork(); });
+      while (!incoming_.empty()) {
+        std::unique_ptr<RequestState> req = std::move(incoming_.front());
+        incoming_.pop_front();
+        waiting_.push_back(req->choices[0].get());
+        const uint64_t id = req->id;
+        requests_.emplace(id, std::move(req));
+      }
+      cancels.swap(cancels_);
+      stopping = stopping_;
+      drain = drain_;
+    }
+    for (uint64_t id : cancels) {
+      auto it = requests_.find(id);
+      if (it != requests_.end()) AbortRequest(it->second.get());
+    }
+    if (stopping && !drain) {
+      for (auto& [id, req] : requests_) AbortRequest(req.get());
+    }
+    RemoveFinished();
+    if (stopping && !HasWork()) break;
+    if (HasWork()) Step();
+    PublishMetrics();
+  }
+  PublishMetrics();
+  alive_ = false;
+}
+
+void EngineImpl::AbortRequest(RequestState* req) {
+  for (auto& seq : req->choices) {
+    if (seq->finished) continue;
+    Event event;
+    FinishSequence(seq.get(), &event, FinishReason::kAbort);
+    Emit(seq.get(), std::move(event));
+  }
+}
+
+void EngineImpl::PublishMetrics() {
+  std::vector<const RequestState*> running_requests, waiting_requests;
+  for (const Sequence* seq : running_)
+    if (!seq->finished) running_requests.push_back(seq->request);
+  for (const Sequence* seq : waiting_)
+    if (!seq->finished) waiting_requests.push_back(seq->request);
+  auto distinct = [](std::vector<const RequestState*>& v) {
+    std::sort(v.begin(), v.end());
+    return static_cast<int64_t>(std::unique(v.begin(), v.end()) - v.begin());
+  };
+  std::lock_guard<std::mutex> lock(mu_);
+  metrics_.num_running = distinct(running_requests);
+  metrics_.num_waiting = distinct(waiting_requests);
+  metrics_.kv_cache_usage = cache_->Usage();
+  metrics_.prefix_cache_queries = prefix_queries_;
+  metrics_.prefix_cache_hits = prefix_hits_;
+  metrics_.prompt_tokens_total = prompt_total_;
+  metrics_.generation_tokens_total = generation_total_;
+  metrics_.preemptions_total = preemptions_;
+}
+
+}  // namespace k3::engine

@@ -1,0 +1,92 @@
+// EngineImpl: the Engine behind Engine::Create — the engine thread, the request queues and one step of
+// scheduling + forward + sampling (engine_step.cc).
+//
+// Threads: Submit / Cancel / Shutdown / Metrics take mu_ briefly and hand work to the engine thread
+// through incoming_ and cancels_; everything else (sequences, the cache, the model) is touched only by
+// the engine thread.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "src/cache/kv_cache.h"
+#include "src/engine/engine.h"
+#include "src/engine/sequence.h"
+
+namespace k3::engine {
+
+class EngineImpl final : public Engine {
+ public:
+  EngineImpl(model::Model* model, const tokenizer::Tokenizer* tokenizer, EngineOptions options,
+             std::unique_ptr<cache::KvCache> cache);
+  ~EngineImpl() override;
+
+  Result<uint64_t> Submit(Request request, EventCallback on_event) override;
+  void Cancel(uint64_t request_id) override;
+  EngineMetrics Metrics() const override;
+  bool Alive() const override { return alive_.load(); }
+  const EngineOptions& options() const override { return options_; }
+  void Shutdown(bool drain) override;
+
+ private:
+  void Loop();
+  bool HasWork() const { return !waiting_.empty() || !running_.empty(); }
+  void AbortRequest(RequestState* req);
+
+  // --- engine_step.cc ---
+  void Step();
+  // Schedules running sequences within `budget` tokens (may preempt); returns the budget left.
+  int64_t ScheduleRunning(int64_t budget);
+  void AdmitWaiting(int64_t budget);
+  // Tokens to process next for `seq` within `budget` (stops at the next snapshot position in the prompt).
+  int64_t ChunkFor(const Sequence& seq, int64_t budget) const;
+  // Reserve blocks for seq's chunk: evicts snapshots, then preempts newest running sequences. False if
+  // `seq` itself had to be preempted.
+  bool ReserveOrPreempt(Sequence* seq, int64_t tokens);
+  void Preempt(Sequence* seq);
+  void Fork(RequestState* req);
+  void SampleAndEmit(Sequence* seq, std::span<const float> logits);
+  void FinishSequence(Sequence* seq, Event* event, FinishReason reason);
+  void Emit(Sequence* seq, Event event);
+  void RemoveFinished();
+  void PublishMetrics();
+
+  model::Model* model_;
+  const tokenizer::Tokenizer* tokenizer_;
+  EngineOptions options_;
+  std::unique_ptr<cache::KvCache> cache_;
+  const int64_t vocab_;
+
+  // Shared with callers (mu_).
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::unique_ptr<RequestState>> incoming_;
+  std::vector<uint64_t> cancels_;
+  int64_t queued_ = 0;  // incoming + waiting requests not yet admitted (queue-full check)
+  uint64_t next_id_ = 1;
+  bool stopping_ = false;
+  bool drain_ = true;
+  std::mt19937_64 seed_source_;
+  EngineMetrics metrics_;
+
+  // Engine thread only.
+  std::unordered_map<uint64_t, std::unique_ptr<RequestState>> requests_;
+  std::deque<Sequence*> waiting_;   // FIFO; preempted sequences go back to the front
+  std::vector<Sequence*> running_;  // admission order (newest last)
+  int64_t prefix_queries_ = 0, prefix_hits_ = 0, prompt_total_ = 0, generation_total_ = 0, preemptions_ = 0;
+  model::ForwardOutput forward_out_;
+  std::vector<uint64_t> mask_;
+
+  std::atomic<bool> alive_{false};
+  std::thread thread_;
+};
+
+}  // namespace k3::engine

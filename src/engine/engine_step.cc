@@ -1,0 +1,273 @@
+// One engine step: schedule (running sequences first, oldest first; then FIFO admission with prefix-cache
+// lookups), one Model::Forward over every scheduled chunk, prefix snapshots, the n > 1 fork, sampling,
+// stop checks and events.
+#include <algorithm>
+#include <deque>
+#include <string>
+
+#include "src/engine/engine_impl.h"
+
+namespace k3::engine {
+namespace {
+
+bool Contains(const std::vector<int32_t>& ids, int32_t id) {
+  return std::find(ids.begin(), ids.end(), id) != ids.end();
+}
+
+}  // namespace
+
+int64_t EngineImpl::ChunkFor(const Sequence& seq, int64_t budget) const {
+  const int64_t done = seq.state->num_tokens();
+  int64_t chunk = std::min<int64_t>(static_cast<int64_t>(seq.tokens.size()) - done, budget);
+  if (cache_->prefix() != nullptr && done < seq.prompt_len) {
+    const int64_t interval = options_.prefix_snapshot_interval;
+    const int64_t next =
+        interval > 0 ? std::min((done / interval + 1) * interval, seq.prompt_len) : seq.prompt_len;
+    chunk = std::min(chunk, next - done);
+  }
+  return std::max<int64_t>(chunk, 0);
+}
+
+void EngineImpl::Preempt(Sequence* seq) {
+  cache_->Release(seq->state.get());
+  seq->state.reset();
+  cache_->ReleaseSlots(seq->slots_held);
+  seq->slots_held = 0;
+  seq->chunk = 0;
+  seq->ready_logits.clear();
+  running_.erase(std::find(running_.begin(), running_.end(), seq));
+  waiting_.push_front(seq);
+  ++preemptions_;
+}
+
+bool EngineImpl::ReserveOrPreempt(Sequence* seq, int64_t tokens) {
+  while (!cache_->Reserve(seq->state.get(), tokens)) {
+    if (cache_->prefix() != nullptr && cache_->prefix()->EvictOne()) continue;
+    Sequence* victim = running_.back();
+    Preempt(victim);
+    if (victim == seq) return false;
+  }
+  return true;
+}
+
+int64_t EngineImpl::ScheduleRunning(int64_t budget) {
+  for (size_t i = 0; i < running_.size() && budget > 0; ++i) {
+    Sequence* seq = running_[i];
+    const int64_t chunk = ChunkFor(*seq, budget);
+    if (chunk == 0) continue;
+    if (!ReserveOrPreempt(seq, seq->state->num_tokens() + chunk)) break;
+    seq->chunk = chunk;
+    budget -= chunk;
+  }
+  return budget;
+}
+
+void EngineImpl::AdmitWaiting(int64_t budget) {
+  while (!waiting_.empty() && budget > 0) {
+    Sequence* seq = waiting_.front();
+    RequestState* req = seq->request;
+    const int64_t slots = seq->choice == 0 && !req->forked ? req->request.sampling.n : 1;
+    if (!cache_->AcquireSlots(slots)) return;
+    seq->slots_held = slots;
+    seq->state = cache_->NewState();
+    int64_t hit = 0;
+    if (cache_->prefix() != nullptr)
+      hit = cache_->prefix()->Restore(seq->tokens, seq->state.get(), &seq->ready_logits);
+    const int64_t chunk = ChunkFor(*seq, budget);
+    bool reserved = chunk == 0;
+    while (!reserved) {
+      reserved = cache_->Reserve(seq->state.get(), seq->state->num_tokens() + chunk);
+      if (!reserved && (cache_->prefix() == nullptr || !cache_->prefix()->EvictOne())) break;
+    }
+    if (!reserved) {  // no room now: stays first in line
+      cache_->Release(seq->state.get());
+      seq->state.reset();
+      seq->ready_logits.clear();
+      cache_->ReleaseSlots(slots);
+      seq->slots_held = 0;
+      return;
+    }
+    if (!req->admitted_once) {
+      req->admitted_once = true;
+      req->usage.cached_prompt_tokens = hit;
+      prompt_total_ += seq->prompt_len;
+      if (cache_->prefix() != nullptr) {
+        prefix_queries_ += seq->prompt_len;
+        prefix_hits_ += hit;
+      }
+      std::lock_guard<std::mutex> lock(mu_);
+      --queued_;
+    }
+    seq->chunk = chunk;
+    budget -= chunk;
+    waiting_.pop_front();
+    running_.push_back(seq);
+  }
+}
+
+void EngineImpl::Fork(RequestState* req) {
+  Sequence* leader = req->choices[0].get();
+  for (size_t i = 1; i < req->choices.size(); ++i) {
+    Sequence* seq = req->choices[i].get();
+    seq->state = cache_->Fork(*leader->state);
+    seq->slots_held = 1;
+    --leader->slots_held;
+    if (leader->constraint != nullptr) seq->constraint = leader->constraint->Clone();
+    running_.push_back(seq);
+  }
+  req->forked = true;
+}
+
+void EngineImpl::Step() {
+  for (Sequence* seq : running_) seq->chunk = 0;
+  AdmitWaiting(ScheduleRunning(options_.max_num_batched_tokens));
+
+  std::vector<model::SequenceBatchItem> items;
+  std::vector<Sequence*> batch;
+  for (Sequence* seq : running_) {
+    if (seq->chunk == 0) continue;
+    const int64_t done = seq->state->num_tokens();
+    items.push_back(
+        {seq->state.get(), std::span<const int32_t>(seq->tokens.data() + done, seq->chunk), false});
+    batch.push_back(seq);
+  }
+  if (!items.empty()) model_->Forward(items, &forward_out_);
+
+  // Sequences whose every token is processed sample now: from this step's logits or restored ones.
+  std::vector<std::pair<Sequence*, std::span<const float>>> to_sample;
+  std::deque<std::vector<float>> restored;
+  for (size_t i = 0; i < batch.size(); ++i) {
+    Sequence* seq = batch[i];
+    std::span<const float> row(forward_out_.logits.data() + static_cast<int64_t>(i) * vocab_, vocab_);
+    const int64_t done = seq->state->num_tokens();
+    const int64_t interval = options_.prefix_snapshot_interval;
+    if (cache_->prefix() != nullptr && done <= seq->prompt_len &&
+        (done == seq->prompt_len || (interval > 0 && done % interval == 0))) {
+      std::span<const int32_t> prefix(seq->tokens.data(), done);
+      if (!cache_->prefix()->Contains(prefix)) {
+        cache_->prefix()->Insert(prefix, *seq->state,
+                                 done == seq->prompt_len ? row : std::span<const float>());
+      }
+    }
+    if (done == static_cast<int64_t>(seq->tokens.size())) to_sample.emplace_back(seq, row);
+  }
+  for (Sequence* seq : running_) {
+    if (seq->chunk == 0 && !seq->ready_logits.empty()) {
+      restored.push_back(std::move(seq->ready_logits));
+      seq->ready_logits.clear();
+      to_sample.emplace_back(seq, std::span<const float>(restored.back()));
+    }
+  }
+  for (const auto& [seq, row] : to_sample) {
+    RequestState* req = seq->request;
+    if (seq->choice == 0 && !req->forked && req->choices.size() > 1) {
+      Fork(req);
+      for (auto& choice : req->choices) SampleAndEmit(choice.get(), row);
+    } else {
+      SampleAndEmit(seq, row);
+    }
+  }
+  RemoveFinished();
+}
+
+void EngineImpl::SampleAndEmit(Sequence* seq, std::span<const float> logits) {
+  if (seq->finished) return;
+  RequestState* req = seq->request;
+  const SamplingParams& params = req->request.sampling;
+  std::vector<int32_t> banned;
+  if (seq->num_generated() < params.min_tokens) {
+    banned = params.stop_token_ids;
+    if (!params.ignore_eos)
+      banned.insert(banned.end(), req->request.eos_token_ids.begin(), req->request.eos_token_ids.end());
+  }
+  const uint64_t* allowed = nullptr;
+  if (seq->constraint != nullptr) {
+    mask_.assign(static_cast<size_t>((vocab_ + 63) / 64), 0);
+    seq->constraint->FillAllowed(mask_);
+    allowed = mask_.data();
+  }
+  TokenLogprob logprob;
+  const int32_t token = seq->sampler->Sample(logits, allowed, banned, &logprob);
+  Event event;
+  if (token < 0 || (seq->constraint != nullptr && !seq->constraint->Accept(token))) {
+    event.error =
+        token < 0 ? "no token is allowed at this step (the output constraint and the banned ids exclude all)"
+                  : "the output constraint rejected the sampled token " + std::to_string(token);
+    FinishSequence(seq, &event, FinishReason::kError);
+    Emit(seq, std::move(event));
+    return;
+  }
+  seq->tokens.push_back(token);
+  seq->sampler->Accept(token);
+  ++generation_total_;
+  event.tokens.push_back(token);
+  if (params.logprobs >= 0) event.logprobs.push_back(std::move(logprob));
+  FinishReason reason = FinishReason::kNone;
+  bool matched_string = false;
+  if (Contains(params.stop_token_ids, token)) {
+    reason = FinishReason::kStop;
+    event.stop_reason = std::to_string(token);
+  } else if (!params.ignore_eos && Contains(req->request.eos_token_ids, token)) {
+    reason = FinishReason::kStop;
+  } else {
+    Result<std::string> text = seq->decoder->Push(static_cast<tokenizer::TokenId>(token));
+    StopStringMatcher::Output out = seq->stop->Push(text.ok() ? *text : std::string());
+    event.text = std::move(out.text);
+    if (out.matched.has_value()) {
+      reason = FinishReason::kStop;
+      event.stop_reason = *out.matched;
+      matched_string = true;
+    }
+  }
+  if (reason == FinishReason::kNone && (seq->num_generated() >= req->max_tokens ||
+                                        static_cast<int64_t>(seq->tokens.size()) >= options_.max_model_len)) {
+    reason = FinishReason::kLength;
+  }
+  if (reason != FinishReason::kNone) {
+    if (!matched_string) {
+      StopStringMatcher::Output tail = seq->stop->Push(seq->decoder->Flush());
+      event.text += tail.text;
+      if (!tail.matched.has_value()) event.text += seq->stop->Flush();
+    }
+    FinishSequence(seq, &event, reason);
+  }
+  Emit(seq, std::move(event));
+}
+
+void EngineImpl::FinishSequence(Sequence* seq, Event* event, FinishReason reason) {
+  RequestState* req = seq->request;
+  seq->finished = true;
+  event->finish = reason;
+  if (seq->state != nullptr) {
+    cache_->Release(seq->state.get());
+    seq->state.reset();
+  }
+  cache_->ReleaseSlots(seq->slots_held);
+  seq->slots_held = 0;
+  req->usage.completion_tokens += seq->num_generated();
+  if (++req->finished_choices == static_cast<int32_t>(req->choices.size())) {
+    event->request_done = true;
+    event->usage = req->usage;
+    if (!req->admitted_once) {
+      std::lock_guard<std::mutex> lock(mu_);
+      --queued_;
+    }
+  }
+}
+
+void EngineImpl::Emit(Sequence* seq, Event event) {
+  event.choice = seq->choice;
+  // Metrics first, so a client that sees the request end also sees its cache released.
+  if (event.request_done) PublishMetrics();
+  if (seq->request->on_event) seq->request->on_event(event);
+}
+
+void EngineImpl::RemoveFinished() {
+  std::erase_if(running_, [](const Sequence* s) { return s->finished; });
+  std::erase_if(waiting_, [](const Sequence* s) { return s->finished; });
+  std::erase_if(requests_, [](const auto& kv) {
+    return kv.second->finished_choices == static_cast<int32_t>(kv.second->choices.size());
+  });
+}
+
+}  // namespace k3::engine

@@ -1,0 +1,440 @@
+// Engine tests on a small random K3 model with a byte-level tokenizer: greedy output equals
+// model::GreedyGenerate, results do not depend on batching, chunking or preemption, stop strings, cancel,
+// n > 1 with a seed, queue full, submit errors and the prefix cache.
+#include "src/engine/engine.h"
+
+#include <chrono>
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "src/base/check.h"
+#include "src/cache/kv_cache.h"
+#include "src/model/greedy.h"
+#include "src/model/testing/random_model.h"
+
+namespace k3::engine {
+namespace {
+
+constexpr int32_t kEos = 256;  // <|eos|>
+
+struct Fixture {
+  ThreadPool pool{2};
+  io::ModelConfig cfg;
+  std::unique_ptr<model::Model> model;
+  std::unique_ptr<tokenizer::Tokenizer> tok;
+
+  Fixture() {
+    cfg = model::testing::TinyK3Config();
+    cfg.vocab_size = 260;  // 256 byte ranks + 4 specials
+    auto m = model::testing::MakeRandomModel(cfg, 11, &pool);
+    K3_CHECK(m.ok());
+    model = std::move(*m);
+    std::vector<std::string> ranks;
+    for (int b = 0; b < 256; ++b) ranks.push_back(std::string(1, static_cast<char>(b)));
+    auto t = tokenizer::Tokenizer::Create(ranks,
+                                          {{256, "<|eos|>"}, {257, "<|a|>"}, {258, "<|b|>"}, {259, "<|c|>"}});
+    K3_CHECK(t.ok());
+    tok = std::make_unique<tokenizer::Tokenizer>(std::move(*t));
+  }
+};
+
+Fixture& F() {
+  static Fixture* f = new Fixture();
+  return *f;
+}
+
+struct ChoiceResult {
+  std::vector<int32_t> tokens;
+  std::string text;
+  std::vector<TokenLogprob> logprobs;
+  FinishReason finish = FinishReason::kNone;
+  std::string stop_reason;
+  int events = 0;
+};
+struct RequestResult {
+  std::map<int32_t, ChoiceResult> choices;
+  Usage usage;
+  bool done = false;
+};
+
+// Collects events of many requests; Wait blocks until every submitted request is done.
+class Collector {
+ public:
+  EventCallback Callback(int key) {
+    return [this, key](const Event& e) {
+      std::lock_guard<std::mutex> lock(mu_);
+      RequestResult& r = results_[key];
+      ChoiceResult& c = r.choices[e.choice];
+      c.tokens.insert(c.tokens.end(), e.tokens.begin(), e.tokens.end());
+      c.text += e.text;
+      c.logprobs.insert(c.logprobs.end(), e.logprobs.begin(), e.logprobs.end());
+      ++c.events;
+      if (e.finish != FinishReason::kNone) {
+        c.finish = e.finish;
+        c.stop_reason = e.stop_reason;
+      }
+      if (e.request_done) {
+        r.done = true;
+        r.usage = e.usage;
+        cv_.notify_all();
+      }
+    };
+  }
+  void Wait(size_t count) {
+    std::unique_lock<std::mutex> lock(mu_);
+    ASSERT_TRUE(cv_.wait_for(lock, std::chrono::seconds(120), [&] {
+      size_t done = 0;
+      for (auto& [k, r] : results_) done += r.done;
+      return done == count;
+    }));
+  }
+  RequestResult Get(int key) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return results_[key];
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::map<int, RequestResult> results_;
+};
+
+std::vector<int32_t> Prompt(int seed, int len) {
+  std::vector<int32_t> p;
+  uint32_t x = static_cast<uint32_t>(seed) * 2654435761u + 12345u;
+  for (int i = 0; i < len; ++i) {
+    x = x * 1664525u + 1013904223u;
+    p.push_back(static_cast<int32_t>(32 + (x >> 16) % 90));
+  }
+  return p;
+}
+
+Request MakeRequest(std::vector<int32_t> prompt, SamplingParams sp) {
+  Request r;
+  r.prompt = std::move(prompt);
+  r.sampling = std::move(sp);
+  r.eos_token_ids = {kEos};
+  return r;
+}
+
+SamplingParams GreedyParams(int64_t max_tokens) {
+  SamplingParams sp;
+  sp.temperature = 0.0f;
+  sp.max_tokens = max_tokens;
+  sp.ignore_eos = true;
+  return sp;
+}
+
+SamplingParams SeededParams(int64_t max_tokens, uint64_t seed) {
+  SamplingParams sp;
+  sp.temperature = 0.9f;
+  sp.top_p = 0.95f;
+  sp.top_k = 50;
+  sp.seed = seed;
+  sp.max_tokens = max_tokens;
+  sp.ignore_eos = true;
+  sp.logprobs = 2;
+  return sp;
+}
+
+std::unique_ptr<Engine> MakeEngine(EngineOptions options = {}) {
+  auto e = Engine::Create(F().model.get(), F().tok.get(), options);
+  K3_CHECK(e.ok());
+  return std::move(*e);
+}
+
+// Runs requests concurrently on one engine and returns the results in order.
+std::vector<RequestResult> RunAll(Engine& engine, std::vector<Request> requests) {
+  Collector c;
+  const size_t n = requests.size();
+  for (size_t i = 0; i < n; ++i) {
+    auto id = engine.Submit(std::move(requests[i]), c.Callback(static_cast<int>(i)));
+    EXPECT_TRUE(id.ok()) << id.status().ToString();
+  }
+  c.Wait(n);
+  std::vector<RequestResult> out;
+  for (size_t i = 0; i < n; ++i) out.push_back(c.Get(static_cast<int>(i)));
+  return out;
+}
+
+TEST(Engine, GreedyEqualsGreedyGenerateWithChunkedPrefill) {
+  const std::vector<int32_t> prompt = Prompt(1, 37);
+  auto want = model::GreedyGenerate(*F().model, prompt, 12, nullptr);
+  ASSERT_TRUE(want.ok());
+  EngineOptions options;
+  options.max_num_batched_tokens = 7;  // prefill in chunks of 7
+  auto engine = MakeEngine(options);
+  std::vector<Request> reqs;
+  reqs.push_back(MakeRequest(prompt, GreedyParams(12)));
+  auto got = RunAll(*engine, std::move(reqs));
+  EXPECT_EQ(got[0].choices[0].tokens, *want);
+  EXPECT_EQ(got[0].choices[0].finish, FinishReason::kLength);
+  EXPECT_EQ(got[0].usage.prompt_tokens, 37);
+  EXPECT_EQ(got[0].usage.completion_tokens, 12);
+  EXPECT_EQ(engine->Metrics().kv_cache_usage, 0.0);
+}
+
+std::vector<Request> MixedRequests(int64_t extra_tokens = 0) {
+  std::vector<Request> reqs;
+  for (int i = 0; i < 8; ++i) {
+    const int64_t max_tokens = 10 + i + extra_tokens;
+    SamplingParams sp = i % 2 == 0 ? GreedyParams(max_tokens) : SeededParams(max_tokens, 100 + i);
+    reqs.push_back(MakeRequest(Prompt(10 + i, 5 + 9 * i), sp));
+  }
+  return reqs;
+}
+
+void ExpectSameResults(const std::vector<RequestResult>& a, const std::vector<RequestResult>& b) {
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    const ChoiceResult& x = a[i].choices.at(0);
+    const ChoiceResult& y = b[i].choices.at(0);
+    EXPECT_EQ(x.tokens, y.tokens) << "request " << i;
+    EXPECT_EQ(x.text, y.text) << "request " << i;
+    ASSERT_EQ(x.logprobs.size(), y.logprobs.size());
+    for (size_t t = 0; t < x.logprobs.size(); ++t) {
+      EXPECT_EQ(x.logprobs[t].logprob, y.logprobs[t].logprob);
+      ASSERT_EQ(x.logprobs[t].top.size(), 2u);
+      EXPECT_EQ(x.logprobs[t].top[0].token, y.logprobs[t].top[0].token);
+    }
+  }
+}
+
+TEST(Engine, ResultsDoNotDependOnConcurrency) {
+  // Alone: one request at a time.
+  std::vector<RequestResult> alone;
+  {
+    auto engine = MakeEngine();
+    for (Request& r : MixedRequests()) {
+      std::vector<Request> one;
+      one.push_back(std::move(r));
+      alone.push_back(RunAll(*engine, std::move(one))[0]);
+    }
+  }
+  // Together, with a small step budget so prefills are chunked and share steps with decodes.
+  EngineOptions options;
+  options.max_num_batched_tokens = 16;
+  auto engine = MakeEngine(options);
+  auto together = RunAll(*engine, MixedRequests());
+  ExpectSameResults(alone, together);
+  EXPECT_EQ(engine->Metrics().generation_tokens_total, 8 * 10 + 28);
+}
+
+TEST(Engine, PreemptionByRecomputeKeepsResults) {
+  const auto& f = F();
+  cache::KvCacheOptions probe;
+  probe.prefix_caching = false;
+  auto layout = cache::PlanKvCache(f.cfg, probe);
+  ASSERT_TRUE(layout.ok());
+  EngineOptions options;
+  options.enable_prefix_caching = false;
+  options.max_num_seqs = 8;
+  options.max_num_batched_tokens = 32;
+  // Half the budget is for slots: 8 slots, and the other half is 10 blocks of 64 tokens, less than 8
+  // sequences of up to 80 tokens (2 blocks each) need.
+  options.block_tokens = 64;
+  options.kv_cache_bytes = 16 * layout->slot_bytes;
+  ASSERT_EQ(8 * layout->slot_bytes / (layout->block_bytes * 4), 10);
+  auto engine = MakeEngine(options);
+  ASSERT_EQ(engine->options().max_model_len, 640);
+  // 30 more tokens each: most sequences grow into a second block while others still run.
+  auto small = RunAll(*engine, MixedRequests(30));
+  EXPECT_GT(engine->Metrics().preemptions_total, 0);
+  EXPECT_EQ(engine->Metrics().kv_cache_usage, 0.0);
+  auto big = RunAll(*MakeEngine(), MixedRequests(30));
+  ExpectSameResults(big, small);
+}
+
+TEST(Engine, StopStringAcrossTokenBoundaries) {
+  auto engine = MakeEngine();
+  std::vector<Request> reqs;
+  reqs.push_back(MakeRequest(Prompt(3, 20), GreedyParams(40)));
+  const ChoiceResult free_run = RunAll(*engine, std::move(reqs))[0].choices[0];
+  ASSERT_GT(free_run.text.size(), 12u);
+  // Every token is one byte, so a 3-byte stop string spans three tokens (the text may hold U+FFFD).
+  size_t start = 6;
+  while (start < free_run.text.size() && (static_cast<unsigned char>(free_run.text[start]) & 0xC0) == 0x80)
+    ++start;
+  const std::string stop = free_run.text.substr(start, 3);
+  SamplingParams sp = GreedyParams(40);
+  sp.stop = {stop};
+  reqs.clear();
+  reqs.push_back(MakeRequest(Prompt(3, 20), sp));
+  const ChoiceResult stopped = RunAll(*engine, std::move(reqs))[0].choices[0];
+  EXPECT_EQ(stopped.text, free_run.text.substr(0, free_run.text.find(stop)));
+  EXPECT_EQ(stopped.finish, FinishReason::kStop);
+  EXPECT_EQ(stopped.stop_reason, stop);
+  EXPECT_LT(stopped.tokens.size(), free_run.tokens.size());
+}
+
+TEST(Engine, StopTokenIdsAndMinTokens) {
+  auto engine = MakeEngine();
+  std::vector<Request> reqs;
+  reqs.push_back(MakeRequest(Prompt(4, 10), GreedyParams(20)));
+  const ChoiceResult free_run = RunAll(*engine, std::move(reqs))[0].choices[0];
+  const int32_t third = free_run.tokens[2];
+  size_t first_at = 0;
+  while (free_run.tokens[first_at] != third) ++first_at;
+  SamplingParams sp = GreedyParams(20);
+  sp.stop_token_ids = {third};
+  reqs.clear();
+  reqs.push_back(MakeRequest(Prompt(4, 10), sp));
+  const ChoiceResult stopped = RunAll(*engine, std::move(reqs))[0].choices[0];
+  EXPECT_EQ(stopped.finish, FinishReason::kStop);
+  EXPECT_EQ(stopped.stop_reason, std::to_string(third));
+  EXPECT_EQ(stopped.tokens,
+            std::vector<int32_t>(free_run.tokens.begin(), free_run.tokens.begin() + first_at + 1));
+  // min_tokens past the stop id: it is masked until then.
+  sp.min_tokens = static_cast<int64_t>(first_at) + 3;
+  reqs.clear();
+  reqs.push_back(MakeRequest(Prompt(4, 10), sp));
+  const ChoiceResult later = RunAll(*engine, std::move(reqs))[0].choices[0];
+  EXPECT_GE(later.tokens.size(), first_at + 3);
+}
+
+TEST(Engine, CancelAbortsAndFreesTheCache) {
+  auto engine = MakeEngine();
+  Collector c;
+  std::mutex mu;
+  std::condition_variable cv;
+  int events = 0;
+  auto inner = c.Callback(0);
+  auto id = engine->Submit(MakeRequest(Prompt(5, 12), GreedyParams(2000)), [&](const Event& e) {
+    inner(e);
+    std::lock_guard<std::mutex> lock(mu);
+    ++events;
+    cv.notify_all();
+  });
+  ASSERT_TRUE(id.ok());
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return events >= 3; });
+  }
+  engine->Cancel(*id);
+  c.Wait(1);
+  const RequestResult r = c.Get(0);
+  EXPECT_EQ(r.choices.at(0).finish, FinishReason::kAbort);
+  EXPECT_LT(r.choices.at(0).tokens.size(), 2000u);
+  EXPECT_EQ(engine->Metrics().kv_cache_usage, 0.0);
+  EXPECT_EQ(engine->Metrics().num_running, 0);
+  engine->Cancel(*id);  // unknown now: no-op
+}
+
+TEST(Engine, NChoicesWithSeedAreReproducibleAndMatchSeedPlusI) {
+  auto engine = MakeEngine();
+  SamplingParams sp = SeededParams(12, 42);
+  sp.n = 2;
+  std::vector<Request> reqs;
+  reqs.push_back(MakeRequest(Prompt(6, 15), sp));
+  reqs.push_back(MakeRequest(Prompt(6, 15), sp));
+  reqs.push_back(MakeRequest(Prompt(6, 15), SeededParams(12, 43)));
+  auto r = RunAll(*engine, std::move(reqs));
+  ASSERT_EQ(r[0].choices.size(), 2u);
+  EXPECT_EQ(r[0].choices[0].tokens, r[1].choices[0].tokens);
+  EXPECT_EQ(r[0].choices[1].tokens, r[1].choices[1].tokens);
+  EXPECT_NE(r[0].choices[0].tokens, r[0].choices[1].tokens);
+  EXPECT_EQ(r[0].choices[1].tokens, r[2].choices[0].tokens);  // choice 1 uses seed + 1
+  EXPECT_EQ(r[0].usage.completion_tokens, 24);
+  EXPECT_EQ(r[0].usage.prompt_tokens, 15);
+}
+
+TEST(Engine, QueueFullAndSubmitErrors) {
+  EngineOptions options;
+  options.max_waiting = 2;
+  options.max_model_len = 64;
+  auto engine = MakeEngine(options);
+  EXPECT_EQ(engine->Submit(MakeRequest({}, GreedyParams(4)), nullptr).status().code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(engine->Submit(MakeRequest({1, 260}, GreedyParams(4)), nullptr).status().code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(engine->Submit(MakeRequest(Prompt(1, 60), GreedyParams(5)), nullptr).status().code(),
+            StatusCode::kInvalidArgument);
+  // Block the engine thread inside the first request's first event, then fill the queue.
+  std::mutex mu;
+  std::condition_variable cv;
+  bool entered = false, release = false;
+  Collector c;
+  auto inner = c.Callback(0);
+  ASSERT_TRUE(engine
+                  ->Submit(MakeRequest(Prompt(1, 5), GreedyParams(3)),
+                           [&](const Event& e) {
+                             std::unique_lock<std::mutex> lock(mu);
+                             entered = true;
+                             cv.notify_all();
+                             cv.wait(lock, [&] { return release; });
+                             lock.unlock();
+                             inner(e);
+                           })
+                  .ok());
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return entered; });
+  }
+  EXPECT_TRUE(engine->Submit(MakeRequest(Prompt(2, 5), GreedyParams(3)), c.Callback(1)).ok());
+  EXPECT_TRUE(engine->Submit(MakeRequest(Prompt(3, 5), GreedyParams(3)), c.Callback(2)).ok());
+  auto full = engine->Submit(MakeRequest(Prompt(4, 5), GreedyParams(3)), nullptr);
+  EXPECT_EQ(full.status().code(), StatusCode::kResourceExhausted);
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    release = true;
+  }
+  cv.notify_all();
+  c.Wait(3);
+  engine->Shutdown(true);
+  EXPECT_FALSE(engine->Alive());
+  EXPECT_EQ(engine->Submit(MakeRequest(Prompt(4, 5), GreedyParams(3)), nullptr).status().code(),
+            StatusCode::kInternal);
+}
+
+TEST(Engine, PrefixCacheHitGivesTheSameOutput) {
+  EngineOptions options;
+  options.prefix_snapshot_interval = 16;
+  options.max_num_batched_tokens = 20;
+  auto engine = MakeEngine(options);
+  const std::vector<int32_t> prompt = Prompt(9, 45);
+  auto run = [&](std::vector<int32_t> p) {
+    std::vector<Request> reqs;
+    reqs.push_back(MakeRequest(std::move(p), GreedyParams(10)));
+    return RunAll(*engine, std::move(reqs))[0];
+  };
+  const RequestResult first = run(prompt);
+  EXPECT_EQ(first.usage.cached_prompt_tokens, 0);
+  const RequestResult second = run(prompt);
+  EXPECT_EQ(second.usage.cached_prompt_tokens, 45);  // the prompt-end snapshot (with its logits)
+  EXPECT_EQ(second.choices.at(0).tokens, first.choices.at(0).tokens);
+  // A longer prompt with the same start hits the snapshot at the prompt end of the first one.
+  std::vector<int32_t> longer = prompt;
+  for (int32_t t : Prompt(10, 7)) longer.push_back(t);
+  const RequestResult third = run(longer);
+  EXPECT_EQ(third.usage.cached_prompt_tokens, 45);
+  auto want = model::GreedyGenerate(*F().model, longer, 10, nullptr);
+  // (GreedyGenerate runs on the engine's model: only after the engine is idle.)
+  ASSERT_TRUE(want.ok());
+  EXPECT_EQ(third.choices.at(0).tokens, *want);
+  // A prompt diverging at position 40 hits the interval snapshot at 32.
+  std::vector<int32_t> other = prompt;
+  other[40] = other[40] == 33 ? 34 : 33;
+  EXPECT_EQ(run(other).usage.cached_prompt_tokens, 32);
+  const EngineMetrics m = engine->Metrics();
+  EXPECT_EQ(m.prefix_cache_queries, 45 + 45 + 52 + 45);
+  EXPECT_EQ(m.prefix_cache_hits, 45 + 45 + 32);
+  EXPECT_EQ(m.kv_cache_usage, 0.0);
+}
+
+TEST(Engine, ShutdownWithoutDrainAbortsRunningRequests) {
+  auto engine = MakeEngine();
+  Collector c;
+  ASSERT_TRUE(engine->Submit(MakeRequest(Prompt(1, 8), GreedyParams(3000)), c.Callback(0)).ok());
+  engine->Shutdown(false);
+  c.Wait(1);
+  EXPECT_EQ(c.Get(0).choices.at(0).finish, FinishReason::kAbort);
+  EXPECT_FALSE(engine->Alive());
+}
+
+}  // namespace
+}  // namespace k3::engine

@@ -1,0 +1,57 @@
+// Sequence and RequestState: the engine thread's bookkeeping for one choice and for one request.
+//
+// A request starts as one sequence (choice 0, the leader) that prefills the prompt; when the prompt is
+// done and n > 1, the leader's state is forked into choices 1..n-1, which sample from the same logits.
+// A sequence's `tokens` are prompt + generated ids; its model state has processed a prefix of them (all
+// but the last sampled token while decoding; none after a preemption, which recomputes them).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "src/chat/token_constraint.h"
+#include "src/engine/engine.h"
+#include "src/engine/sampler.h"
+#include "src/engine/stop_strings.h"
+#include "src/model/sequence_state.h"
+#include "src/tokenizer/incremental_decoder.h"
+
+namespace k3::engine {
+
+struct RequestState;
+
+struct Sequence {
+  RequestState* request = nullptr;
+  int32_t choice = 0;
+  std::vector<int32_t> tokens;  // prompt + generated
+  int64_t prompt_len = 0;
+  std::unique_ptr<model::ModelSequenceState> state;  // null while waiting
+  int64_t slots_held = 0;                            // KDA slots (the leader holds n until it forks)
+  std::unique_ptr<Sampler> sampler;
+  std::unique_ptr<chat::TokenConstraint> constraint;
+  std::unique_ptr<tokenizer::IncrementalDecoder> decoder;
+  std::unique_ptr<StopStringMatcher> stop;
+  std::vector<float> ready_logits;  // logits restored from a full prefix-cache hit (sample without forward)
+  int64_t chunk = 0;                // tokens scheduled this step
+  bool finished = false;
+
+  int64_t num_generated() const { return static_cast<int64_t>(tokens.size()) - prompt_len; }
+};
+
+struct RequestState {
+  uint64_t id = 0;
+  Request request;
+  EventCallback on_event;
+  int64_t max_tokens = 0;                          // resolved
+  uint64_t seed = 0;                               // resolved (random when the request has none)
+  std::vector<std::unique_ptr<Sequence>> choices;  // [0] from the start; the rest after the fork
+  bool forked = false;
+  bool admitted_once = false;
+  int32_t finished_choices = 0;
+  Usage usage;
+};
+
+}  // namespace k3::engine
