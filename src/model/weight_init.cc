@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string_view>
 
 #include "src/base/check.h"
 
@@ -68,6 +69,20 @@ int64_t LogicalRowCount(const TensorSpec& spec) {
   return count;
 }
 
+float LinearInitGain(const io::ModelConfig& cfg, const TensorSpec& spec) {
+  const std::string_view name = spec.name;
+  if (!cfg.tie_word_embeddings && name == GlobalTensorName(cfg, "lm_head.weight")) return kOutputHeadGain;
+  // routed_expert_down_proj is the latent MoE's input projection, not a branch output.
+  if (name.ends_with("routed_expert_down_proj.weight")) return 1.0f;
+  for (std::string_view suffix : {"o_proj.weight", "down_proj.weight", "routed_expert_up_proj.weight",
+                                  ".w2.weight", ".w2.weight_packed"}) {
+    if (name.ends_with(suffix)) return kResidualBranchGain;
+  }
+  if (name.ends_with("_res_proj.weight")) return kAttnResQueryGain;
+  if (name.ends_with("block_sparse_moe.gate.weight")) return kRouterGain;
+  return 1.0f;
+}
+
 void InitRow(const io::ModelConfig& cfg, const TensorSpec& spec, uint64_t tensor_seed, int64_t row,
              float* out) {
   const int64_t n = LogicalRowLength(spec);
@@ -79,11 +94,7 @@ void InitRow(const io::ModelConfig& cfg, const TensorSpec& spec, uint64_t tensor
     case InitKind::kLinear:
     case InitKind::kMxfp4Packed: {
       K3_CHECK(spec.fan_in > 0);
-      float std_dev = 1.0f / std::sqrt(static_cast<float>(spec.fan_in));
-      if (!cfg.tie_word_embeddings && spec.name == GlobalTensorName(cfg, "lm_head.weight")) {
-        std_dev *= kOutputHeadGain;
-      }
-      fill_normal(std_dev, 0.0f);
+      fill_normal(LinearInitGain(cfg, spec) / std::sqrt(static_cast<float>(spec.fan_in)), 0.0f);
       return;
     }
     case InitKind::kEmbedding:
@@ -106,7 +117,7 @@ void InitRow(const io::ModelConfig& cfg, const TensorSpec& spec, uint64_t tensor
       fill_normal(0.1f, 0.0f);
       return;
     case InitKind::kRouterBias:
-      fill_normal(0.02f, 0.0f);
+      fill_normal(kRouterBiasStd, 0.0f);
       return;
     case InitKind::kMxfp4Scale:
     case InitKind::kSentinel:

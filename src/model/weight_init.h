@@ -48,14 +48,41 @@ int64_t LogicalRowCount(const TensorSpec& spec);
 // well clear of rounding noise.
 inline constexpr float kOutputHeadGain = 3.0f;
 
+// Why the next four exist: random weights at the plain 1/sqrt(fan_in) scale make a chaotic model. One
+// bf16 value rounded the other way (an fp32 summation-order effect that any two correct engines show)
+// grew to ~3-30 % relative L2 of the later logits of tiny-k3 and flipped MoE routing decisions, so no
+// engine could match a reference within 1e-2 or for 32 greedy tokens. Measured with the reference
+// (tools/reference/chaos.py; docs/architecture.md has the figures before and after). The residual
+// branches stay fully exercised, they only add smaller vectors.
+//
+// Residual-branch outputs (attention o_proj, dense / shared-expert down_proj, the latent MoE's
+// routed_expert_up_proj, routed experts' w2) get this times 1/sqrt(fan_in): each branch adds a tenth of
+// the usual vector, so the bf16 rounding noise of a branch enters the stream (and the next layers'
+// inputs) scaled down, and the stream stays dominated by the embedding.
+inline constexpr float kResidualBranchGain = 0.1f;
+// AttnRes mixer queries (*_res_proj, [1, D]) get this times 1/sqrt(D): the mixer normalises every
+// source before scoring, so a small block sum's relative noise enters the scores in full; smaller
+// scores (std ~0.25) keep the softmax weights from swinging with it.
+inline constexpr float kAttnResQueryGain = 0.25f;
+// The MoE router (block_sparse_moe.gate.weight) gets this times 1/sqrt(D), and e_score_correction_bias
+// a standard deviation of kRouterBiasStd: most sigmoid scores saturate near 0 or 1 and the bias spreads
+// the selection scores over ~[-2, 3], so the k-th and (k+1)-th are rarely within rounding noise of each
+// other (a near tie flips the expert choice, a ~10 % change of the layer's output). Which experts win
+// still depends on the token: over 40 random tokens every tiny-k3 MoE layer picks 2-13 distinct sets.
+inline constexpr float kRouterGain = 4.0f;
+inline constexpr float kRouterBiasStd = 1.0f;
+
+// The gain InitRow applies to a kLinear / kMxfp4Packed tensor's 1/sqrt(fan_in) (1 for most).
+float LinearInitGain(const io::ModelConfig& cfg, const TensorSpec& spec);
+
 // Fills `out` (LogicalRowLength(spec) values) with row `row` of `spec`'s logical values:
-//   kLinear      normal, std 1/sqrt(fan_in) (the untied lm_head: kOutputHeadGain times that)
+//   kLinear      normal, std LinearInitGain / sqrt(fan_in)
 //   kEmbedding   normal, std 1
 //   kNormWeight  1 + 0.02 * normal
 //   kConv        normal, std 1/sqrt(kernel)
 //   kALog        log(uniform[1, 16]); entries past kda_num_heads (K3's padding to 128) are 0
 //   kDtBias      0.1 * normal
-//   kRouterBias  0.02 * normal
+//   kRouterBias  kRouterBiasStd * normal
 //   kMxfp4Packed the logical (unquantised) kLinear matrix; kMxfp4Scale has no values of its own
 void InitRow(const io::ModelConfig& cfg, const TensorSpec& spec, uint64_t tensor_seed, int64_t row,
              float* out);

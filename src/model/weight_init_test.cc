@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -111,6 +112,62 @@ TEST(InitRowTest, OutputHeadIsScaledByTheGain) {
   }
   const double rms = std::sqrt(sum_sq / double(LogicalRowCount(head) * row.size()));
   EXPECT_NEAR(rms * std::sqrt(double(cfg.hidden_size)), kOutputHeadGain, 0.05 * kOutputHeadGain);
+}
+
+// RMS of all rows of `spec` drawn with seed 3.
+double TensorRms(const io::ModelConfig& cfg, const TensorSpec& spec) {
+  std::vector<float> row(LogicalRowLength(spec));
+  double sum_sq = 0;
+  for (int64_t r = 0; r < LogicalRowCount(spec); ++r) {
+    InitRow(cfg, spec, TensorSeed(3, spec.name), r, row.data());
+    for (float v : row) sum_sq += double{v} * v;
+  }
+  return std::sqrt(sum_sq / double(LogicalRowCount(spec) * row.size()));
+}
+
+TEST(InitRowTest, BranchOutputsQueriesAndRoutersHaveTheirGains) {
+  for (const char* preset : {"tiny-k3", "tiny-kimi-linear"}) {
+    const io::ModelConfig cfg = FindGeneratorPreset(preset).value().config;
+    int branch_outputs = 0, queries = 0;
+    for (const TensorSpec& spec : ListTensors(cfg)) {
+      if (spec.init != InitKind::kLinear && spec.init != InitKind::kMxfp4Packed) continue;
+      const std::string& n = spec.name;
+      const bool branch_output =
+          n.ends_with("self_attn.o_proj.weight") || n.ends_with("mlp.down_proj.weight") ||
+          n.ends_with("shared_experts.down_proj.weight") || n.ends_with("routed_expert_up_proj.weight") ||
+          n.find(".w2.weight") != std::string::npos;
+      const bool query = n.ends_with("_res_proj.weight");
+      const float want = branch_output                    ? kResidualBranchGain
+                         : query                          ? kAttnResQueryGain
+                         : n.ends_with("lm_head.weight")  ? kOutputHeadGain
+                         : n.ends_with("moe.gate.weight") ? kRouterGain
+                                                          : 1.0f;
+      EXPECT_EQ(LinearInitGain(cfg, spec), want) << preset << " " << n;
+      branch_outputs += branch_output;
+      queries += query;
+    }
+    EXPECT_GT(branch_outputs, 10) << preset;
+    EXPECT_EQ(queries > 0, cfg.has_attn_res()) << preset;
+  }
+  // The values follow the gain (a bf16 o_proj and an MXFP4 w2 before quantisation).
+  const io::ModelConfig& cfg = TinyK3Config();
+  const std::vector<TensorSpec> specs = ListTensors(cfg);
+  for (const char* name :
+       {"self_attn.o_proj.weight", "experts.0.w2.weight_packed", "routed_expert_down_proj.weight"}) {
+    const TensorSpec& spec =
+        FindSpec(specs, name[0] == 'e' ? InitKind::kMxfp4Packed : InitKind::kLinear, name);
+    const double want = LinearInitGain(cfg, spec) / std::sqrt(double(spec.fan_in));
+    EXPECT_NEAR(TensorRms(cfg, spec), want, 0.05 * want) << name;
+  }
+  EXPECT_EQ(LinearInitGain(cfg, FindSpec(specs, InitKind::kLinear, "routed_expert_down_proj.weight")), 1.0f);
+}
+
+TEST(InitRowTest, RouterBiasHasItsSpread) {
+  const io::ModelConfig& cfg = FindGeneratorPreset("mini-k3").value().config;
+  const std::vector<TensorSpec> specs = ListTensors(cfg);
+  const TensorSpec& spec = FindSpec(specs, InitKind::kRouterBias, "e_score_correction_bias");
+  ASSERT_EQ(LogicalRowLength(spec), cfg.num_experts);
+  EXPECT_NEAR(TensorRms(cfg, spec), kRouterBiasStd, 0.25 * kRouterBiasStd);
 }
 
 TEST(InitRowTest, NormWeightsAreNearOne) {
