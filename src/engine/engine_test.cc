@@ -3,10 +3,12 @@
 // n > 1 with a seed, queue full, submit errors and the prefix cache.
 #include "src/engine/engine.h"
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <map>
 #include <mutex>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -14,6 +16,7 @@
 
 #include "src/base/check.h"
 #include "src/cache/kv_cache.h"
+#include "src/engine/sampler.h"
 #include "src/model/greedy.h"
 #include "src/model/testing/random_model.h"
 
@@ -23,7 +26,7 @@ namespace {
 constexpr int32_t kEos = 256;  // <|eos|>
 
 struct Fixture {
-  ThreadPool pool{2};
+  ThreadPool pool{1};  // inline: results do not depend on threads, and test machines are shared
   io::ModelConfig cfg;
   std::unique_ptr<model::Model> model;
   std::unique_ptr<tokenizer::Tokenizer> tok;
@@ -164,15 +167,32 @@ std::vector<RequestResult> RunAll(Engine& engine, std::vector<Request> requests)
 
 TEST(Engine, GreedyEqualsGreedyGenerateWithChunkedPrefill) {
   const std::vector<int32_t> prompt = Prompt(1, 37);
-  auto want = model::GreedyGenerate(*F().model, prompt, 12, nullptr);
+  std::vector<std::vector<float>> rows;  // rows[i]: logits after position i
+  auto want = model::GreedyGenerate(*F().model, prompt, 12, [&](int64_t, int32_t, std::span<const float> l) {
+    rows.emplace_back(l.begin(), l.end());
+  });
   ASSERT_TRUE(want.ok());
   EngineOptions options;
   options.max_num_batched_tokens = 7;  // prefill in chunks of 7
   auto engine = MakeEngine(options);
   std::vector<Request> reqs;
-  reqs.push_back(MakeRequest(prompt, GreedyParams(12)));
+  SamplingParams sp = GreedyParams(12);
+  sp.logprobs = 3;
+  reqs.push_back(MakeRequest(prompt, sp));
   auto got = RunAll(*engine, std::move(reqs));
   EXPECT_EQ(got[0].choices[0].tokens, *want);
+  // Logprobs: the raw log-softmax of the row that predicted each token.
+  ASSERT_EQ(got[0].choices[0].logprobs.size(), 12u);
+  for (size_t j = 0; j < 12; ++j) {
+    std::vector<float> lp = rows[prompt.size() - 1 + j];
+    LogSoftmax(lp);
+    const TokenLogprob& t = got[0].choices[0].logprobs[j];
+    EXPECT_EQ(t.token, (*want)[j]);
+    EXPECT_EQ(t.logprob, lp[(*want)[j]]);
+    ASSERT_EQ(t.top.size(), 3u);
+    EXPECT_EQ(t.top[0].token, (*want)[j]);  // greedy: the most likely token
+    EXPECT_GE(t.top[1].logprob, t.top[2].logprob);
+  }
   EXPECT_EQ(got[0].choices[0].finish, FinishReason::kLength);
   EXPECT_EQ(got[0].usage.prompt_tokens, 37);
   EXPECT_EQ(got[0].usage.completion_tokens, 12);
@@ -341,6 +361,55 @@ TEST(Engine, NChoicesWithSeedAreReproducibleAndMatchSeedPlusI) {
   EXPECT_EQ(r[0].choices[1].tokens, r[2].choices[0].tokens);  // choice 1 uses seed + 1
   EXPECT_EQ(r[0].usage.completion_tokens, 24);
   EXPECT_EQ(r[0].usage.prompt_tokens, 15);
+}
+
+// Allows only the digits '0'..'9' for `digits` tokens, then only `end`.
+class DigitsConstraint final : public chat::TokenConstraint {
+ public:
+  DigitsConstraint(int digits, int32_t end) : digits_(digits), end_(end) {}
+  void FillAllowed(std::span<uint64_t> mask) override {
+    std::fill(mask.begin(), mask.end(), 0);
+    auto allow = [&](int32_t id) { mask[id / 64] |= uint64_t{1} << (id % 64); };
+    if (count_ < digits_) {
+      for (int32_t c = '0'; c <= '9'; ++c) allow(c);
+    } else {
+      allow(end_);
+    }
+  }
+  bool Accept(int32_t token) override {
+    const bool ok = count_ < digits_ ? token >= '0' && token <= '9' : token == end_;
+    count_ += ok;
+    return ok;
+  }
+  bool IsComplete() const override { return count_ >= digits_; }
+  std::unique_ptr<TokenConstraint> Clone() const override {
+    return std::make_unique<DigitsConstraint>(*this);
+  }
+
+ private:
+  int digits_;
+  int32_t end_;
+  int count_ = 0;
+};
+
+TEST(Engine, ConstraintMasksEveryStepAndIsClonedPerChoice) {
+  auto engine = MakeEngine();
+  SamplingParams sp = SeededParams(20, 5);
+  sp.ignore_eos = false;
+  sp.n = 3;
+  Request req = MakeRequest(Prompt(8, 9), sp);
+  req.constraint = std::make_unique<DigitsConstraint>(5, kEos);
+  std::vector<Request> reqs;
+  reqs.push_back(std::move(req));
+  const RequestResult r = RunAll(*engine, std::move(reqs))[0];
+  ASSERT_EQ(r.choices.size(), 3u);
+  for (const auto& [i, c] : r.choices) {
+    ASSERT_EQ(c.tokens.size(), 6u) << "choice " << i;
+    EXPECT_EQ(c.tokens.back(), kEos);
+    EXPECT_EQ(c.finish, FinishReason::kStop);
+    EXPECT_EQ(c.text.size(), 5u);
+    for (char ch : c.text) EXPECT_TRUE(ch >= '0' && ch <= '9') << c.text;
+  }
 }
 
 TEST(Engine, QueueFullAndSubmitErrors) {

@@ -31,7 +31,14 @@ float MaxLogit(std::span<const float> logits) {
 
 void ApplyTopK(std::span<float> logits, int64_t k) {
   if (k <= 0 || k >= static_cast<int64_t>(logits.size())) return;
-  const std::vector<int32_t> ids = SortedFiniteIds(logits);
+  std::vector<int32_t> ids;
+  for (size_t i = 0; i < logits.size(); ++i)
+    if (logits[i] != kNegInf) ids.push_back(static_cast<int32_t>(i));
+  if (static_cast<int64_t>(ids.size()) <= k) return;
+  // O(N) selection: ids[0, k) become the k first in (logit descending, id ascending) order.
+  std::nth_element(ids.begin(), ids.begin() + (k - 1), ids.end(), [&](int32_t a, int32_t b) {
+    return logits[a] != logits[b] ? logits[a] > logits[b] : a < b;
+  });
   for (size_t i = static_cast<size_t>(k); i < ids.size(); ++i) logits[ids[i]] = kNegInf;
 }
 
@@ -83,22 +90,20 @@ int32_t ArgMax(std::span<const float> logits) {
 }
 
 int32_t DrawFromLogits(std::span<const float> logits, double u) {
-  const std::vector<int32_t> ids = SortedFiniteIds(logits);
-  if (ids.empty()) return -1;
-  const float m = logits[ids[0]];
-  std::vector<double> weights(ids.size());
+  const float m = MaxLogit(logits);
+  if (m == kNegInf) return -1;
   double total = 0;
-  for (size_t i = 0; i < ids.size(); ++i) {
-    weights[i] = std::exp(static_cast<double>(logits[ids[i]] - m));
-    total += weights[i];
-  }
+  for (float v : logits) total += v == kNegInf ? 0.0 : std::exp(static_cast<double>(v - m));
   const double target = u * total;
   double cum = 0;
-  for (size_t i = 0; i < ids.size(); ++i) {
-    cum += weights[i];
-    if (cum > target) return ids[i];
+  int32_t last = -1;
+  for (size_t i = 0; i < logits.size(); ++i) {
+    if (logits[i] == kNegInf) continue;
+    cum += std::exp(static_cast<double>(logits[i] - m));
+    last = static_cast<int32_t>(i);
+    if (cum > target) return last;
   }
-  return ids.back();
+  return last;
 }
 
 TokenLogprob MakeTokenLogprob(std::span<const float> logprobs, int32_t token, int32_t k) {

@@ -28,8 +28,8 @@ void ApplyMinP(std::span<float> logits, float min_p);
 void LogSoftmax(std::span<float> row);
 // Largest logit (ties: lower id); -1 if every logit is -inf.
 int32_t ArgMax(std::span<const float> logits);
-// Draws from softmax(logits) with u in [0, 1): ids in descending probability (ties: lower id), the first
-// whose cumulative probability exceeds u * total. -1 if every logit is -inf.
+// Draws from softmax(logits) with u in [0, 1): the first id (in id order, O(N), no sort) whose cumulative
+// probability exceeds u. -1 if every logit is -inf.
 int32_t DrawFromLogits(std::span<const float> logits, double u);
 // The sampled token's logprob and the top k of a log-softmax row.
 TokenLogprob MakeTokenLogprob(std::span<const float> logprobs, int32_t token, int32_t k);

@@ -57,13 +57,15 @@ TEST(SamplerFilters, MinPIsRelativeToTheLargestProbability) {
   EXPECT_EQ(Kept(l), (std::vector<bool>{true, true, true, true}));
 }
 
-TEST(SamplerFilters, DrawWalksDescendingProbability) {
-  const std::vector<float> l = LogOf({0.2, 0.5, 0.3});  // order: 1 (0.5), 2 (0.3), 0 (0.2)
-  EXPECT_EQ(DrawFromLogits(l, 0.0), 1);
-  EXPECT_EQ(DrawFromLogits(l, 0.49), 1);
-  EXPECT_EQ(DrawFromLogits(l, 0.51), 2);
-  EXPECT_EQ(DrawFromLogits(l, 0.79), 2);
-  EXPECT_EQ(DrawFromLogits(l, 0.81), 0);
+TEST(SamplerFilters, DrawWalksTheCumulativeDistributionInIdOrder) {
+  const std::vector<float> l = LogOf({0.2, 0.5, 0.3});  // cumulative: 0.2, 0.7, 1.0
+  EXPECT_EQ(DrawFromLogits(l, 0.0), 0);
+  EXPECT_EQ(DrawFromLogits(l, 0.19), 0);
+  EXPECT_EQ(DrawFromLogits(l, 0.21), 1);
+  EXPECT_EQ(DrawFromLogits(l, 0.69), 1);
+  EXPECT_EQ(DrawFromLogits(l, 0.71), 2);
+  EXPECT_EQ(DrawFromLogits(l, 0.999), 2);
+  EXPECT_EQ(DrawFromLogits(std::vector<float>{-kInf, 0.0f, -kInf}, 0.9), 1);  // -inf ids are never drawn
   EXPECT_EQ(DrawFromLogits(std::vector<float>{-kInf, -kInf}, 0.5), -1);
 }
 
