@@ -1,7 +1,10 @@
 // YAML / JSON documents as a small tree with line numbers, for `k3 lint` and the tests. Parsing goes
 // through yaml-cpp (JSON is read as YAML flow style); every failure is a Status naming file:line, never an
-// exception or a crash. Limits guard against hostile input: nesting depth and node count (aliases can
-// multiply a small file into an exponential tree).
+// exception or a crash. Limits guard against hostile input: a small file can nest deeply, or use aliases to
+// stand for an exponential tree ("billion laughs": 3 KB of anchors that expand to gigabytes). A counting
+// pass over the parser's events measures the tree each document expands to, without expanding it, and
+// refuses the file before anything is built; it also stops yaml-cpp 0.7's endless loop on input such as
+// "{}," (empty documents at one place forever), which would otherwise fill memory.
 #pragma once
 
 #include <memory>
@@ -51,9 +54,13 @@ struct YamlDocument {
   YamlNode root;
 };
 
+// Limits on the tree after alias expansion, over all documents of one input; exceeding one is an
+// InvalidArgument naming the file, the line and the limit.
 struct YamlLimits {
-  int max_depth = 200;
-  size_t max_nodes = 1'000'000;
+  int max_depth = 200;                // nesting levels, counted through aliases
+  size_t max_nodes = 1'000'000;       // nodes (keys, values, items)
+  size_t max_alias_nodes = 100'000;   // nodes that aliases stand for (each use of *a counts a's tree)
+  size_t max_text_bytes = 64u << 20;  // scalar text; without aliases it is at most the input's size
 };
 
 // Parses every document of `text` (multi-document YAML or one JSON value).

@@ -359,6 +359,105 @@ TEST(LintTest, MalformedInputIsReportedWithLine) {
   EXPECT_EQ(b[0].rule, "K3-YAML-001");
 }
 
+// The input shape behind issue #5's fuzz_lint out-of-memory: 3 KB whose aliases stand for a million copies
+// of a 3,000-byte scalar (3 GB once copied into the tree). It is refused by the counting pass, before
+// anything is expanded.
+std::string LongScalarAliasBomb() {
+  std::string bomb = "a: &a \"" + std::string(3000, 'x') + "\"\n";
+  char prev = 'a';
+  for (char c = 'b'; c <= 'g'; ++c, ++prev) {
+    bomb += std::string(1, c) + ": &" + c + " [";
+    for (int i = 0; i < 10; ++i) bomb += std::string(i == 0 ? "*" : ", *") + prev;
+    bomb += "]\n";
+  }
+  return bomb;
+}
+
+TEST(LintTest, AliasBombOfLongScalarsIsRefusedBeforeExpanding) {
+  const std::string bomb = LongScalarAliasBomb();
+  ASSERT_LT(bomb.size(), 4000u);
+  auto f = LintText(bomb, "bomb.yaml", Options());
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].rule, "K3-YAML-001");
+  EXPECT_EQ(f[0].file, "bomb.yaml");
+  EXPECT_GT(f[0].line, 1);
+  EXPECT_NE(f[0].message.find("64 MiB of text (after alias expansion)"), std::string::npos) << f[0].message;
+  EXPECT_EQ(f[0].message.rfind("bomb.yaml:", 0), 0u) << f[0].message;
+}
+
+TEST(YamlTreeTest, AliasesExpandToCopiesOfTheAnchor) {
+  auto docs = ParseYamlDocuments("base: &b {x: 1, y: [1, 2]}\nuse: *b\n---\nz: &b [1]\nq: *b\n", "a.yaml");
+  ASSERT_TRUE(docs.ok()) << docs.status().ToString();
+  ASSERT_EQ(docs->size(), 2u);
+  ASSERT_NE((*docs)[0].root.Get("use"), nullptr);
+  EXPECT_EQ(YamlToJson(*(*docs)[0].root.Get("use")), nlohmann::json::parse(R"({"x": 1, "y": [1, 2]})"));
+  ASSERT_NE((*docs)[1].root.Get("q"), nullptr);  // anchors restart per document: *b is the second &b
+  EXPECT_EQ(YamlToJson(*(*docs)[1].root.Get("q")), nlohmann::json::parse("[1]"));
+}
+
+TEST(YamlTreeTest, LimitsCountTheExpandedTree) {
+  const std::string text = "a: &a [1, 2, 3]\nb: [*a, *a]\n";  // 1 + (1 + 4) + (1 + 1 + 2*4) = 16 nodes
+  YamlLimits limits;
+  limits.max_alias_nodes = 8;
+  EXPECT_TRUE(ParseYamlDocuments(text, "a.yaml", limits).ok());
+  limits.max_alias_nodes = 7;
+  auto r = ParseYamlDocuments(text, "a.yaml", limits);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(
+      r.status().message(),
+      "a.yaml:2: aliases (here *a) expand to more than 7 nodes, the limit for aliases; refusing to lint "
+      "(an alias bomb?)");
+
+  limits = YamlLimits();
+  limits.max_nodes = 16;
+  EXPECT_TRUE(ParseYamlDocuments(text, "a.yaml", limits).ok());
+  limits.max_nodes = 15;
+  r = ParseYamlDocuments(text, "a.yaml", limits);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("more than 15 nodes"), std::string::npos) << r.status().message();
+
+  limits = YamlLimits();
+  limits.max_text_bytes = 4u << 20;
+  const std::string big = "a: &a " + std::string(1u << 20, 'x') + "\nb: [*a, *a, *a]\n";
+  r = ParseYamlDocuments(big, "big.yaml", limits);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(),
+            "big.yaml:2: more than 4 MiB of text (after alias expansion); refusing to lint");
+
+  // Depth counts through aliases: *a's tree is 3 levels below b's list.
+  limits = YamlLimits();
+  limits.max_depth = 3;
+  EXPECT_TRUE(ParseYamlDocuments("a: &a [[1]]\nb: *a\n", "d.yaml", limits).ok());
+  r = ParseYamlDocuments("a: &a [[1]]\nb: [*a]\n", "d.yaml", limits);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("nesting deeper than 3 levels"), std::string::npos);
+}
+
+// yaml-cpp 0.7 reports empty documents at the ',' forever; YAML::LoadAll alone would fill memory (this was
+// the input shape fuzz_lint ran out of memory on in CI).
+TEST(YamlTreeTest, StuckParserIsRefused) {
+  for (const char* text : {"{},", "[],", "{}, a", "a: 1\n---\n{},\n"}) {
+    auto r = ParseYamlDocuments(text, "s.yaml");
+    ASSERT_FALSE(r.ok()) << text;
+    EXPECT_NE(r.status().message().find("the parser is stuck"), std::string::npos) << r.status().message();
+  }
+  auto f = LintText("a: 1\n---\n{},\n", "s.yaml", Options());
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].rule, "K3-YAML-001");
+  EXPECT_EQ(f[0].line, 3);
+  // Empty documents are fine: each starts at its own "---".
+  auto docs = ParseYamlDocuments("a: 1\n---\n---\n---\nb: 2\n", "e.yaml");
+  ASSERT_TRUE(docs.ok()) << docs.status().ToString();
+  EXPECT_EQ(docs->size(), 2u);
+}
+
+TEST(YamlTreeTest, AliasInsideItsOwnAnchorIsACycle) {
+  auto r = ParseYamlDocuments("x: 1\na: &a [1, *a, *a]\n", "c.yaml");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(), "c.yaml:2: alias *a refers to a node that contains it (a cycle)");
+  EXPECT_EQ(LintText("a: &a {b: *a}\n", "c.yaml", Options())[0].line, 1);
+}
+
 TEST(LintTest, JsonOutputAndPaiEasServiceJson) {
   auto files = testing::RenderFiles("alibaba-pai-eas", Engine::kVllm);
   EXPECT_TRUE(Lint(files["service.json"]).empty());
