@@ -22,8 +22,10 @@ Result<KvCacheLayout> PlanKvCache(const io::ModelConfig& cfg, const KvCacheOptio
       1);
   const int64_t bytes = options.bytes;
   l.num_slots = std::min<int64_t>(options.max_seqs, bytes / 2 / l.slot_bytes);
-  l.max_snapshots = options.prefix_caching ? std::min<int64_t>(4096, bytes / 4 / l.slot_bytes) : 0;
-  const int64_t rest = bytes - (l.num_slots + l.max_snapshots) * l.slot_bytes;
+  // A snapshot is a KDA state copy plus, at a prompt end, one logits row.
+  const int64_t snapshot_bytes = l.slot_bytes + cfg.vocab_size * int64_t{sizeof(float)};
+  l.max_snapshots = options.prefix_caching ? std::min<int64_t>(4096, bytes / 4 / snapshot_bytes) : 0;
+  const int64_t rest = bytes - l.num_slots * l.slot_bytes - l.max_snapshots * snapshot_bytes;
   l.num_blocks = std::min<int64_t>(rest / l.block_bytes, int64_t{1} << 30);
   if (l.num_slots < 1 || l.num_blocks < 1) {
     return InvalidArgument(

@@ -3,11 +3,11 @@
 //
 // Budget split (Create): a KDA slot costs the per-sequence KDA bytes (recurrent states + conv tails); a
 // block costs num_mla_layers * block_tokens * (R + Rp) * 4 bytes. Running sequences get
-// min(max_seqs, budget / 2 / slot) slots; with prefix caching a quarter of the budget (at most 4096)
-// goes to snapshots; the rest is blocks. A sequence holds one slot while it is admitted and the blocks
-// its block table names; Reserve makes the blocks for its next tokens writable (appends new blocks,
-// copies shared ones), and fails without side effects on correctness when the pool is short, so the
-// engine can evict snapshots or preempt.
+// min(max_seqs, budget / 2 / slot) slots; with prefix caching a quarter of the budget goes to at most
+// 4096 snapshots (a KDA state + one logits row each); the rest is blocks. A sequence holds one slot while it
+// is admitted and the blocks its block table names; Reserve makes the blocks for its next tokens writable
+// (appends new blocks, copies shared ones), and fails without side effects on correctness when the pool is
+// short, so the engine can evict snapshots or preempt.
 #pragma once
 
 #include <cstdint>

@@ -21,7 +21,8 @@ KvCacheOptions Options(int64_t blocks, bool prefix) {
   o.prefix_caching = prefix;
   const int64_t block_bytes = model::ModelSequenceState::MlaBlockFloats(cfg, 4) * 4;
   // Slots take half of the budget; with prefix caching a quarter more goes to snapshots.
-  o.bytes = 8 * probe->slot_bytes + (prefix ? 8 * probe->slot_bytes : 0) + blocks * block_bytes;
+  o.bytes = 8 * probe->slot_bytes + (prefix ? 8 * (probe->slot_bytes + cfg.vocab_size * 4) : 0) +
+            blocks * block_bytes;
   return o;
 }
 

@@ -10,6 +10,7 @@
 #include <mutex>
 #include <span>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -493,6 +494,44 @@ TEST(Engine, PrefixCacheHitGivesTheSameOutput) {
   EXPECT_EQ(m.prefix_cache_queries, 45 + 45 + 52 + 45);
   EXPECT_EQ(m.prefix_cache_hits, 45 + 45 + 32);
   EXPECT_EQ(m.kv_cache_usage, 0.0);
+}
+
+TEST(Engine, ConcurrentSubmitAndCancelFromManyThreads) {
+  EngineOptions options;
+  options.max_num_seqs = 6;
+  options.max_num_batched_tokens = 24;
+  auto engine = MakeEngine(options);
+  Collector c;
+  constexpr int kThreads = 4, kPerThread = 8;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kPerThread; ++i) {
+        const int key = t * kPerThread + i;
+        SamplingParams sp = key % 3 == 0 ? GreedyParams(6 + key % 5) : SeededParams(6 + key % 7, key);
+        sp.n = 1 + key % 2;
+        auto id = engine->Submit(MakeRequest(Prompt(key, 3 + key % 11), sp), c.Callback(key));
+        ASSERT_TRUE(id.ok());
+        if (key % 4 == 1) engine->Cancel(*id);
+      }
+    });
+  }
+  for (std::thread& th : threads) th.join();
+  c.Wait(kThreads * kPerThread);
+  for (int key = 0; key < kThreads * kPerThread; ++key) {
+    const RequestResult r = c.Get(key);
+    ASSERT_EQ(r.choices.size(), static_cast<size_t>(1 + key % 2)) << key;
+    for (const auto& [i, choice] : r.choices) {
+      EXPECT_NE(choice.finish, FinishReason::kNone);
+      if (key % 4 != 1) {
+        EXPECT_EQ(choice.finish, FinishReason::kLength) << key;
+      }
+    }
+  }
+  const EngineMetrics m = engine->Metrics();
+  EXPECT_EQ(m.kv_cache_usage, 0.0);
+  EXPECT_EQ(m.num_running, 0);
+  EXPECT_EQ(m.num_waiting, 0);
 }
 
 TEST(Engine, ShutdownWithoutDrainAbortsRunningRequests) {
