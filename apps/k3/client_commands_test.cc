@@ -28,8 +28,8 @@ void FailCommand(const std::string& command, const std::string& message, int exi
 
 namespace {
 
-using ::testing::HasSubstr;
 using client::testing::FakeOpenAi;
+using ::testing::HasSubstr;
 
 // Runs `k3 <args>` with only verify and bench registered; returns the exit code, stdout in *out.
 int RunK3(std::vector<std::string> args, std::string* out) {
@@ -62,7 +62,8 @@ std::string ReadFile(const std::string& path) {
 TEST(VerifyCommandTest, ExitCodeCountsFailures) {
   FakeOpenAi good({});
   std::string out;
-  EXPECT_EQ(RunK3({"verify", "--endpoint", good.url(), "--long-context", "100", "--format", "json"}, &out), 0) << out;
+  EXPECT_EQ(RunK3({"verify", "--endpoint", good.url(), "--long-context", "100", "--format", "json"}, &out), 0)
+      << out;
   const auto report = nlohmann::json::parse(out);
   EXPECT_EQ(report["passed"], 10);
   EXPECT_EQ(report["model"], "fake-k3");
@@ -73,7 +74,8 @@ TEST(VerifyCommandTest, ExitCodeCountsFailures) {
   EXPECT_THAT(out, HasSubstr("FAIL  reasoning"));
   EXPECT_THAT(out, HasSubstr("8 passed, 2 failed, 0 skipped"));
 
-  EXPECT_EQ(RunK3({"verify", "--endpoint", good.url(), "--format", "junit", "--long-context", "100"}, &out), 0);
+  EXPECT_EQ(RunK3({"verify", "--endpoint", good.url(), "--format", "junit", "--long-context", "100"}, &out),
+            0);
   EXPECT_THAT(out, HasSubstr("<testsuite name=\"k3 verify"));
 }
 
@@ -89,8 +91,8 @@ TEST(BenchCommandTest, WritesVllmJsonAndSvg) {
   const std::string json_path = ::testing::TempDir() + "/k3_bench_results.json";
   const std::string svg_path = ::testing::TempDir() + "/k3_bench_results.svg";
   std::string out;
-  ASSERT_EQ(RunK3({"bench", "--endpoint", server.url(), "--concurrency", "1,2", "--num-prompts", "4", "--input-len",
-                   "8", "--output-len", "3", "--out", json_path, "--plot", svg_path},
+  ASSERT_EQ(RunK3({"bench", "--endpoint", server.url(), "--concurrency", "1,2", "--num-prompts", "4",
+                   "--input-len", "8", "--output-len", "3", "--out", json_path, "--plot", svg_path},
                   &out),
             0)
       << out;
@@ -120,7 +122,9 @@ TEST(BenchCommandTest, FailedRequestsGiveExitCodeOne) {
     url = gone.url();
   }
   std::string out;
-  EXPECT_EQ(RunK3({"bench", "--endpoint", url, "--model", "m", "--concurrency", "2", "--num-prompts", "3"}, &out), 1);
+  EXPECT_EQ(
+      RunK3({"bench", "--endpoint", url, "--model", "m", "--concurrency", "2", "--num-prompts", "3"}, &out),
+      1);
   EXPECT_THAT(out, HasSubstr("Failed requests:                         3"));
   EXPECT_THAT(out, HasSubstr("connection refused"));
   EXPECT_EQ(RunK3({"bench", "--endpoint", url, "--concurrency", "2,x"}, &out), 2);

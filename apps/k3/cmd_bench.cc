@@ -34,23 +34,30 @@ void RegisterBenchCommand(CLI::App& app) {
     uint64_t seed = 0;
   };
   auto flags = std::make_shared<Flags>();
-  CLI::App* cmd = app.add_subcommand("bench", "Load-test an OpenAI-compatible endpoint: TTFT, TPOT, ITL, throughput");
+  CLI::App* cmd =
+      app.add_subcommand("bench", "Load-test an OpenAI-compatible endpoint: TTFT, TPOT, ITL, throughput");
   cmd->add_option("--endpoint", flags->endpoint, "base URL, e.g. http://localhost:8000")->required();
-  cmd->add_option("--api-key", flags->api_key, "Bearer token (default: $OPENAI_API_KEY)")->envname("OPENAI_API_KEY");
+  cmd->add_option("--api-key", flags->api_key, "Bearer token (default: $OPENAI_API_KEY)")
+      ->envname("OPENAI_API_KEY");
   cmd->add_option("--model", flags->model, "model name (default: the first one /v1/models lists)");
-  cmd->add_option("--concurrency", flags->concurrency, "comma-separated levels, one run each")->capture_default_str();
+  cmd->add_option("--concurrency", flags->concurrency, "comma-separated levels, one run each")
+      ->capture_default_str();
   cmd->add_option("--num-prompts", flags->num_prompts, "requests per level")->capture_default_str();
   cmd->add_option("--input-len", flags->input_len, "synthetic prompt length in filler words (about tokens)")
       ->capture_default_str();
   cmd->add_option("--output-len", flags->output_len, "max_tokens per request")->capture_default_str();
-  cmd->add_option("--prefix-share", flags->prefix_share, "fraction of the prompt shared by all requests (0..1)")
+  cmd->add_option("--prefix-share", flags->prefix_share,
+                  "fraction of the prompt shared by all requests (0..1)")
       ->capture_default_str();
-  cmd->add_option("--dataset", flags->dataset, "JSONL file: {\"prompt\": ...} or {\"messages\": [...]} per line");
+  cmd->add_option("--dataset", flags->dataset,
+                  "JSONL file: {\"prompt\": ...} or {\"messages\": [...]} per line");
   cmd->add_option("--request-rate", flags->request_rate, "Poisson arrivals per second (default: inf)");
-  cmd->add_option("--duration", flags->duration_s, "seconds per level (cycling through the prompts) instead of a count");
+  cmd->add_option("--duration", flags->duration_s,
+                  "seconds per level (cycling through the prompts) instead of a count");
   cmd->add_option("--out", flags->out, "results JSON: one vLLM-style object per level, one per line");
   cmd->add_option("--plot", flags->plot, "SVG chart of latency against throughput, one point per level");
-  cmd->add_flag("--ignore-eos", flags->ignore_eos, "send ignore_eos (vLLM) so every request makes --output-len tokens");
+  cmd->add_flag("--ignore-eos", flags->ignore_eos,
+                "send ignore_eos (vLLM) so every request makes --output-len tokens");
   cmd->add_option("--timeout", flags->timeout_s, "seconds per request")->capture_default_str();
   cmd->add_flag("--insecure", flags->insecure, "accept TLS certificates that do not verify");
   cmd->add_option("--seed", flags->seed, "seed of the prompts and arrivals")->capture_default_str();
@@ -81,7 +88,8 @@ void RegisterBenchCommand(CLI::App& app) {
     int failed = 0;
     for (const client::BenchLevel& level : run->levels) {
       std::fputs(client::FormatBenchSummary(level).c_str(), stdout);
-      lines += client::VllmResultJson(level, run->info).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+      lines += client::VllmResultJson(level, run->info)
+                   .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
       lines += '\n';
       failed += level.metrics.failed;
     }
@@ -94,7 +102,8 @@ void RegisterBenchCommand(CLI::App& app) {
       Status s = WriteFileAtomic(flags->plot, client::LatencyThroughputSvg(run->levels, title));
       if (!s.ok()) return FailCommand("bench", s.ToString());
     }
-    if (failed > 0) FailCommand("bench", std::to_string(failed) + " request(s) failed (see the errors above)");
+    if (failed > 0)
+      FailCommand("bench", std::to_string(failed) + " request(s) failed (see the errors above)");
   });
 }
 

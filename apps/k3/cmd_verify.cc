@@ -21,17 +21,21 @@ void RegisterVerifyCommand(CLI::App& app) {
     bool insecure = false;
   };
   auto flags = std::make_shared<Flags>();
-  CLI::App* cmd = app.add_subcommand("verify", "Run the deployment checklist against an OpenAI-compatible endpoint");
-  cmd->add_option("--endpoint", flags->endpoint, "base URL, e.g. http://localhost:8000 (a trailing /v1 is fine)")
+  CLI::App* cmd =
+      app.add_subcommand("verify", "Run the deployment checklist against an OpenAI-compatible endpoint");
+  cmd->add_option("--endpoint", flags->endpoint,
+                  "base URL, e.g. http://localhost:8000 (a trailing /v1 is fine)")
       ->required();
-  cmd->add_option("--api-key", flags->api_key, "sent as 'Authorization: Bearer KEY' (default: $OPENAI_API_KEY)")
+  cmd->add_option("--api-key", flags->api_key,
+                  "sent as 'Authorization: Bearer KEY' (default: $OPENAI_API_KEY)")
       ->envname("OPENAI_API_KEY");
   cmd->add_option("--model", flags->model, "model name (default: the first one /v1/models lists)");
   cmd->add_option("--long-context", flags->long_context, "prompt tokens of the long-context check")
       ->capture_default_str();
   cmd->add_option("--format", flags->format, "table | json | junit")->capture_default_str();
   cmd->add_option("--timeout", flags->timeout_s, "seconds per request")->capture_default_str();
-  cmd->add_flag("--insecure", flags->insecure, "accept TLS certificates that do not verify (self-signed tests)");
+  cmd->add_flag("--insecure", flags->insecure,
+                "accept TLS certificates that do not verify (self-signed tests)");
   cmd->callback([flags] {
     auto format = client::ParseReportFormat(flags->format);
     if (!format.ok()) return FailCommand("verify", format.status().message(), 2);

@@ -29,7 +29,8 @@ Result<std::string> FirstModel(HttpClient& client, const Endpoint& endpoint) {
   K3_ASSIGN_OR_RETURN(HttpResponse response, client.Get(endpoint.Url("/v1/models"), endpoint.JsonHeaders()));
   K3_ASSIGN_OR_RETURN(nlohmann::json body, ParseJsonAnswer(response, "GET /v1/models"));
   const auto& data = body["data"];
-  if (!data.is_array() || data.empty() || !data[0].is_object() || !data[0].contains("id") || !data[0]["id"].is_string()) {
+  if (!data.is_array() || data.empty() || !data[0].is_object() || !data[0].contains("id") ||
+      !data[0]["id"].is_string()) {
     return DataLoss("GET /v1/models: no model listed; pass --model");
   }
   return data[0]["id"].get<std::string>();
@@ -99,7 +100,8 @@ Result<BenchRun> RunBench(const BenchOptions& options) {
     level.metrics = ComputeMetrics(result.records, result.duration_s);
     level.records = std::move(result.records);
     if (before.prompt && after.prompt) level.server_prompt_tokens = *after.prompt - *before.prompt;
-    if (before.generation && after.generation) level.server_generation_tokens = *after.generation - *before.generation;
+    if (before.generation && after.generation)
+      level.server_generation_tokens = *after.generation - *before.generation;
     run.levels.push_back(std::move(level));
   }
   return run;

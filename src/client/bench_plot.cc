@@ -94,14 +94,17 @@ std::string LatencyThroughputSvg(const std::vector<BenchLevel>& levels, const st
   int index = 0;
   for (const Series& s : series) {
     std::string points;
-    for (const BenchLevel* l : sorted) points += fmt::format("{:.1f},{:.1f} ", px(l->metrics.output_throughput), py(s.value(*l)));
-    svg += fmt::format("<g class=\"series\" data-name=\"{}\">\n<polyline points=\"{}\" fill=\"none\" stroke=\"{}\" "
-                       "stroke-width=\"2\"/>\n",
-                       s.name, points, s.color);
+    for (const BenchLevel* l : sorted)
+      points += fmt::format("{:.1f},{:.1f} ", px(l->metrics.output_throughput), py(s.value(*l)));
+    svg += fmt::format(
+        "<g class=\"series\" data-name=\"{}\">\n<polyline points=\"{}\" fill=\"none\" stroke=\"{}\" "
+        "stroke-width=\"2\"/>\n",
+        s.name, points, s.color);
     for (const BenchLevel* l : sorted) {
       const double x = px(l->metrics.output_throughput), y = py(s.value(*l));
       svg += fmt::format(
-          "<circle class=\"point\" data-concurrency=\"{0}\" cx=\"{1:.1f}\" cy=\"{2:.1f}\" r=\"4\" fill=\"{3}\">"
+          "<circle class=\"point\" data-concurrency=\"{0}\" cx=\"{1:.1f}\" cy=\"{2:.1f}\" r=\"4\" "
+          "fill=\"{3}\">"
           "<title>concurrency {0}: {4:.1f} tok/s, {5:.1f} ms</title></circle>"
           "<text x=\"{6:.1f}\" y=\"{7:.1f}\" fill=\"{3}\">c={0}</text>\n",
           l->concurrency, x, y, s.color, l->metrics.output_throughput, s.value(*l), x + 6, y - 6);
@@ -110,7 +113,8 @@ std::string LatencyThroughputSvg(const std::vector<BenchLevel>& levels, const st
     // Legend.
     const double ly = kTop + 14 + 18 * index++;
     svg += fmt::format(
-        "<line x1=\"{0:.1f}\" y1=\"{1:.1f}\" x2=\"{2:.1f}\" y2=\"{1:.1f}\" stroke=\"{3}\" stroke-width=\"2\"/>"
+        "<line x1=\"{0:.1f}\" y1=\"{1:.1f}\" x2=\"{2:.1f}\" y2=\"{1:.1f}\" stroke=\"{3}\" "
+        "stroke-width=\"2\"/>"
         "<text x=\"{4:.1f}\" y=\"{5:.1f}\">{6}</text>\n",
         kLeft + 12, ly, kLeft + 36, s.color, kLeft + 42, ly + 4, s.name);
   }

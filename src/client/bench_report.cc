@@ -83,7 +83,9 @@ json VllmResultJson(const BenchLevel& level, const BenchRunInfo& info) {
 std::string FormatBenchSummary(const BenchLevel& level) {
   const BenchMetrics& m = level.metrics;
   std::string out = fmt::format("{:=^50}\n", " Serving Benchmark Result ");
-  auto row = [&](const std::string& name, const std::string& value) { out += fmt::format("{:<40} {:<10}\n", name, value); };
+  auto row = [&](const std::string& name, const std::string& value) {
+    out += fmt::format("{:<40} {:<10}\n", name, value);
+  };
   auto num = [](double v) { return fmt::format("{:.2f}", v); };
   row("Maximum request concurrency:", std::to_string(level.concurrency));
   row("Successful requests:", std::to_string(m.completed));
@@ -109,7 +111,8 @@ std::string FormatBenchSummary(const BenchLevel& level) {
     out += fmt::format("{:-^50}\n", header);
     row(fmt::format("Mean {} (ms):", name), num(d->mean));
     row(fmt::format("Median {} (ms):", name), num(d->median));
-    for (const auto& [p, v] : d->percentiles) row(fmt::format("P{} {} (ms):", PercentileWord(p), name), num(v));
+    for (const auto& [p, v] : d->percentiles)
+      row(fmt::format("P{} {} (ms):", PercentileWord(p), name), num(v));
   }
   int shown = 0;
   for (const RequestRecord& r : level.records) {

@@ -52,7 +52,8 @@ BenchMetrics ComputeMetrics(const std::vector<RequestRecord>& records, double du
     m.total_output += r.output_tokens;
     ttfts.push_back(r.ttft_s);
     e2els.push_back(r.latency_s);
-    if (r.output_tokens > 1) tpots.push_back((r.latency_s - r.ttft_s) / static_cast<double>(r.output_tokens - 1));
+    if (r.output_tokens > 1)
+      tpots.push_back((r.latency_s - r.ttft_s) / static_cast<double>(r.output_tokens - 1));
     itls.insert(itls.end(), r.itl_s.begin(), r.itl_s.end());
     // Spread the request's tokens over its output chunks' times (first chunk at TTFT).
     const double chunks = static_cast<double>(r.itl_s.size() + 1);
@@ -69,7 +70,8 @@ BenchMetrics ComputeMetrics(const std::vector<RequestRecord>& records, double du
     m.output_throughput = static_cast<double>(m.total_output) / duration_s;
     m.total_token_throughput = static_cast<double>(m.total_input + m.total_output) / duration_s;
   }
-  for (const auto& [second, tokens] : tokens_per_second) m.max_output_tokens_per_s = std::max(m.max_output_tokens_per_s, tokens);
+  for (const auto& [second, tokens] : tokens_per_second)
+    m.max_output_tokens_per_s = std::max(m.max_output_tokens_per_s, tokens);
   // Ends sort before starts at the same instant: a request that ends as another starts is not concurrent.
   std::sort(edges.begin(), edges.end());
   int active = 0;

@@ -14,13 +14,13 @@ namespace k3::client {
 
 struct RequestRecord {
   bool success = false;
-  std::string error;           // why it failed (empty on success)
-  double start_s = 0;          // from the start of the run
-  double ttft_s = 0;           // to the first output-carrying chunk
-  double latency_s = 0;        // end to end
-  std::vector<double> itl_s;   // gaps between output chunks
-  int64_t prompt_tokens = 0;   // usage.prompt_tokens (the server's count)
-  int64_t output_tokens = 0;   // usage.completion_tokens, else the number of output chunks
+  std::string error;          // why it failed (empty on success)
+  double start_s = 0;         // from the start of the run
+  double ttft_s = 0;          // to the first output-carrying chunk
+  double latency_s = 0;       // end to end
+  std::vector<double> itl_s;  // gaps between output chunks
+  int64_t prompt_tokens = 0;  // usage.prompt_tokens (the server's count)
+  int64_t output_tokens = 0;  // usage.completion_tokens, else the number of output chunks
   std::string generated_text;
 };
 
@@ -40,10 +40,10 @@ struct BenchMetrics {
   int64_t total_input = 0;
   int64_t total_output = 0;
   double duration_s = 0;
-  double request_throughput = 0;      // completed / duration
-  double output_throughput = 0;       // output tokens / duration
-  double total_token_throughput = 0;  // (input + output tokens) / duration
-  double max_output_tokens_per_s = 0; // the busiest whole second
+  double request_throughput = 0;       // completed / duration
+  double output_throughput = 0;        // output tokens / duration
+  double total_token_throughput = 0;   // (input + output tokens) / duration
+  double max_output_tokens_per_s = 0;  // the busiest whole second
   int max_concurrent_requests = 0;
   Distribution ttft, tpot, itl, e2el;
 };

@@ -41,7 +41,8 @@ TEST(SummarizeTest, MillisecondsMeanMedianStd) {
   EXPECT_NEAR(d.percentiles.at(99), 991, 1e-9);
 }
 
-RequestRecord Record(double start, double ttft, double latency, std::vector<double> itl, int64_t in, int64_t out) {
+RequestRecord Record(double start, double ttft, double latency, std::vector<double> itl, int64_t in,
+                     int64_t out) {
   RequestRecord r;
   r.success = true;
   r.start_s = start;
@@ -55,9 +56,9 @@ RequestRecord Record(double start, double ttft, double latency, std::vector<doub
 
 std::vector<RequestRecord> KnownRecords() {
   std::vector<RequestRecord> records;
-  records.push_back(Record(0.0, 0.100, 0.400, {0.1, 0.1, 0.1}, 10, 4));   // tpot 0.1
-  records.push_back(Record(0.5, 0.200, 0.700, {0.2, 0.3}, 20, 3));        // tpot 0.25
-  records.push_back(Record(1.0, 0.300, 0.300, {}, 30, 1));                // no tpot
+  records.push_back(Record(0.0, 0.100, 0.400, {0.1, 0.1, 0.1}, 10, 4));  // tpot 0.1
+  records.push_back(Record(0.5, 0.200, 0.700, {0.2, 0.3}, 20, 3));       // tpot 0.25
+  records.push_back(Record(1.0, 0.300, 0.300, {}, 30, 1));               // no tpot
   RequestRecord failed;
   failed.error = "HTTP 500";
   failed.start_s = 1.1;
@@ -113,11 +114,30 @@ TEST(BenchReportTest, VllmFieldNames) {
   BenchLevel level = KnownLevel(4, 1);
   level.server_prompt_tokens = 60;
   const auto json = VllmResultJson(level, {"http://h:8000", "Kimi-K3", "20261202-141500"});
-  for (const char* key :
-       {"date", "model_id", "num_prompts", "request_rate", "burstiness", "max_concurrency", "duration", "completed",
-        "failed", "total_input_tokens", "total_output_tokens", "request_throughput", "request_goodput",
-        "output_throughput", "total_token_throughput", "input_lens", "output_lens", "ttfts", "itls", "start_times",
-        "generated_texts", "errors", "max_output_tokens_per_s", "max_concurrent_requests"}) {
+  for (const char* key : {"date",
+                          "model_id",
+                          "num_prompts",
+                          "request_rate",
+                          "burstiness",
+                          "max_concurrency",
+                          "duration",
+                          "completed",
+                          "failed",
+                          "total_input_tokens",
+                          "total_output_tokens",
+                          "request_throughput",
+                          "request_goodput",
+                          "output_throughput",
+                          "total_token_throughput",
+                          "input_lens",
+                          "output_lens",
+                          "ttfts",
+                          "itls",
+                          "start_times",
+                          "generated_texts",
+                          "errors",
+                          "max_output_tokens_per_s",
+                          "max_concurrent_requests"}) {
     EXPECT_TRUE(json.contains(key)) << key;
   }
   for (const char* metric : {"ttft", "tpot", "itl", "e2el"}) {
@@ -146,7 +166,9 @@ TEST(BenchPlotTest, OnePointPerLevelPerSeries) {
   EXPECT_EQ(svg.rfind("<svg xmlns=\"http://www.w3.org/2000/svg\"", 0), 0u);
   EXPECT_THAT(svg, HasSubstr("k3 bench &lt;test&gt;"));
   size_t points = 0;
-  for (size_t at = svg.find("class=\"point\""); at != std::string::npos; at = svg.find("class=\"point\"", at + 1)) ++points;
+  for (size_t at = svg.find("class=\"point\""); at != std::string::npos;
+       at = svg.find("class=\"point\"", at + 1))
+    ++points;
   EXPECT_EQ(points, 2 * levels.size());
   for (const char* c : {"data-concurrency=\"1\"", "data-concurrency=\"4\"", "data-concurrency=\"16\""}) {
     EXPECT_THAT(svg, HasSubstr(c));
@@ -203,8 +225,10 @@ TEST(WorkloadTest, Dataset) {
   const std::string path = ::testing::TempDir() + "/k3_bench_dataset.jsonl";
   {
     std::ofstream out(path);
-    out << R"({"prompt": "hello", "max_tokens": 7})" << "\n\n"
-        << R"({"messages": [{"role": "user", "content": "hi"}]})" << "\n";
+    out << R"({"prompt": "hello", "max_tokens": 7})"
+        << "\n\n"
+        << R"({"messages": [{"role": "user", "content": "hi"}]})"
+        << "\n";
   }
   WorkloadOptions options;
   options.model = "m";
@@ -220,7 +244,10 @@ TEST(WorkloadTest, Dataset) {
   EXPECT_EQ(nlohmann::json::parse((*bodies)[2])["ignore_eos"], true);
   {
     std::ofstream out(path);
-    out << R"({"prompt": "ok"})" << "\n" << R"({"text": 1})" << "\n";
+    out << R"({"prompt": "ok"})"
+        << "\n"
+        << R"({"text": 1})"
+        << "\n";
   }
   EXPECT_THAT(BuildWorkload(options).status().message(), HasSubstr(":2: expected a \"prompt\""));
 }

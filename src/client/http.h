@@ -17,9 +17,9 @@
 namespace k3::client {
 
 struct HttpOptions {
-  double timeout_s = 60;         // whole request, connect included
+  double timeout_s = 60;  // whole request, connect included
   double connect_timeout_s = 10;
-  bool verify_tls = true;        // false: accept self-signed certificates (--insecure)
+  bool verify_tls = true;  // false: accept self-signed certificates (--insecure)
 };
 
 struct HttpResponse {

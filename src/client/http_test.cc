@@ -56,7 +56,8 @@ TEST(EndpointTest, NormalisesBaseUrl) {
 TEST(HttpClientTest, GetAndPostWithHeaders) {
   LoopbackServer server([](const TestRequest& req, TestConnection& conn) {
     const std::string auth = req.headers.count("authorization") ? req.headers.at("authorization") : "";
-    conn.Write(HttpResponseText(201, "application/json", req.method + " " + req.path + " " + auth + " " + req.body));
+    conn.Write(
+        HttpResponseText(201, "application/json", req.method + " " + req.path + " " + auth + " " + req.body));
   });
   HttpClient client;
   auto get = client.Get(server.url() + "/a", {"Authorization: Bearer s3cret"});
@@ -81,7 +82,8 @@ TEST(HttpClientTest, StreamsTheBodyInPieces) {
   });
   HttpClient client;
   std::vector<std::string> pieces;
-  auto r = client.PostStreaming(server.url() + "/s", "{}", {}, [&](std::string_view p) { pieces.emplace_back(p); });
+  auto r = client.PostStreaming(server.url() + "/s", "{}", {},
+                                [&](std::string_view p) { pieces.emplace_back(p); });
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->content_type, "text/event-stream");
   EXPECT_TRUE(r->body.empty());
@@ -125,7 +127,6 @@ TEST(HttpClientTest, ClosedWithoutAnswerAndNonHttpPeers) {
   auto g = client.Get(garbage.url() + "/x");
   ASSERT_FALSE(g.ok());
   EXPECT_THAT(g.status().message(), HasSubstr("not an HTTP server"));
-
 }
 
 TEST(HttpClientTest, HttpsAgainstPlainHttpIsATlsError) {
@@ -160,7 +161,8 @@ TEST(ParseJsonAnswerTest, OpenAiErrorsHtmlAndNonObjects) {
   HttpResponse ok{200, "application/json", R"({"object":"list"})", 0};
   ASSERT_TRUE(ParseJsonAnswer(ok, "GET /v1/models").ok());
 
-  HttpResponse error{401, "application/json", R"({"error":{"message":"bad key","type":"authentication_error"}})", 0};
+  HttpResponse error{401, "application/json",
+                     R"({"error":{"message":"bad key","type":"authentication_error"}})", 0};
   EXPECT_EQ(ParseJsonAnswer(error, "GET /v1/models").status().message(), "GET /v1/models: HTTP 401: bad key");
 
   HttpResponse html{200, "text/html", "<html><body>Welcome to nginx!</body></html>", 0};

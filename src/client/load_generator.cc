@@ -162,7 +162,8 @@ LoadResult RunLoad(const std::vector<std::string>& bodies, const LoadOptions& op
     r.success = r.error.empty();
     if (chat.usage) {
       r.prompt_tokens = std::max<int64_t>(0, chat.usage->prompt_tokens);
-      r.output_tokens = chat.usage->completion_tokens >= 0 ? chat.usage->completion_tokens : slot.output_chunks;
+      r.output_tokens =
+          chat.usage->completion_tokens >= 0 ? chat.usage->completion_tokens : slot.output_chunks;
     } else {
       r.output_tokens = slot.output_chunks;
     }

@@ -21,8 +21,8 @@ struct LoadOptions {
   std::string path = "/v1/chat/completions";
   int concurrency = 1;
   double request_rate = std::numeric_limits<double>::infinity();  // requests/s; inf: all at once
-  double duration_s = 0;     // > 0: send (cycling through the bodies) until this much time has passed
-  uint64_t seed = 0;         // of the arrival process
+  double duration_s = 0;  // > 0: send (cycling through the bodies) until this much time has passed
+  uint64_t seed = 0;      // of the arrival process
   HttpOptions http;
   // Seconds on a monotonic clock (the seam tests may replace).
   std::function<double()> clock;

@@ -13,9 +13,9 @@
 namespace k3::client {
 namespace {
 
-using ::testing::HasSubstr;
 using testing::FakeOpenAi;
 using testing::FakeOpenAiOptions;
+using ::testing::HasSubstr;
 
 std::vector<std::string> Bodies(int n, int input_len = 12, int output_len = 1000) {
   WorkloadOptions w;
@@ -59,7 +59,8 @@ TEST(LoadGeneratorTest, TokenTotalsMatchTheServer) {
 }
 
 TEST(LoadGeneratorTest, TtftAndItlFollowTheServersPacing) {
-  FakeOpenAi server({.reasoning_field = "", .output_tokens = 4, .first_token_delay_s = 0.08, .token_interval_s = 0.03});
+  FakeOpenAi server(
+      {.reasoning_field = "", .output_tokens = 4, .first_token_delay_s = 0.08, .token_interval_s = 0.03});
   const LoadResult result = RunLoad(Bodies(4), Options(server, 2));
   const BenchMetrics m = ComputeMetrics(result.records, result.duration_s);
   ASSERT_EQ(m.completed, 4);

@@ -59,9 +59,10 @@ Result<json> ParseJsonAnswer(const HttpResponse& response, const std::string& wh
                   fmt::format("{}: HTTP {}: '{}'", what, response.status, Snippet(response.body)));
   }
   if (!is_json) {
-    return DataLoss("{}: the answer is not JSON (HTTP {}, content-type '{}'): '{}' -- is this an "
-                    "OpenAI-compatible endpoint?",
-                    what, response.status, response.content_type, Snippet(response.body));
+    return DataLoss(
+        "{}: the answer is not JSON (HTTP {}, content-type '{}'): '{}' -- is this an "
+        "OpenAI-compatible endpoint?",
+        what, response.status, response.content_type, Snippet(response.body));
   }
   if (!body.is_object()) {
     return DataLoss("{}: expected a JSON object, got '{}'", what, Snippet(body.dump()));
@@ -147,7 +148,8 @@ bool ChatStreamAccumulator::OnEvent(std::string_view payload) {
   bool output = false;
   for (const json& choice : *choices) {
     if (!choice.is_object() || choice.value("index", 0) != 0) continue;
-    if (std::string reason = StringOr(choice, "finish_reason"); !reason.empty()) result_.finish_reason = reason;
+    if (std::string reason = StringOr(choice, "finish_reason"); !reason.empty())
+      result_.finish_reason = reason;
     auto delta = choice.find("delta");
     if (delta == choice.end() || !delta->is_object()) {
       AddError(fmt::format("chunk {}: choice without a delta object", chunks_));

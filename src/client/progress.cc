@@ -12,8 +12,12 @@ namespace k3::client {
 bool IsTerminal(std::FILE* file) { return ::isatty(::fileno(file)) == 1; }
 
 ProgressBar::ProgressBar(std::FILE* out, int total, std::string label, bool enabled)
-    : out_(out), total_(total), label_(std::move(label)), enabled_(enabled),
-      start_(std::chrono::steady_clock::now()), last_draw_() {}
+    : out_(out),
+      total_(total),
+      label_(std::move(label)),
+      enabled_(enabled),
+      start_(std::chrono::steady_clock::now()),
+      last_draw_() {}
 
 std::string ProgressBar::Render(const std::string& label, int total, int done, int failed, double elapsed_s) {
   const double rate = elapsed_s > 0 ? done / elapsed_s : 0;
@@ -26,7 +30,8 @@ std::string ProgressBar::Render(const std::string& label, int total, int done, i
   } else {
     line += fmt::format("{} done", done);
   }
-  line += fmt::format("  {:.1f} s  {:.1f} req/s  {} error{}", elapsed_s, rate, failed, failed == 1 ? "" : "s");
+  line +=
+      fmt::format("  {:.1f} s  {:.1f} req/s  {} error{}", elapsed_s, rate, failed, failed == 1 ? "" : "s");
   return line;
 }
 

@@ -33,8 +33,8 @@ class SseReader {
   void Dispatch();
   void AddError(std::string message);
 
-  std::string partial_;                 // bytes of an unfinished line
-  std::string data_;                    // data lines of the current event, joined with '\n'
+  std::string partial_;  // bytes of an unfinished line
+  std::string data_;     // data lines of the current event, joined with '\n'
   bool has_data_ = false;
   bool saw_done_ = false;
   int line_no_ = 0;

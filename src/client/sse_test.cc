@@ -13,7 +13,8 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 
-std::vector<std::string> ReadAll(const std::string& stream, std::vector<std::string>* errors, size_t step = 0) {
+std::vector<std::string> ReadAll(const std::string& stream, std::vector<std::string>* errors,
+                                 size_t step = 0) {
   SseReader reader;
   if (step == 0) {
     reader.Feed(stream);
@@ -62,9 +63,10 @@ TEST(SseReaderTest, FramingErrors) {
 
 TEST(SseReaderTest, MissingBlankLinesMergeEventsIntoNonJson) {
   std::vector<std::string> errors;
-  auto events = ReadAll("data: {\"object\":\"chat.completion.chunk\",\"choices\":[]}\n"
-                        "data: {\"object\":\"chat.completion.chunk\",\"choices\":[]}\n\ndata: [DONE]\n\n",
-                        &errors);
+  auto events = ReadAll(
+      "data: {\"object\":\"chat.completion.chunk\",\"choices\":[]}\n"
+      "data: {\"object\":\"chat.completion.chunk\",\"choices\":[]}\n\ndata: [DONE]\n\n",
+      &errors);
   EXPECT_THAT(errors, IsEmpty());
   ASSERT_EQ(events.size(), 2u);
   ChatStreamAccumulator acc;

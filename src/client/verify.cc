@@ -9,9 +9,12 @@ namespace k3::client {
 
 const char* OutcomeName(Outcome outcome) {
   switch (outcome) {
-    case Outcome::kPass: return "pass";
-    case Outcome::kFail: return "fail";
-    case Outcome::kSkip: return "skip";
+    case Outcome::kPass:
+      return "pass";
+    case Outcome::kFail:
+      return "fail";
+    case Outcome::kSkip:
+      return "skip";
   }
   return "?";
 }
@@ -58,7 +61,8 @@ std::string Evidence(const HttpResponse& response) {
 
 Result<HttpResponse> Run::Chat(json body) {
   body["model"] = model;
-  return client.Post(options.endpoint.Url("/v1/chat/completions"), body.dump(), options.endpoint.JsonHeaders());
+  return client.Post(options.endpoint.Url("/v1/chat/completions"), body.dump(),
+                     options.endpoint.JsonHeaders());
 }
 
 StreamCapture Run::ChatStream(json body) {
@@ -72,7 +76,8 @@ StreamCapture Run::ChatStream(json body) {
                                        [&](std::string_view piece) {
                                          capture.raw.append(piece);
                                          capture.sse.Feed(piece);
-                                         for (const std::string& e : capture.sse.TakeEvents()) capture.chat.OnEvent(e);
+                                         for (const std::string& e : capture.sse.TakeEvents())
+                                           capture.chat.OnEvent(e);
                                        });
   if (!response.ok()) {
     capture.transport = response.status();
@@ -99,7 +104,8 @@ CheckResult CheckModels(Run& run) {
   if (!body.ok()) return Fail(body.status().message(), Evidence(*response));
   const json& data = (*body)["data"];
   if (body->value("object", "") != "list" || !data.is_array()) {
-    return Fail("not an OpenAI model list (expected {\"object\": \"list\", \"data\": [...]})", Evidence(*response));
+    return Fail("not an OpenAI model list (expected {\"object\": \"list\", \"data\": [...]})",
+                Evidence(*response));
   }
   std::vector<std::string> ids;
   for (const json& m : data) {
@@ -109,11 +115,13 @@ CheckResult CheckModels(Run& run) {
   if (run.options.model.empty()) {
     if (ids.empty()) return Fail("the model list is empty", Evidence(*response));
     run.model = ids.front();
-    return Pass(fmt::format("{} model(s): {}; using '{}'", ids.size(), listed, run.model), Evidence(*response));
+    return Pass(fmt::format("{} model(s): {}; using '{}'", ids.size(), listed, run.model),
+                Evidence(*response));
   }
   if (std::find(ids.begin(), ids.end(), run.options.model) == ids.end()) {
-    return Fail(fmt::format("'{}' is not listed (listed: {})", run.options.model, listed.empty() ? "none" : listed),
-                Evidence(*response));
+    return Fail(
+        fmt::format("'{}' is not listed (listed: {})", run.options.model, listed.empty() ? "none" : listed),
+        Evidence(*response));
   }
   return Pass(fmt::format("'{}' listed ({} model(s))", run.model, ids.size()), Evidence(*response));
 }
@@ -121,7 +129,8 @@ CheckResult CheckModels(Run& run) {
 CheckResult CheckHealth(Run& run) {
   auto response = run.client.Get(run.options.endpoint.Url("/health"), run.options.endpoint.JsonHeaders());
   if (!response.ok()) return Fail(response.status().message());
-  if (response->status != 200) return Fail(fmt::format("GET /health: HTTP {}", response->status), Evidence(*response));
+  if (response->status != 200)
+    return Fail(fmt::format("GET /health: HTTP {}", response->status), Evidence(*response));
   return Pass("GET /health: HTTP 200", Evidence(*response));
 }
 
@@ -171,7 +180,8 @@ VerifyReport RunVerify(const VerifyOptions& options) {
     report.checks.push_back(std::move(r));
     return &report.checks.back();
   };
-  const CheckResult* models = add("models", "GET /v1/models lists the model", [&] { return CheckModels(run); });
+  const CheckResult* models =
+      add("models", "GET /v1/models lists the model", [&] { return CheckModels(run); });
   report.model = run.model;
   // A transport failure on the first request (refused, timeout, TLS, DNS) means nothing else can pass.
   const bool unreachable = models->outcome == Outcome::kFail && models->evidence.empty();
@@ -192,19 +202,21 @@ VerifyReport RunVerify(const VerifyOptions& options) {
           [&] { return CheckToolCalls(run, "auto"); });
   guarded("tool-calls-required", "tools + tool_choice required give schema-valid tool_calls",
           [&] { return CheckToolCalls(run, "required"); });
-  guarded("reasoning", "thinking output carries reasoning_content (or reasoning)", [&] { return CheckReasoning(run); });
+  guarded("reasoning", "thinking output carries reasoning_content (or reasoning)",
+          [&] { return CheckReasoning(run); });
   std::optional<std::pair<CheckResult, CheckResult>> context;
   guarded("long-context", fmt::format("a {}-token prompt succeeds", options.long_context), [&] {
     context = CheckLongContextAndPrefixCache(run);
     return context->first;
   });
-  guarded("prefix-cache", "the repeated long prompt hits the prefix cache", [&] {
-    return context ? context->second : Skip("the long-context request did not run");
-  });
+  guarded("prefix-cache", "the repeated long prompt hits the prefix cache",
+          [&] { return context ? context->second : Skip("the long-context request did not run"); });
   guarded("stream-equals-non-stream", "streaming equals non-streaming at temperature 0",
           [&] { return CheckStreamEqualsNonStream(run); });
-  guarded("sse-format", "SSE is well formed (data lines, usage chunk, [DONE])", [&] { return CheckSseFormat(run); });
-  guarded("error-shape", "a bad request gets an OpenAI-shaped 4xx error", [&] { return CheckErrorShape(run); });
+  guarded("sse-format", "SSE is well formed (data lines, usage chunk, [DONE])",
+          [&] { return CheckSseFormat(run); });
+  guarded("error-shape", "a bad request gets an OpenAI-shaped 4xx error",
+          [&] { return CheckErrorShape(run); });
   return report;
 }
 

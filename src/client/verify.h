@@ -19,8 +19,8 @@ enum class Outcome { kPass, kFail, kSkip };
 const char* OutcomeName(Outcome outcome);  // "pass", "fail", "skip"
 
 struct CheckResult {
-  std::string id;        // "tool-calls-auto"
-  std::string title;     // "tools with tool_choice auto yield schema-valid tool_calls"
+  std::string id;     // "tool-calls-auto"
+  std::string title;  // "tools with tool_choice auto yield schema-valid tool_calls"
   Outcome outcome = Outcome::kSkip;
   std::string detail;    // what was found (the reason, for a failure or skip)
   std::string evidence;  // "HTTP 200 in 12 ms: {...}"
@@ -29,10 +29,10 @@ struct CheckResult {
 
 struct VerifyOptions {
   Endpoint endpoint;
-  std::string model;          // empty: the first model /v1/models lists
+  std::string model;            // empty: the first model /v1/models lists
   int64_t long_context = 4096;  // prompt tokens of the long-context check
   HttpOptions http;
-  int max_tokens = 256;       // for the tool-call and reasoning requests
+  int max_tokens = 256;  // for the tool-call and reasoning requests
 };
 
 struct VerifyReport {

@@ -43,7 +43,8 @@ std::string Describe(const ChatResult& r) {
 CheckResult CheckToolCalls(Run& run, const std::string& tool_choice) {
   const json request = {
       {"messages",
-       {{{"role", "user"}, {"content", "What is the weather in Paris, in celsius? Use the get_weather tool."}}}},
+       {{{"role", "user"},
+         {"content", "What is the weather in Paris, in celsius? Use the get_weather tool."}}}},
       {"tools", {WeatherTool()}},
       {"tool_choice", tool_choice},
       {"max_tokens", run.options.max_tokens},
@@ -81,7 +82,8 @@ CheckResult CheckToolCalls(Run& run, const std::string& tool_choice) {
     }
   }
   if (result->finish_reason != "tool_calls") {
-    return Fail(fmt::format("valid tool_calls but finish_reason is '{}', expected 'tool_calls'", result->finish_reason),
+    return Fail(fmt::format("valid tool_calls but finish_reason is '{}', expected 'tool_calls'",
+                            result->finish_reason),
                 evidence);
   }
   return Pass(fmt::format("{} call(s), get_weather({}) valid against the schema", result->tool_calls.size(),
@@ -101,20 +103,24 @@ CheckResult CheckReasoning(Run& run) {
   auto result = ParseChatCompletion(*body);
   if (!result.ok()) return Fail(result.status().message(), evidence);
   if (result->reasoning_field.empty()) {
-    return Fail(fmt::format("the message has neither reasoning_content nor reasoning ({}) -- is the reasoning "
-                            "parser enabled (vLLM: --reasoning-parser)?",
-                            Describe(*result)),
-                evidence);
+    return Fail(
+        fmt::format("the message has neither reasoning_content nor reasoning ({}) -- is the reasoning "
+                    "parser enabled (vLLM: --reasoning-parser)?",
+                    Describe(*result)),
+        evidence);
   }
   if (result->reasoning.empty()) {
-    return Fail(fmt::format("{} is present but empty ({})", result->reasoning_field, Describe(*result)), evidence);
+    return Fail(fmt::format("{} is present but empty ({})", result->reasoning_field, Describe(*result)),
+                evidence);
   }
-  return Pass(fmt::format("field '{}': '{}'", result->reasoning_field, Snippet(result->reasoning, 80)), evidence);
+  return Pass(fmt::format("field '{}': '{}'", result->reasoning_field, Snippet(result->reasoning, 80)),
+              evidence);
 }
 
 CheckResult CheckStreamEqualsNonStream(Run& run) {
   const json request = {
-      {"messages", {{{"role", "user"}, {"content", "Name three prime numbers and explain why they are prime."}}}},
+      {"messages",
+       {{{"role", "user"}, {"content", "Name three prime numbers and explain why they are prime."}}}},
       {"max_tokens", 32},
       {"temperature", 0},
       {"seed", 0}};
@@ -136,9 +142,10 @@ CheckResult CheckStreamEqualsNonStream(Run& run) {
     if (a == b) continue;
     size_t at = 0;
     while (at < a.size() && at < b.size() && a[at] == b[at]) ++at;
-    return Fail(fmt::format("{} differs at byte {}: non-streaming '{}' vs streaming '{}'", field, at,
-                            Snippet(std::string_view(a).substr(at), 40), Snippet(std::string_view(b).substr(at), 40)),
-                evidence);
+    return Fail(
+        fmt::format("{} differs at byte {}: non-streaming '{}' vs streaming '{}'", field, at,
+                    Snippet(std::string_view(a).substr(at), 40), Snippet(std::string_view(b).substr(at), 40)),
+        evidence);
   }
   if (plain->content.empty() && plain->reasoning.empty()) {
     return Fail("both answers are empty, nothing to compare", evidence);
@@ -152,9 +159,9 @@ CheckResult CheckSseFormat(Run& run) {
   if (!run.stream) return Skip("no streamed answer (stream-equals-non-stream did not stream)");
   const StreamCapture& s = *run.stream;
   if (!s.transport.ok()) return Fail("streaming request: " + s.transport.message());
-  const std::string evidence = fmt::format("HTTP {} {} in {:.0f} ms, {} events: {}", s.response.status,
-                                           s.response.content_type, s.response.elapsed_s * 1000, s.sse.events(),
-                                           Snippet(s.raw, 200));
+  const std::string evidence =
+      fmt::format("HTTP {} {} in {:.0f} ms, {} events: {}", s.response.status, s.response.content_type,
+                  s.response.elapsed_s * 1000, s.sse.events(), Snippet(s.raw, 200));
   std::vector<std::string> problems;
   if (s.response.content_type.rfind("text/event-stream", 0) != 0) {
     problems.push_back("content-type is '" + s.response.content_type + "', expected text/event-stream");

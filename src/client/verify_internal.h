@@ -18,7 +18,7 @@ namespace k3::client::verify_internal {
 struct StreamCapture {
   Status transport;  // ok, or the transport / HTTP failure
   HttpResponse response;
-  std::string raw;   // the body as received
+  std::string raw;  // the body as received
   SseReader sse;
   ChatStreamAccumulator chat;
 };

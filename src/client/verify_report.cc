@@ -12,11 +12,21 @@ std::string XmlEscape(std::string_view text) {
   std::string out;
   for (unsigned char c : text) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&apos;"; break;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&apos;";
+        break;
       default:
         if (c < 0x20 && c != '\n' && c != '\t') {
           out += ' ';  // not allowed in XML 1.0
@@ -35,7 +45,8 @@ std::string Table(const VerifyReport& report) {
     const char* mark = c.outcome == Outcome::kPass ? "PASS" : c.outcome == Outcome::kFail ? "FAIL" : "SKIP";
     out += fmt::format("  {}  {:<25} {:>8.0f} ms  {}\n", mark, c.id, c.seconds * 1000, c.title);
     if (!c.detail.empty()) out += fmt::format("        {}\n", c.detail);
-    if (!c.evidence.empty() && c.outcome != Outcome::kPass) out += fmt::format("        evidence: {}\n", c.evidence);
+    if (!c.evidence.empty() && c.outcome != Outcome::kPass)
+      out += fmt::format("        evidence: {}\n", c.evidence);
   }
   out += fmt::format("\n{} passed, {} failed, {} skipped\n", report.count(Outcome::kPass), report.failures(),
                      report.count(Outcome::kSkip));
@@ -52,9 +63,12 @@ std::string Json(const VerifyReport& report) {
                       {"evidence", c.evidence},
                       {"seconds", c.seconds}});
   }
-  const nlohmann::json out = {{"endpoint", report.endpoint}, {"model", report.model},
-                              {"passed", report.count(Outcome::kPass)}, {"failed", report.failures()},
-                              {"skipped", report.count(Outcome::kSkip)}, {"checks", checks}};
+  const nlohmann::json out = {{"endpoint", report.endpoint},
+                              {"model", report.model},
+                              {"passed", report.count(Outcome::kPass)},
+                              {"failed", report.failures()},
+                              {"skipped", report.count(Outcome::kSkip)},
+                              {"checks", checks}};
   return out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
@@ -62,19 +76,22 @@ std::string Junit(const VerifyReport& report) {
   double total = 0;
   for (const CheckResult& c : report.checks) total += c.seconds;
   std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
-  out += fmt::format("<testsuites>\n  <testsuite name=\"k3 verify {}\" tests=\"{}\" failures=\"{}\" skipped=\"{}\" "
-                     "time=\"{:.3f}\">\n",
-                     XmlEscape(report.endpoint), report.checks.size(), report.failures(),
-                     report.count(Outcome::kSkip), total);
+  out += fmt::format(
+      "<testsuites>\n  <testsuite name=\"k3 verify {}\" tests=\"{}\" failures=\"{}\" skipped=\"{}\" "
+      "time=\"{:.3f}\">\n",
+      XmlEscape(report.endpoint), report.checks.size(), report.failures(), report.count(Outcome::kSkip),
+      total);
   for (const CheckResult& c : report.checks) {
-    out += fmt::format("    <testcase classname=\"k3.verify\" name=\"{}\" time=\"{:.3f}\">\n", XmlEscape(c.id),
-                       c.seconds);
+    out += fmt::format("    <testcase classname=\"k3.verify\" name=\"{}\" time=\"{:.3f}\">\n",
+                       XmlEscape(c.id), c.seconds);
     if (c.outcome == Outcome::kFail) {
-      out += fmt::format("      <failure message=\"{}\">{}</failure>\n", XmlEscape(c.detail), XmlEscape(c.evidence));
+      out += fmt::format("      <failure message=\"{}\">{}</failure>\n", XmlEscape(c.detail),
+                         XmlEscape(c.evidence));
     } else if (c.outcome == Outcome::kSkip) {
       out += fmt::format("      <skipped message=\"{}\"/>\n", XmlEscape(c.detail));
     }
-    out += fmt::format("      <system-out>{}</system-out>\n", XmlEscape(c.title + ": " + c.detail + "\n" + c.evidence));
+    out += fmt::format("      <system-out>{}</system-out>\n",
+                       XmlEscape(c.title + ": " + c.detail + "\n" + c.evidence));
     out += "    </testcase>\n";
   }
   out += "  </testsuite>\n</testsuites>\n";
@@ -92,9 +109,12 @@ Result<ReportFormat> ParseReportFormat(const std::string& name) {
 
 std::string FormatVerifyReport(const VerifyReport& report, ReportFormat format) {
   switch (format) {
-    case ReportFormat::kTable: return Table(report);
-    case ReportFormat::kJson: return Json(report);
-    case ReportFormat::kJunit: return Junit(report);
+    case ReportFormat::kTable:
+      return Table(report);
+    case ReportFormat::kJson:
+      return Json(report);
+    case ReportFormat::kJunit:
+      return Junit(report);
   }
   return "";
 }

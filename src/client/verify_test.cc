@@ -3,8 +3,8 @@
 #include "src/client/verify.h"
 
 #include <gmock/gmock.h>
-#include <nlohmann/json.hpp>
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "src/client/testing/fake_openai.h"
 #include "src/client/verify_report.h"
@@ -12,15 +12,16 @@
 namespace k3::client {
 namespace {
 
-using ::testing::HasSubstr;
 using testing::FakeOpenAi;
 using testing::FakeOpenAiOptions;
+using ::testing::HasSubstr;
 
-const std::vector<std::string> kIds = {"models",    "health",       "tool-calls-auto",          "tool-calls-required",
-                                       "reasoning", "long-context", "prefix-cache", "stream-equals-non-stream",
-                                       "sse-format", "error-shape"};
+const std::vector<std::string> kIds = {
+    "models",       "health",       "tool-calls-auto",          "tool-calls-required", "reasoning",
+    "long-context", "prefix-cache", "stream-equals-non-stream", "sse-format",          "error-shape"};
 
-VerifyReport VerifyAgainst(const FakeOpenAi& server, const std::string& model = "", const std::string& key = "") {
+VerifyReport VerifyAgainst(const FakeOpenAi& server, const std::string& model = "",
+                           const std::string& key = "") {
   VerifyOptions options;
   options.endpoint = *ParseEndpoint(server.url() + "/v1", key);
   options.model = model;
@@ -41,7 +42,8 @@ const CheckResult& Check(const VerifyReport& report, const std::string& id) {
 std::string Dump(const VerifyReport& report) { return FormatVerifyReport(report, ReportFormat::kTable); }
 
 // Every check except those in `failing` passes; those fail with a detail containing `reason`.
-void ExpectOnlyFailing(const VerifyReport& report, const std::vector<std::string>& failing, const std::string& reason) {
+void ExpectOnlyFailing(const VerifyReport& report, const std::vector<std::string>& failing,
+                       const std::string& reason) {
   ASSERT_EQ(report.checks.size(), kIds.size()) << Dump(report);
   for (const std::string& id : kIds) {
     const CheckResult& c = Check(report, id);

@@ -13,11 +13,13 @@ namespace {
 using nlohmann::json;
 
 constexpr const char* kVocabulary[] = {
-    "time", "year", "people", "way", "day", "man", "thing", "woman", "life", "child", "world", "school",
-    "state", "family", "student", "group", "country", "problem", "hand", "part", "place", "case", "week",
-    "company", "system", "program", "question", "work", "government", "number", "night", "point", "home",
-    "water", "room", "mother", "area", "money", "story", "fact", "month", "lot", "right", "study", "book",
-    "eye", "job", "word", "business", "issue", "side", "kind", "head", "house", "service", "friend"};
+    "time",     "year",    "people",   "way",    "day",        "man",    "thing",   "woman",
+    "life",     "child",   "world",    "school", "state",      "family", "student", "group",
+    "country",  "problem", "hand",     "part",   "place",      "case",   "week",    "company",
+    "system",   "program", "question", "work",   "government", "number", "night",   "point",
+    "home",     "water",   "room",     "mother", "area",       "money",  "story",   "fact",
+    "month",    "lot",     "right",    "study",  "book",       "eye",    "job",     "word",
+    "business", "issue",   "side",     "kind",   "head",       "house",  "service", "friend"};
 
 json Body(const WorkloadOptions& options, json messages, int64_t max_tokens) {
   json body = {{"model", options.model},
@@ -48,7 +50,8 @@ Result<std::vector<json>> ReadDataset(const WorkloadOptions& options) {
     } else if (row.contains("prompt") && row["prompt"].is_string()) {
       messages = json::array({{{"role", "user"}, {"content", row["prompt"]}}});
     } else {
-      return InvalidArgument("{}:{}: expected a \"prompt\" string or a \"messages\" array", options.dataset, line_no);
+      return InvalidArgument("{}:{}: expected a \"prompt\" string or a \"messages\" array", options.dataset,
+                             line_no);
     }
     int64_t max_tokens = options.output_len;
     for (const char* key : {"max_tokens", "output_len"}) {
@@ -98,7 +101,8 @@ Result<std::vector<std::string>> BuildWorkload(const WorkloadOptions& options) {
       text += std::to_string(i);
       if (own > 1) text += ' ' + FillerWords(own - 1, options.seed * 1000003 + i + 1);
     }
-    bodies.push_back(Body(options, json::array({{{"role", "user"}, {"content", text}}}), options.output_len).dump());
+    bodies.push_back(
+        Body(options, json::array({{{"role", "user"}, {"content", text}}}), options.output_len).dump());
   }
   return bodies;
 }

@@ -15,11 +15,11 @@ namespace k3::client {
 struct WorkloadOptions {
   std::string model;
   int num_prompts = 100;
-  int input_len = 256;        // filler words per synthetic prompt
-  int output_len = 128;       // max_tokens
-  double prefix_share = 0;    // fraction of input_len shared by every prompt (0..1)
-  std::string dataset;        // JSONL: {"prompt": "..."} or {"messages": [...]}, optional "max_tokens"/"output_len"
-  bool ignore_eos = false;    // send vLLM's ignore_eos so every request yields output_len tokens
+  int input_len = 256;      // filler words per synthetic prompt
+  int output_len = 128;     // max_tokens
+  double prefix_share = 0;  // fraction of input_len shared by every prompt (0..1)
+  std::string dataset;  // JSONL: {"prompt": "..."} or {"messages": [...]}, optional "max_tokens"/"output_len"
+  bool ignore_eos = false;  // send vLLM's ignore_eos so every request yields output_len tokens
   uint64_t seed = 0;
 };
 

@@ -75,9 +75,9 @@ void FakeOpenAi::Handle(const TestRequest& request, TestConnection& conn) {
     }
   }
   if (request.method == "GET" && request.path == "/v1/models") {
-    const json body = {{"object", "list"},
-                       {"data", {{{"id", options_.model}, {"object", "model"}, {"created", 0},
-                                  {"owned_by", "fake"}}}}};
+    const json body = {
+        {"object", "list"},
+        {"data", {{{"id", options_.model}, {"object", "model"}, {"created", 0}, {"owned_by", "fake"}}}}};
     conn.Write(HttpResponseText(200, "application/json", body.dump()));
   } else if (request.method == "GET" && request.path == "/health") {
     conn.Write(HttpResponseText(options_.health ? 200 : 503, "text/plain", ""));
@@ -86,7 +86,8 @@ void FakeOpenAi::Handle(const TestRequest& request, TestConnection& conn) {
     std::string text;
     text += "# HELP vllm:prompt_tokens_total Number of prefill tokens processed.\n";
     text += "# TYPE vllm:prompt_tokens_total counter\n";
-    text += "vllm:prompt_tokens_total{model_name=\"" + options_.model + "\"} " + std::to_string(prompt_tokens_) + "\n";
+    text += "vllm:prompt_tokens_total{model_name=\"" + options_.model + "\"} " +
+            std::to_string(prompt_tokens_) + "\n";
     text += "vllm:generation_tokens_total{model_name=\"" + options_.model + "\"} " +
             std::to_string(generation_tokens_) + "\n";
     text += "vllm:prefix_cache_queries_total{model_name=\"" + options_.model + "\"} " +
@@ -99,7 +100,8 @@ void FakeOpenAi::Handle(const TestRequest& request, TestConnection& conn) {
   } else if (request.method == "POST" && request.path == "/v1/chat/completions") {
     HandleChat(request, conn);
   } else {
-    conn.Write(HttpResponseText(404, "application/json", ErrorJson("no route " + request.path, "not_found_error", "")));
+    conn.Write(HttpResponseText(404, "application/json",
+                                ErrorJson("no route " + request.path, "not_found_error", "")));
   }
 }
 
@@ -107,22 +109,25 @@ void FakeOpenAi::HandleChat(const TestRequest& request, TestConnection& conn) {
   const json body = json::parse(request.body, nullptr, false);
   auto bad = [&](const std::string& message, const std::string& param) {
     if (options_.openai_errors) {
-      conn.Write(HttpResponseText(400, "application/json", ErrorJson(message, "invalid_request_error", param)));
+      conn.Write(
+          HttpResponseText(400, "application/json", ErrorJson(message, "invalid_request_error", param)));
     } else {
       conn.Write(HttpResponseText(400, "text/plain", "Bad Request"));
     }
   };
   if (body.is_discarded() || !body.is_object()) return bad("body is not a JSON object", "");
-  if (!body.contains("messages") || !body["messages"].is_array()) return bad("messages: expected an array", "messages");
+  if (!body.contains("messages") || !body["messages"].is_array())
+    return bad("messages: expected an array", "messages");
   if (body.value("model", "") != options_.model) {
-    conn.Write(HttpResponseText(404, "application/json",
-                                ErrorJson("model '" + body.value("model", "") + "' does not exist", "not_found_error",
-                                          "model")));
+    conn.Write(HttpResponseText(
+        404, "application/json",
+        ErrorJson("model '" + body.value("model", "") + "' does not exist", "not_found_error", "model")));
     return;
   }
   std::string prompt;
   for (const json& m : body["messages"]) {
-    if (m.is_object() && m.contains("content") && m["content"].is_string()) prompt += m["content"].get<std::string>() + "\n";
+    if (m.is_object() && m.contains("content") && m["content"].is_string())
+      prompt += m["content"].get<std::string>() + "\n";
   }
   const int64_t prompt_tokens = CountWords(prompt);
   int64_t max_tokens = body.value("max_tokens", body.value("max_completion_tokens", int64_t{1} << 30));
@@ -155,7 +160,8 @@ void FakeOpenAi::HandleChat(const TestRequest& request, TestConnection& conn) {
     tool_args = options_.valid_tool_arguments ? ValueFor(function.value("parameters", json::object())).dump()
                                               : std::string(R"({"unexpected": 1})");
   }
-  json usage = {{"prompt_tokens", prompt_tokens}, {"completion_tokens", n}, {"total_tokens", prompt_tokens + n}};
+  json usage = {
+      {"prompt_tokens", prompt_tokens}, {"completion_tokens", n}, {"total_tokens", prompt_tokens + n}};
   if (options_.cached_tokens_in_usage) usage["prompt_tokens_details"] = {{"cached_tokens", cached}};
   const std::string finish = tools ? "tool_calls" : "length";
 
@@ -163,14 +169,17 @@ void FakeOpenAi::HandleChat(const TestRequest& request, TestConnection& conn) {
     json message = {{"role", "assistant"}, {"content", nullptr}};
     if (!reasoning.empty()) message[options_.reasoning_field] = reasoning;
     if (tools) {
-      message["tool_calls"] = {{{"id", "call_0"}, {"type", "function"},
+      message["tool_calls"] = {{{"id", "call_0"},
+                                {"type", "function"},
                                 {"function", {{"name", tool_name}, {"arguments", tool_args}}}}};
     } else {
       std::string text;
       for (const std::string& w : words) text += w;
       message["content"] = text;
     }
-    const json answer = {{"id", "chatcmpl-1"}, {"object", "chat.completion"}, {"created", 0},
+    const json answer = {{"id", "chatcmpl-1"},
+                         {"object", "chat.completion"},
+                         {"created", 0},
                          {"model", options_.model},
                          {"choices", {{{"index", 0}, {"message", message}, {"finish_reason", finish}}}},
                          {"usage", usage}};
@@ -179,9 +188,12 @@ void FakeOpenAi::HandleChat(const TestRequest& request, TestConnection& conn) {
   }
   const std::string separator = options_.sse_blank_lines ? "\n\n" : "\n";
   auto send = [&](json delta, json finish_reason) {
-    const json chunk = {{"id", "chatcmpl-1"}, {"object", "chat.completion.chunk"}, {"created", 0},
-                        {"model", options_.model},
-                        {"choices", {{{"index", 0}, {"delta", std::move(delta)}, {"finish_reason", finish_reason}}}}};
+    const json chunk = {
+        {"id", "chatcmpl-1"},
+        {"object", "chat.completion.chunk"},
+        {"created", 0},
+        {"model", options_.model},
+        {"choices", {{{"index", 0}, {"delta", std::move(delta)}, {"finish_reason", finish_reason}}}}};
     WriteChunk(conn, "data: " + chunk.dump() + separator);
   };
   WriteSseHead(conn);
@@ -198,8 +210,11 @@ void FakeOpenAi::HandleChat(const TestRequest& request, TestConnection& conn) {
   }
   if (tools) {
     pace();
-    send({{"tool_calls", {{{"index", 0}, {"id", "call_0"}, {"type", "function"},
-                           {"function", {{"name", tool_name}, {"arguments", ""}}}}}}},
+    send({{"tool_calls",
+           {{{"index", 0},
+             {"id", "call_0"},
+             {"type", "function"},
+             {"function", {{"name", tool_name}, {"arguments", ""}}}}}}},
          nullptr);
     const size_t half = tool_args.size() / 2;
     for (const std::string& piece : {tool_args.substr(0, half), tool_args.substr(half)}) {
@@ -214,8 +229,8 @@ void FakeOpenAi::HandleChat(const TestRequest& request, TestConnection& conn) {
   }
   send(json::object(), finish);
   if (include_usage && options_.sse_usage) {
-    const json chunk = {{"id", "chatcmpl-1"}, {"object", "chat.completion.chunk"}, {"created", 0},
-                        {"model", options_.model}, {"choices", json::array()}, {"usage", usage}};
+    const json chunk = {{"id", "chatcmpl-1"},      {"object", "chat.completion.chunk"}, {"created", 0},
+                        {"model", options_.model}, {"choices", json::array()},          {"usage", usage}};
     WriteChunk(conn, "data: " + chunk.dump() + separator);
   }
   if (options_.sse_done) WriteChunk(conn, "data: [DONE]\n\n");
