@@ -9,9 +9,8 @@
 namespace k3::chat::grammar {
 namespace {
 
-constexpr int kMaxLevel = 192;        // recursion guard (pops / pushes / union forks within one symbol)
-constexpr size_t kMaxThreads = 64;    // extra threads are dropped (every kept one is still completable)
-constexpr uint32_t kStringDone = 99;  // kString: after the closing quote
+constexpr int kMaxLevel = 192;      // recursion guard (pops / pushes / union forks within one symbol)
+constexpr size_t kMaxThreads = 64;  // extra threads are dropped (every kept one is still completable)
 
 // UTF-8 sub-states shared by strings and free text: 1 = at a character boundary, 20..26 = inside one.
 uint32_t Utf8Lead(uint8_t c) {
@@ -229,6 +228,21 @@ uint32_t FirstCandidate(const Node& node, const Frame& f) {
 
 }  // namespace
 
+bool StepLeaf(const Node& node, Frame& frame, int symbol) {
+  return node.kind == NodeKind::kRawText ? RawTextStep(frame, symbol) : StringStep(node, frame, symbol);
+}
+
+bool Matcher::SingleLeaf(const MatchState& state, Frame* leaf) const {
+  if (state.num_threads() != 1) return false;
+  const Frame& top = state.frames.back();
+  const Node& node = grammar_->nodes[top.node];
+  const bool inside =
+      node.kind == NodeKind::kRawText || (node.kind == NodeKind::kString && top.pos != kStringDone &&
+                                          (top.pos != 0 || node.string_mode == StringMode::kAttr));
+  if (inside) *leaf = top;
+  return inside;
+}
+
 Matcher::Matcher(std::shared_ptr<const Grammar> grammar) : grammar_(std::move(grammar)) {
   scratch_.resize(kMaxLevel + 2);
 }
@@ -237,7 +251,37 @@ MatchState Matcher::Initial() const {
   MatchState state;
   state.frames.push_back(Frame{grammar_->root, 0, 0, 0, grammar_->IsContainer(grammar_->root) ? 1u : 0u});
   state.ends.push_back(1);
+  Settle(state);
   return state;
+}
+
+void Matcher::Settle(MatchState& state) const {
+  MatchState settled;
+  uint32_t begin = 0;
+  for (uint32_t end : state.ends) {
+    Thread t(state.frames.begin() + begin, state.frames.begin() + end);
+    begin = end;
+    for (bool changed = true; changed;) {
+      changed = false;
+      const Frame& top = t.back();
+      const Node& node = grammar_->nodes[top.node];
+      if (t.size() >= 2 && node.kind == NodeKind::kLiteralSet && node.literals.nodes[top.pos].terminal &&
+          node.literals.nodes[top.pos].children.empty()) {
+        t.pop_back();
+        ChildDone(t.back());
+        changed = true;
+      } else if (node.kind == NodeKind::kSeq && top.pos % 2 == 0 && top.pos / 2 < node.children.size() &&
+                 grammar_->nodes[node.children[top.pos / 2]].kind == NodeKind::kRawText) {
+        const uint32_t child = node.children[top.pos / 2];
+        t.back().pos = top.pos + 1;
+        t.push_back(Frame{child, 0, 0, 0, t.back().depth});
+        changed = true;
+      }
+    }
+    settled.frames.insert(settled.frames.end(), t.begin(), t.end());
+    settled.ends.push_back(static_cast<uint32_t>(settled.frames.size()));
+  }
+  state = std::move(settled);
 }
 
 Matcher::Thread& Matcher::Scratch(int level) { return scratch_[static_cast<size_t>(level)]; }

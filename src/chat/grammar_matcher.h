@@ -36,6 +36,14 @@ struct MatchState {
   }
 };
 
+// kString sub-state after the closing quote.
+inline constexpr uint32_t kStringDone = 99;
+
+// One symbol into a leaf frame (kString or kRawText) alone; false when the leaf refuses it. Used by the
+// mask fast path, which treats a leaf's inside (everything before a string's closing quote) without
+// the rest of the stack.
+bool StepLeaf(const Node& node, Frame& frame, int symbol);
+
 class Matcher {
  public:
   explicit Matcher(std::shared_ptr<const Grammar> grammar);
@@ -44,8 +52,16 @@ class Matcher {
   MatchState Initial() const;
   // out = in after `symbol`; false (out empty) when no thread can take it. out must not alias in.
   bool Advance(const MatchState& in, int symbol, MatchState& out);
+  // Does now what the next symbol would do anyway: pops finished literals that cannot go on and pushes
+  // free text a sequence has reached, so the state is a leaf (SingleLeaf) where it can be.
+  void Settle(MatchState& state) const;
   // Some thread of the state is a complete output.
   bool IsComplete(const MatchState& state) const;
+
+  // True when the state is one thread whose top frame is free text or a string's content: then a token
+  // either stays inside that leaf (independent of the stack below) or, for a string, leaves it through
+  // the closing quote. Free text (kRawText) is always followed by markup, so bytes never leave it.
+  bool SingleLeaf(const MatchState& state, Frame* leaf) const;
 
   const Grammar& grammar() const { return *grammar_; }
   const std::shared_ptr<const Grammar>& shared_grammar() const { return grammar_; }

@@ -90,6 +90,15 @@ Result<std::shared_ptr<const VocabTrie>> GetVocabTrie(const tokenizer::Tokenizer
            (bytes[static_cast<size_t>(x)] == bytes[static_cast<size_t>(y)] && x < y);
   });
   Builder(bytes, *trie).Build(sorted, 0, sorted.size(), 0);
+  // Children come after their parent (DFS order), so one backward pass fills quote_below.
+  trie->quote_below.assign(trie->nodes.size(), 0);
+  for (size_t n = trie->nodes.size(); n-- > 0;) {
+    for (uint32_t e = trie->nodes[n].child_begin; e < trie->nodes[n].child_end; ++e) {
+      const VocabTrie::Edge edge = trie->children[e];
+      if (edge.byte == '"') trie->quote_below[edge.node] = 1;
+      trie->quote_below[n] |= trie->quote_below[edge.node];
+    }
+  }
   std::lock_guard<std::mutex> lock(mutex);
   auto [it, inserted] = cache.emplace(key, std::move(trie));
   return it->second;

@@ -4,7 +4,9 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <vector>
 
 #include "src/base/status.h"
@@ -27,8 +29,14 @@ struct VocabTrie {
   std::vector<Edge> children;
   std::vector<int32_t> tokens;
   std::vector<std::pair<int32_t, int>> markup;  // (id, grammar symbol) of the three markup specials
+  std::vector<uint8_t> quote_below;             // [node]: a '"' on the edge into it or anywhere below it
   size_t vocab_size = 0;
   size_t max_token_bytes = 0;
+
+  // Masks of the tokens that stay inside a leaf (grammar_matcher.h SingleLeaf), by leaf key; they depend
+  // only on the vocabulary and the leaf's kind / mode / sub-state, so every constraint shares them.
+  mutable std::mutex leaf_mutex;
+  mutable std::map<uint64_t, std::shared_ptr<const std::vector<uint64_t>>> leaf_masks;
 };
 
 // Built once per distinct vocabulary and shared (a process-wide cache keyed by the vocabulary's

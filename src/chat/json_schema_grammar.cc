@@ -3,6 +3,7 @@
 #include "src/chat/json_schema_grammar.h"
 
 #include <algorithm>
+#include <mutex>
 
 #include "src/chat/grammar_compile.h"
 #include "src/chat/grammar_matcher.h"
@@ -67,6 +68,16 @@ class GrammarConstraint final : public TokenConstraint {
       if (matcher_.Advance(state_, symbol, scratch_)) set(id);
     }
     if (levels_.size() < vocab_->max_token_bytes + 1) levels_.resize(vocab_->max_token_bytes + 1);
+    grammar::Frame leaf;
+    if (matcher_.SingleLeaf(state_, &leaf)) {
+      // Inside free text or a string: the tokens that stay inside come from a shared cached mask; only
+      // tokens with a '"' can leave a string, and those are walked with the whole state.
+      const grammar::Node& node = matcher_.grammar().nodes[leaf.node];
+      const std::vector<uint64_t>& inside = InsideMask(node, leaf);
+      for (size_t w = 0; w < mask.size() && w < inside.size(); ++w) mask[w] |= inside[w];
+      if (node.kind == grammar::NodeKind::kString) WalkStringExits(0, leaf, node, 0, set);
+      return;
+    }
     Walk(0, state_, 0, set);
   }
 
@@ -77,6 +88,7 @@ class GrammarConstraint final : public TokenConstraint {
       if (id != token) continue;
       if (!matcher_.Advance(state_, symbol, scratch_)) return false;
       std::swap(state_, scratch_);
+      matcher_.Settle(state_);
       complete_ = matcher_.IsComplete(state_);
       return true;
     }
@@ -89,6 +101,7 @@ class GrammarConstraint final : public TokenConstraint {
       std::swap(current, scratch_);
     }
     state_ = std::move(current);
+    matcher_.Settle(state_);
     complete_ = matcher_.IsComplete(state_);
     return true;
   }
@@ -113,6 +126,64 @@ class GrammarConstraint final : public TokenConstraint {
       const grammar::VocabTrie::TrieNode& child = vocab_->nodes[edge.node];
       for (uint32_t t = child.token_begin; t < child.token_end; ++t) set(vocab_->tokens[t]);
       if (child.child_begin < child.child_end) Walk(edge.node, next, depth + 1, set);
+    }
+  }
+
+  // Tokens whose bytes all stay inside a leaf in the given sub-state (cached per vocabulary).
+  const std::vector<uint64_t>& InsideMask(const grammar::Node& node, const grammar::Frame& leaf) {
+    const uint64_t key = static_cast<uint64_t>(node.kind) | static_cast<uint64_t>(node.string_mode) << 8 |
+                         static_cast<uint64_t>(leaf.pos) << 16 | static_cast<uint64_t>(leaf.a) << 32;
+    std::lock_guard<std::mutex> lock(vocab_->leaf_mutex);
+    auto& slot = vocab_->leaf_masks[key];
+    if (slot == nullptr) {
+      grammar::Node neutral;  // same kind and mode, no excluded names (they only matter at the quote)
+      neutral.kind = node.kind;
+      neutral.string_mode = node.string_mode;
+      grammar::Frame start = leaf;
+      start.b = grammar::SymbolTrie::kNone;
+      auto bits = std::make_shared<std::vector<uint64_t>>((vocab_->vocab_size + 63) / 64, 0);
+      WalkInside(0, start, neutral, *bits);
+      slot = std::move(bits);
+    }
+    return *slot;
+  }
+
+  void WalkInside(uint32_t node, const grammar::Frame& leaf, const grammar::Node& kind,
+                  std::vector<uint64_t>& bits) const {
+    const grammar::VocabTrie::TrieNode& n = vocab_->nodes[node];
+    for (uint32_t e = n.child_begin; e < n.child_end; ++e) {
+      const grammar::VocabTrie::Edge edge = vocab_->children[e];
+      grammar::Frame next = leaf;
+      if (!grammar::StepLeaf(kind, next, edge.byte) || next.pos == grammar::kStringDone) continue;
+      const grammar::VocabTrie::TrieNode& child = vocab_->nodes[edge.node];
+      for (uint32_t t = child.token_begin; t < child.token_end; ++t) {
+        const auto id = static_cast<uint32_t>(vocab_->tokens[t]);
+        bits[id / 64] |= uint64_t{1} << (id % 64);
+      }
+      if (child.child_begin < child.child_end) WalkInside(edge.node, next, kind, bits);
+    }
+  }
+
+  // Tokens that close the string (somewhere after their first byte) and go on in the enclosing value.
+  template <typename Set>
+  void WalkStringExits(uint32_t node, const grammar::Frame& leaf, const grammar::Node& kind, size_t depth,
+                       const Set& set) {
+    const grammar::VocabTrie::TrieNode& n = vocab_->nodes[node];
+    for (uint32_t e = n.child_begin; e < n.child_end; ++e) {
+      const grammar::VocabTrie::Edge edge = vocab_->children[e];
+      if (!vocab_->quote_below[edge.node]) continue;
+      grammar::Frame next = leaf;
+      if (!grammar::StepLeaf(kind, next, edge.byte)) continue;
+      if (next.pos != grammar::kStringDone) {
+        WalkStringExits(edge.node, next, kind, depth + 1, set);
+        continue;
+      }
+      MatchState& full = levels_[depth];
+      full = state_;
+      full.frames.back() = next;
+      const grammar::VocabTrie::TrieNode& child = vocab_->nodes[edge.node];
+      for (uint32_t t = child.token_begin; t < child.token_end; ++t) set(vocab_->tokens[t]);
+      if (child.child_begin < child.child_end) Walk(edge.node, full, depth + 1, set);
     }
   }
 

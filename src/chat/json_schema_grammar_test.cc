@@ -197,6 +197,26 @@ TEST(JsonConstraint, ReasoningComesFirstWhenAllowed) {
   JsonWalks(json(), true, 20, 10);
 }
 
+// Every token of the mask is accepted and every other token refused, along a random walk (free text,
+// strings, numbers, markup).
+void CheckMasksAgreeWithAccept(TokenConstraint& prototype, uint64_t seed) {
+  const Tokenizer& tok = TinyK3();
+  std::mt19937_64 rng(seed);
+  auto constraint = prototype.Clone();
+  for (int step = 0; step < 150 && !constraint->IsComplete(); ++step) {
+    const std::vector<int32_t> allowed = Allowed(*constraint, tok.vocab_size());
+    const std::unordered_set<int32_t> in_mask(allowed.begin(), allowed.end());
+    for (size_t id = 0; id < tok.vocab_size(); ++id) {
+      auto probe = constraint->Clone();
+      ASSERT_EQ(probe->Accept(static_cast<int32_t>(id)), in_mask.count(static_cast<int32_t>(id)) > 0)
+          << id << " after " << step << " steps";
+    }
+    ASSERT_FALSE(allowed.empty());
+    ASSERT_TRUE(
+        constraint->Accept(allowed[std::uniform_int_distribution<size_t>(0, allowed.size() - 1)(rng)]));
+  }
+}
+
 TEST(JsonConstraint, MasksAgreeWithAcceptAndSpecialsStayOut) {
   const Tokenizer& tok = TinyK3();
   const ConstraintOptions options = Options(tok, false);
@@ -361,6 +381,16 @@ void ToolWalks(const std::string& function, bool parallel, bool reasoning, int w
   }
 }
 
+TEST(ToolCallConstraint, MasksAgreeWithAcceptInEveryKindOfState) {
+  const Tokenizer& tok = TinyK3();
+  auto json_made = MakeJsonConstraint(tok, kOpenMap, Options(tok, true));
+  ASSERT_TRUE(json_made.ok());
+  CheckMasksAgreeWithAccept(**json_made, 12);
+  auto tool_made = MakeToolCallConstraint(tok, kTools, "", true, Options(tok, true));
+  ASSERT_TRUE(tool_made.ok());
+  CheckMasksAgreeWithAccept(**tool_made, 13);
+}
+
 TEST(ToolCallConstraint, RequiredYieldsOneValidCall) { ToolWalks("", false, false, 60, 21); }
 TEST(ToolCallConstraint, NamedYieldsThatFunction) {
   ToolWalks("search", false, false, 40, 22);
@@ -438,8 +468,10 @@ const Tokenizer& LargeVocabulary() {
   return tokenizer;
 }
 
+// Mean over `repeats` calls after one warm-up call (which fills the shared per-vocabulary leaf masks).
 double MeanFillMicros(TokenConstraint& constraint, size_t vocab, int repeats) {
   std::vector<uint64_t> mask((vocab + 63) / 64);
+  constraint.FillAllowed(mask);
   const auto start = std::chrono::steady_clock::now();
   for (int i = 0; i < repeats; ++i) constraint.FillAllowed(mask);
   return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count() /
@@ -461,6 +493,7 @@ TEST(ConstraintTiming, FillAllowedOnTinyAndK3SizedVocabularies) {
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - build_start).count();
     const int repeats = tok->vocab_size() > 10000 ? 5 : 200;
     auto c = (*made)->Clone();
+    AcceptText(*c, *tok, "Let me think.");
     const double reasoning = MeanFillMicros(*c, tok->vocab_size(), repeats);
     AcceptText(*c, *tok, "<|close|>think<|sep|><|open|>response<|sep|>{");
     const double object_start = MeanFillMicros(*c, tok->vocab_size(), repeats);
