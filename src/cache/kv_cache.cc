@@ -26,7 +26,8 @@ Result<KvCacheLayout> PlanKvCache(const io::ModelConfig& cfg, const KvCacheOptio
   const int64_t snapshot_bytes = l.slot_bytes + cfg.vocab_size * int64_t{sizeof(float)};
   l.max_snapshots = options.prefix_caching ? std::min<int64_t>(4096, bytes / 4 / snapshot_bytes) : 0;
   const int64_t rest = bytes - l.num_slots * l.slot_bytes - l.max_snapshots * snapshot_bytes;
-  l.num_blocks = std::min<int64_t>(rest / l.block_bytes, int64_t{1} << 30);
+  // Capped so a model without MLA layers (1-byte blocks) does not get a huge reference table.
+  l.num_blocks = std::min<int64_t>(rest / l.block_bytes, int64_t{1} << 22);
   if (l.num_slots < 1 || l.num_blocks < 1) {
     return InvalidArgument(
         "the KV cache budget of {} bytes cannot hold one sequence: a KDA state slot needs {} bytes "
