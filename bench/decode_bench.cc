@@ -6,13 +6,17 @@
 //     vs measured memory read bandwidth;
 //   - prefill tokens/s on a long prompt, as GEMM FLOP/s (2 x active matrix parameters per token) vs the
 //     measured MatMulBf16 FLOP/s.
-//   decode_bench --model DIR [--threads N] [--prompt-len 2048] [--decode-steps 32]
+// Machines running this are often shared, so every figure is the median of --repeats runs (prefill:
+// --prefill-repeats), and the load average (/proc/loadavg) is printed before and after.
+//   decode_bench --model DIR [--threads N] [--prompt-len 2048] [--decode-steps 32] [--repeats 5]
+//                [--prefill-repeats 3]
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -30,12 +34,19 @@ double Seconds(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double>(b - a).count();
 }
 
-// Bytes of every *.safetensors file in dir, read twice (the first pass warms the page cache); returns
-// the seconds of the second pass.
-double WarmReadSeconds(const std::string& dir, uint64_t* bytes) {
+// The first line of /proc/loadavg ("1-min 5-min 15-min running/total last-pid"), or "?".
+std::string LoadAverage() {
+  std::ifstream in("/proc/loadavg");
+  std::string line;
+  return std::getline(in, line) ? line : "?";
+}
+
+// Bytes of every *.safetensors file in dir, read 1 + `passes` times (the first pass warms the page
+// cache); returns the seconds of each timed pass.
+std::vector<double> WarmReadSeconds(const std::string& dir, int passes, uint64_t* bytes) {
   std::vector<char> buffer(8 << 20);
-  double seconds = 0.0;
-  for (int pass = 0; pass < 2; ++pass) {
+  std::vector<double> seconds;
+  for (int pass = 0; pass <= passes; ++pass) {
     *bytes = 0;
     const auto start = Clock::now();
     for (const auto& entry : std::filesystem::directory_iterator(dir)) {
@@ -45,7 +56,7 @@ double WarmReadSeconds(const std::string& dir, uint64_t* bytes) {
         *bytes += static_cast<uint64_t>(in.gcount());
       }
     }
-    seconds = Seconds(start, Clock::now());
+    if (pass > 0) seconds.push_back(Seconds(start, Clock::now()));
   }
   return seconds;
 }
@@ -91,12 +102,19 @@ void Forward(k3::model::Model& model, k3::model::SequenceState* state, const std
   model.Forward(std::span<const k3::model::SequenceBatchItem>(&item, 1), &out);
 }
 
+std::string Samples(const std::vector<double>& v) {
+  std::string out;
+  for (double x : v) out += (out.empty() ? "" : " ") + std::to_string(x).substr(0, 6);
+  return out;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  using k3::bench::Median;
   std::string dir;
   size_t threads = 0;
-  int64_t prompt_len = 2048, decode_steps = 32;
+  int64_t prompt_len = 2048, decode_steps = 32, repeats = 5, prefill_repeats = 3;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
     if (flag == "--model")
@@ -107,68 +125,97 @@ int main(int argc, char** argv) {
       prompt_len = std::strtoll(argv[i + 1], nullptr, 10);
     else if (flag == "--decode-steps")
       decode_steps = std::strtoll(argv[i + 1], nullptr, 10);
+    else if (flag == "--repeats")
+      repeats = std::strtoll(argv[i + 1], nullptr, 10);
+    else if (flag == "--prefill-repeats")
+      prefill_repeats = std::strtoll(argv[i + 1], nullptr, 10);
   }
-  if (dir.empty() || prompt_len < 1 || decode_steps < 1) {
+  if (dir.empty() || prompt_len < 1 || decode_steps < 1 || repeats < 1 || prefill_repeats < 0) {
     std::fprintf(stderr,
-                 "usage: decode_bench --model DIR [--threads N] [--prompt-len 2048] [--decode-steps 32]\n");
+                 "usage: decode_bench --model DIR [--threads N] [--prompt-len 2048] [--decode-steps 32] "
+                 "[--repeats 5] [--prefill-repeats 3]\n");
     return 2;
   }
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // each figure appears as soon as it is measured
   k3::ThreadPool pool(threads);
   threads = pool.num_threads();
+  std::printf("load average before: %s; threads: %zu; medians of %lld runs (prefill: %lld)\n",
+              LoadAverage().c_str(), threads, static_cast<long long>(repeats),
+              static_cast<long long>(prefill_repeats));
 
+  // Start-to-first-token: Model::Load + a 1-token Forward, against reading the shards from a warm page
+  // cache (the read passes interleave with the loads, so both see the same machine load).
   uint64_t file_bytes = 0;
-  const double read_s = WarmReadSeconds(dir, &file_bytes);
-  const auto t0 = Clock::now();
-  auto model = k3::model::Model::Load(dir, &pool);
-  if (!model.ok()) {
-    std::fprintf(stderr, "decode_bench: %s\n", model.status().ToString().c_str());
-    return 1;
+  std::vector<double> read_s, start_s, load_s;
+  std::unique_ptr<k3::model::Model> model;
+  for (int64_t r = 0; r < repeats; ++r) {
+    read_s.push_back(WarmReadSeconds(dir, 1, &file_bytes).at(0));
+    model.reset();
+    const auto t0 = Clock::now();
+    auto loaded = k3::model::Model::Load(dir, &pool);
+    if (!loaded.ok()) {
+      std::fprintf(stderr, "decode_bench: %s\n", loaded.status().ToString().c_str());
+      return 1;
+    }
+    const auto t1 = Clock::now();
+    model = std::move(loaded).value();
+    {
+      auto state = model->NewSequenceState();
+      Forward(*model, state.get(), {1});
+    }
+    start_s.push_back(Seconds(t0, Clock::now()));
+    load_s.push_back(Seconds(t0, t1));
   }
-  const auto t1 = Clock::now();
-  const int32_t vocab = static_cast<int32_t>((*model)->config().vocab_size);
-  {
-    auto state = (*model)->NewSequenceState();
-    Forward(**model, state.get(), {1});
-  }
-  const auto t2 = Clock::now();
   std::printf(
-      "start-to-first-token: %.3f s (load %.3f s + first token %.3f s); warm read of %.2f GB: %.3f s "
-      "(ratio %.2f)\n",
-      Seconds(t0, t2), Seconds(t0, t1), Seconds(t1, t2), file_bytes / 1e9, read_s, Seconds(t0, t2) / read_s);
+      "start-to-first-token: median %.3f s (load %.3f s) [%s]; warm read of %.2f GB: median %.3f s [%s] "
+      "-> ratio %.2f (acceptance <= 1.5)\n",
+      Median(start_s), Median(load_s), Samples(start_s).c_str(), file_bytes / 1e9, Median(read_s),
+      Samples(read_s).c_str(), Median(start_s) / Median(read_s));
 
-  const TokenCost cost = CostPerToken((*model)->config());
-  // Decode at batch 1 after a 16-token prompt.
-  std::vector<int32_t> prompt(16);
-  for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = static_cast<int32_t>((i * 7919 + 13) % vocab);
-  auto state = (*model)->NewSequenceState();
-  Forward(**model, state.get(), prompt);
-  const auto d0 = Clock::now();
-  for (int64_t s = 0; s < decode_steps; ++s)
-    Forward(**model, state.get(), {static_cast<int32_t>((s * 31) % vocab)});
-  const double decode_s = Seconds(d0, Clock::now());
-  const double tokens_per_s = static_cast<double>(decode_steps) / decode_s;
+  const int32_t vocab = static_cast<int32_t>(model->config().vocab_size);
+  const TokenCost cost = CostPerToken(model->config());
+  // Decode at batch 1 after a 16-token prompt; one fresh sequence per repetition.
+  std::vector<double> decode_tps;
+  for (int64_t r = 0; r < repeats; ++r) {
+    std::vector<int32_t> prompt(16);
+    for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = static_cast<int32_t>((i * 7919 + 13 + r) % vocab);
+    auto state = model->NewSequenceState();
+    Forward(*model, state.get(), prompt);
+    const auto d0 = Clock::now();
+    for (int64_t s = 0; s < decode_steps; ++s)
+      Forward(*model, state.get(), {static_cast<int32_t>((s * 31 + r) % vocab)});
+    decode_tps.push_back(static_cast<double>(decode_steps) / Seconds(d0, Clock::now()));
+  }
+  const double tokens_per_s = Median(decode_tps);
   const double bandwidth = k3::bench::MeasureMemoryReadBandwidth(size_t{1} << 30, threads, 5);
   const double effective = cost.decode_bytes * tokens_per_s / 1e9;
   std::printf(
-      "decode batch 1: %.2f tokens/s; %.1f MB of weights per token -> %.2f GB/s effective vs %.2f GB/s "
-      "measured read bandwidth (%.0f%%)\n",
-      tokens_per_s, cost.decode_bytes / 1e6, effective, bandwidth, 100.0 * effective / bandwidth);
+      "decode batch 1: median %.2f tokens/s [%s]; %.1f MB of weights per token -> %.2f GB/s effective vs "
+      "%.2f GB/s measured read bandwidth (%.0f%%; acceptance >= 50%%)\n",
+      tokens_per_s, Samples(decode_tps).c_str(), cost.decode_bytes / 1e6, effective, bandwidth,
+      100.0 * effective / bandwidth);
 
   // Prefill one long prompt.
-  std::vector<int32_t> long_prompt(static_cast<size_t>(prompt_len));
-  for (size_t i = 0; i < long_prompt.size(); ++i)
-    long_prompt[i] = static_cast<int32_t>((i * 104729 + 7) % vocab);
-  auto prefill_state = (*model)->NewSequenceState();
-  const auto p0 = Clock::now();
-  Forward(**model, prefill_state.get(), long_prompt);
-  const double prefill_s = Seconds(p0, Clock::now());
-  const double gflops = 2.0 * cost.matrix_params * static_cast<double>(prompt_len) / prefill_s / 1e9;
-  const double matmul_gflops = k3::bench::MeasureMatMulFlops(threads, 3);
-  std::printf(
-      "prefill %lld tokens: %.2f s = %.1f tokens/s -> %.1f GFLOP/s in matrices vs %.1f GFLOP/s measured "
-      "MatMulBf16 (%.0f%%)\n",
-      static_cast<long long>(prompt_len), prefill_s, prompt_len / prefill_s, gflops, matmul_gflops,
-      100.0 * gflops / matmul_gflops);
-  std::printf("threads: %zu\n", threads);
+  if (prefill_repeats > 0) {
+    std::vector<int32_t> long_prompt(static_cast<size_t>(prompt_len));
+    for (size_t i = 0; i < long_prompt.size(); ++i)
+      long_prompt[i] = static_cast<int32_t>((i * 104729 + 7) % vocab);
+    std::vector<double> prefill_s;
+    for (int64_t r = 0; r < prefill_repeats; ++r) {
+      auto prefill_state = model->NewSequenceState();
+      const auto p0 = Clock::now();
+      Forward(*model, prefill_state.get(), long_prompt);
+      prefill_s.push_back(Seconds(p0, Clock::now()));
+    }
+    const double seconds = Median(prefill_s);
+    const double gflops = 2.0 * cost.matrix_params * static_cast<double>(prompt_len) / seconds / 1e9;
+    const double matmul_gflops = k3::bench::MeasureMatMulFlops(threads, 3);
+    std::printf(
+        "prefill %lld tokens: median %.2f s [%s] = %.1f tokens/s -> %.1f GFLOP/s in matrices vs %.1f GFLOP/s "
+        "measured MatMulBf16 (%.0f%%)\n",
+        static_cast<long long>(prompt_len), seconds, Samples(prefill_s).c_str(), prompt_len / seconds, gflops,
+        matmul_gflops, 100.0 * gflops / matmul_gflops);
+  }
+  std::printf("load average after: %s\n", LoadAverage().c_str());
   return 0;
 }
