@@ -68,9 +68,8 @@ struct TokenCost {
 
 TokenCost CostPerToken(const k3::io::ModelConfig& cfg) {
   TokenCost cost;
-  double one_expert_bytes = 0, one_expert_params = 0;
-  int64_t moe_layers = 0;
-  for (int64_t l = 0; l < cfg.num_layers; ++l) moe_layers += cfg.LayerFfn(l) == k3::io::FfnKind::kMoe;
+  // Expert 0 of every MoE layer, summed over the layers: one routed expert per layer.
+  double expert0_bytes = 0, expert0_params = 0;
   for (const k3::model::TensorSpec& t : k3::model::ListTensors(cfg)) {
     double n = 1;
     for (int64_t d : t.shape) n *= static_cast<double>(d);
@@ -78,9 +77,9 @@ TokenCost CostPerToken(const k3::io::ModelConfig& cfg) {
     const bool expert = t.name.find(".experts.") != std::string::npos;
     if (expert) {
       if (t.name.find(".experts.0.") != std::string::npos) {
-        one_expert_bytes += bytes;
+        expert0_bytes += bytes;
         if (t.init != k3::model::InitKind::kMxfp4Scale) {
-          one_expert_params += t.init == k3::model::InitKind::kMxfp4Packed ? 2 * n : n;
+          expert0_params += t.init == k3::model::InitKind::kMxfp4Packed ? 2 * n : n;
         }
       }
     } else if (t.init == k3::model::InitKind::kEmbedding) {
@@ -90,9 +89,10 @@ TokenCost CostPerToken(const k3::io::ModelConfig& cfg) {
       if (t.shape.size() == 2 && t.shape[0] > 1) cost.matrix_params += n;
     }
   }
-  const double experts = static_cast<double>(moe_layers * cfg.num_experts_per_token);
-  cost.decode_bytes += experts * one_expert_bytes;
-  cost.matrix_params += experts * one_expert_params;
+  // Each MoE layer runs top-k experts (expert0_* already sums over the layers).
+  const double experts = static_cast<double>(cfg.num_experts_per_token);
+  cost.decode_bytes += experts * expert0_bytes;
+  cost.matrix_params += experts * expert0_params;
   return cost;
 }
 
