@@ -3,6 +3,7 @@
 #include "src/chat/json_schema_grammar.h"
 
 #include <algorithm>
+#include <array>
 #include <mutex>
 
 #include "src/chat/grammar_compile.h"
@@ -75,6 +76,7 @@ class GrammarConstraint final : public TokenConstraint {
       const grammar::Node& node = matcher_.grammar().nodes[leaf.node];
       const std::vector<uint64_t>& inside = InsideMask(node, leaf);
       for (size_t w = 0; w < mask.size() && w < inside.size(); ++w) mask[w] |= inside[w];
+      after_quote_.fill(-1);
       if (node.kind == grammar::NodeKind::kString) WalkStringExits(0, leaf, node, 0, set);
       return;
     }
@@ -116,13 +118,19 @@ class GrammarConstraint final : public TokenConstraint {
   }
 
  private:
+  // first_bytes (optional): per first byte, whether the state takes it (1), not (0) or unknown (-1),
+  // shared by walks from states that behave alike on their first byte; refusals are skipped unstepped.
   template <typename Set>
-  void Walk(uint32_t node, const MatchState& state, size_t depth, const Set& set) {
+  void Walk(uint32_t node, const MatchState& state, size_t depth, const Set& set,
+            std::array<int8_t, 256>* first_bytes = nullptr) {
     const grammar::VocabTrie::TrieNode& n = vocab_->nodes[node];
     for (uint32_t e = n.child_begin; e < n.child_end; ++e) {
       const grammar::VocabTrie::Edge edge = vocab_->children[e];
+      if (first_bytes != nullptr && (*first_bytes)[edge.byte] == 0) continue;
       MatchState& next = levels_[depth];
-      if (!matcher_.Advance(state, edge.byte, next)) continue;
+      const bool taken = matcher_.Advance(state, edge.byte, next);
+      if (first_bytes != nullptr) (*first_bytes)[edge.byte] = taken ? 1 : 0;
+      if (!taken) continue;
       const grammar::VocabTrie::TrieNode& child = vocab_->nodes[edge.node];
       for (uint32_t t = child.token_begin; t < child.token_end; ++t) set(vocab_->tokens[t]);
       if (child.child_begin < child.child_end) Walk(edge.node, next, depth + 1, set);
@@ -183,7 +191,9 @@ class GrammarConstraint final : public TokenConstraint {
       full.frames.back() = next;
       const grammar::VocabTrie::TrieNode& child = vocab_->nodes[edge.node];
       for (uint32_t t = child.token_begin; t < child.token_end; ++t) set(vocab_->tokens[t]);
-      if (child.child_begin < child.child_end) Walk(edge.node, full, depth + 1, set);
+      // Which bytes may follow the closing quote is the same for every exit (the stack below the string
+      // does not change inside it), so each refused byte is stepped once per FillAllowed, not per exit.
+      if (child.child_begin < child.child_end) Walk(edge.node, full, depth + 1, set, &after_quote_);
     }
   }
 
@@ -194,6 +204,7 @@ class GrammarConstraint final : public TokenConstraint {
   MatchState state_;
   MatchState scratch_;
   std::vector<MatchState> levels_;  // one state per trie depth during FillAllowed
+  std::array<int8_t, 256> after_quote_{};
   bool complete_ = false;
 };
 
