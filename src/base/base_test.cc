@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cmath>
 #include <limits>
+#include <thread>
 #include <vector>
 
 #include "src/base/bf16.h"
@@ -59,6 +60,20 @@ TEST(ThreadPool, RunsEveryTaskOnce) {
       for (size_t i = 0; i < n; ++i) EXPECT_EQ(hits[i].load(), 20);
     }
   }
+}
+
+// Many tiny loops on a pool with more threads than this machine has cores: every task still runs once,
+// and the results of loops that follow each other never mix (a worker that wakes after its loop closed
+// must not run tasks of the next one).
+TEST(ThreadPool, OversubscribedBackToBackLoops) {
+  ThreadPool pool(3 * std::max(1u, std::thread::hardware_concurrency()));
+  std::vector<int> sums(2000, 0);
+  for (size_t loop = 0; loop < sums.size(); ++loop) {
+    std::vector<std::atomic<int>> hits(7);
+    pool.ParallelFor(hits.size(), [&](size_t task, size_t) { hits[task].fetch_add(static_cast<int>(loop)); });
+    for (auto& h : hits) sums[loop] += h.load();
+  }
+  for (size_t loop = 0; loop < sums.size(); ++loop) ASSERT_EQ(sums[loop], 7 * static_cast<int>(loop));
 }
 
 TEST(File, WriteReadMap) {

@@ -1,4 +1,4 @@
-// ThreadPool implementation: generation counter + spin-then-sleep workers.
+// ThreadPool implementation: generation counter, spin-then-sleep workers, join-while-open protocol.
 #include "src/base/thread_pool.h"
 
 #include <cstdlib>
@@ -6,7 +6,9 @@
 
 namespace k3 {
 namespace {
-constexpr int kSpinIterations = 20000;
+// About 0.1-0.5 ms of pause instructions: long enough to catch the next loop of a decode step, short
+// enough not to steal much of a core from other processes on a loaded machine.
+constexpr int kSpinIterations = 4000;
 
 inline void CpuRelax() {
 #if defined(__x86_64__)
@@ -59,16 +61,21 @@ void ThreadPool::ParallelFor(size_t num_tasks, const std::function<void(size_t, 
   fn_ = &fn;
   num_tasks_ = num_tasks;
   next_task_.store(0, std::memory_order_relaxed);
-  pending_workers_.store(workers_.size(), std::memory_order_relaxed);
   {
     std::lock_guard<std::mutex> lock(mu_);
+    accepting_ = true;
     generation_.fetch_add(1, std::memory_order_release);
   }
   wake_.notify_all();
   RunTasks(0);
-  // Wait for the workers: spin briefly, then yield so that a worker preempted on an oversubscribed
-  // machine (more runnable threads than cores) gets the core back instead of watching us spin.
-  for (int spins = 0; pending_workers_.load(std::memory_order_acquire) != 0; ++spins) {
+  // Every task is claimed. Close the loop so that no worker joins any more, then wait for the workers
+  // that did join to finish their last task: spin briefly, then yield (a joined worker preempted on an
+  // oversubscribed machine gets the core back instead of watching us spin).
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    accepting_ = false;
+  }
+  for (int spins = 0; joined_workers_.load(std::memory_order_acquire) != 0; ++spins) {
     if (spins < kSpinIterations) {
       CpuRelax();
     } else {
@@ -87,14 +94,16 @@ void ThreadPool::WorkerLoop(size_t worker_index) {
       CpuRelax();
       ++spins;
     }
-    if (generation_.load(std::memory_order_acquire) == seen) {
+    {
       std::unique_lock<std::mutex> lock(mu_);
       wake_.wait(lock, [&] { return generation_.load() != seen; });
+      if (stop_.load()) return;
+      seen = generation_.load();
+      if (!accepting_) continue;  // woke too late: that loop is already closed
+      joined_workers_.fetch_add(1, std::memory_order_relaxed);
     }
-    seen = generation_.load(std::memory_order_acquire);
-    if (stop_.load()) return;
     RunTasks(worker_index);
-    pending_workers_.fetch_sub(1, std::memory_order_acq_rel);
+    joined_workers_.fetch_sub(1, std::memory_order_acq_rel);
   }
 }
 

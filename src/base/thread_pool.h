@@ -4,6 +4,10 @@
 // returns when all tasks are done. Tasks are handed out one at a time from an atomic counter, so uneven
 // tasks balance. Workers spin briefly before sleeping: a decode step issues hundreds of small loops and
 // a condition-variable wake-up per loop would cost more than the loop.
+// The caller never waits for a worker that has not joined the loop: a worker joins (under the mutex)
+// only while the loop is open, and the caller closes it once every task is claimed, then waits only for
+// the joined workers. On an oversubscribed machine (more runnable threads than cores) a descheduled
+// worker therefore costs nothing; the caller runs the tasks itself.
 // One ParallelFor at a time per pool (the engine thread owns the pool); nested calls run inline.
 #pragma once
 
@@ -43,12 +47,13 @@ class ThreadPool {
   std::atomic<uint64_t> generation_{0};
   std::atomic<bool> stop_{false};
   std::atomic<bool> in_loop_{false};
+  bool accepting_ = false;               // guarded by mu_: workers may join the current loop
+  std::atomic<size_t> joined_workers_{0};  // workers inside RunTasks of the current loop
 
   // The current loop.
   const std::function<void(size_t, size_t)>* fn_ = nullptr;
   size_t num_tasks_ = 0;
   std::atomic<size_t> next_task_{0};
-  std::atomic<size_t> pending_workers_{0};
 };
 
 }  // namespace k3
