@@ -47,7 +47,7 @@ class ThreadPool {
   std::atomic<uint64_t> generation_{0};
   std::atomic<bool> stop_{false};
   std::atomic<bool> in_loop_{false};
-  bool accepting_ = false;               // guarded by mu_: workers may join the current loop
+  bool accepting_ = false;                 // guarded by mu_: workers may join the current loop
   std::atomic<size_t> joined_workers_{0};  // workers inside RunTasks of the current loop
 
   // The current loop.
