@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -32,21 +33,22 @@ struct ApiError {
   int http_status = 400;
   std::string message;
   std::string type = "invalid_request_error";  // authentication_error, not_found_error, ...
-  std::string param;                            // the offending field, or empty (null)
-  std::string code;                             // or empty (null)
+  std::string param;                           // the offending field, or empty (null)
+  std::string code;                            // or empty (null)
 };
 std::string ErrorBody(const ApiError& error);
 
 // What the server knows that requests are checked against.
 struct ServerContext {
   const tokenizer::Tokenizer* tokenizer = nullptr;
-  std::string served_model_name;           // the only accepted "model" (404 otherwise)
-  int64_t max_model_len = 0;               // prompt + max_tokens must fit
+  std::string served_model_name;  // the only accepted "model" (404 otherwise)
+  int64_t max_model_len = 0;      // prompt + max_tokens must fit
   int32_t max_n = 16;
   int64_t max_messages = 4096;
-  std::vector<int32_t> eos_token_ids;      // ends a message (e.g. <|end_of_msg|>)
-  bool enable_auto_tool_choice = true;     // tool_choice "auto" allowed with tools
-  int64_t created = 0;                     // unix time of model load (/v1/models)
+  std::vector<int32_t> eos_token_ids;   // ends a message (e.g. <|end_of_msg|>)
+  bool enable_auto_tool_choice = true;  // tool_choice "auto" allowed with tools
+  int64_t created = 0;                  // unix time of model load (/v1/models)
+  bool reasoning_alias = true;          // also send reasoning text as "reasoning" (vLLM >= 0.11 name)
 };
 
 // A validated /v1/chat/completions request, ready for Engine::Submit.
@@ -54,12 +56,15 @@ struct ChatPlan {
   engine::Request request;
   std::string model;
   bool stream = false;
-  bool include_usage = false;              // stream_options.include_usage
-  chat::ParserOptions parser;              // thinking on/off, tools enabled
+  bool include_usage = false;  // stream_options.include_usage
+  chat::ParserOptions parser;  // thinking on/off, tools enabled
   bool logprobs = false;
   int32_t top_logprobs = 0;
   int32_t n = 1;
   int64_t prompt_tokens = 0;
+  bool include_reasoning = true;        // vLLM's include_reasoning: false drops reasoning text
+  std::vector<int32_t> stop_token_ids;  // copies of request.sampling's (the request is moved to
+  std::vector<std::string> stop;        // Submit), to type stop_reason as a number or a string
 };
 std::optional<ChatPlan> ParseChatCompletion(std::string_view body, const ServerContext& ctx, ApiError* error);
 
@@ -70,9 +75,12 @@ struct CompletionPlan {
   bool stream = false;
   bool include_usage = false;
   bool echo = false;
-  std::string prompt_text;                 // for echo
-  int32_t logprobs = -1;                   // legacy integer logprobs
+  std::string prompt_text;  // for echo
+  int32_t logprobs = -1;    // legacy integer logprobs
   int32_t n = 1;
+  int64_t prompt_tokens = 0;
+  std::vector<int32_t> stop_token_ids;  // as in ChatPlan
+  std::vector<std::string> stop;
 };
 std::optional<CompletionPlan> ParseCompletion(std::string_view body, const ServerContext& ctx,
                                               ApiError* error);
@@ -89,10 +97,14 @@ class ChatResponder {
   std::vector<std::string> OnEvent(const engine::Event& event);
   // Non-streaming: the chat.completion body (valid after the request_done event).
   std::string FinalBody() const;
+  // Set once an event ended a choice with FinishReason::kError (streaming: an error payload was also
+  // returned by OnEvent; non-streaming: answer with this instead of FinalBody).
+  const std::optional<ApiError>& failure() const;
   ~ChatResponder();
+
  private:
   struct Impl;
-  Impl* impl_;
+  std::unique_ptr<Impl> impl_;
 };
 
 // The same for /v1/completions (text_completion objects).
@@ -101,10 +113,12 @@ class CompletionResponder {
   CompletionResponder(const CompletionPlan& plan, const ServerContext& ctx, std::string id, int64_t created);
   std::vector<std::string> OnEvent(const engine::Event& event);
   std::string FinalBody() const;
+  const std::optional<ApiError>& failure() const;
   ~CompletionResponder();
+
  private:
   struct Impl;
-  Impl* impl_;
+  std::unique_ptr<Impl> impl_;
 };
 
 // POST /tokenize ({"prompt": str} or {"messages": [...]} + add_generation_prompt) and POST /detokenize

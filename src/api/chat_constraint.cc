@@ -1,0 +1,33 @@
+// Builds the structured-output / forced-tool-call constraint of a chat request.
+#include "src/api/chat_constraint.h"
+
+#include <vector>
+
+#include "src/api/json_fields.h"
+#include "src/chat/json_schema_grammar.h"
+
+namespace k3::api {
+
+std::optional<ApiError> MakeChatConstraint(const ChatOptions& options, const ServerContext& ctx,
+                                           std::unique_ptr<chat::TokenConstraint>* constraint) {
+  constraint->reset();
+  if (!options.json_output && !options.tool_call_required) return std::nullopt;
+  chat::ConstraintOptions constraint_options;
+  constraint_options.end_ids.assign(ctx.eos_token_ids.begin(), ctx.eos_token_ids.end());
+  constraint_options.allow_reasoning = options.render.thinking;
+  Result<std::unique_ptr<chat::TokenConstraint>> made =
+      options.json_output
+          ? chat::MakeJsonConstraint(*ctx.tokenizer, options.json_schema, constraint_options)
+          : chat::MakeToolCallConstraint(*ctx.tokenizer, options.render.tools, options.forced_function,
+                                         options.parallel_tool_calls, constraint_options);
+  if (!made.ok()) {
+    const char* param = !options.json_output            ? "tools"
+                        : options.json_schema.is_null() ? "response_format"
+                                                        : "response_format.json_schema.schema";
+    return FieldError(param, made.status().message());
+  }
+  *constraint = std::move(*made);
+  return std::nullopt;
+}
+
+}  // namespace k3::api

@@ -1,0 +1,90 @@
+// POST /v1/chat/completions: body -> validated ChatPlan (rendered prompt ids, sampling, constraint).
+#include <limits>
+#include <utility>
+
+#include "src/api/chat_constraint.h"
+#include "src/api/chat_messages.h"
+#include "src/api/chat_options.h"
+#include "src/api/errors.h"
+#include "src/api/json_fields.h"
+#include "src/api/openai.h"
+#include "src/api/sampling_fields.h"
+
+namespace k3::api {
+namespace {
+
+constexpr int64_t kMaxTopLogprobs = 20;
+
+// model: absent means the served model (vLLM); anything else must be its name.
+std::optional<ApiError> CheckModel(FieldReader& fields, const ServerContext& ctx, std::string* model) {
+  const auto given = fields.String("model");
+  if (!fields.ok()) return fields.error();
+  *model = given.value_or(ctx.served_model_name);
+  if (*model != ctx.served_model_name) return ModelNotFound(*model, ctx.served_model_name);
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<ChatPlan> ParseChatCompletion(std::string_view body, const ServerContext& ctx,
+                                            ApiError* error) {
+  std::optional<nlohmann::json> request = ParseRequestBody(body, error);
+  if (!request) return std::nullopt;
+  FieldReader fields(*request, "");
+  ChatPlan plan;
+  if (auto failure = CheckModel(fields, ctx, &plan.model)) {
+    *error = std::move(*failure);
+    return std::nullopt;
+  }
+
+  std::optional<nlohmann::json> messages = ReadMessages(fields, ctx.max_messages);
+  ChatOptions options = ReadChatOptions(fields, ctx);
+  engine::SamplingParams& sampling = plan.request.sampling;
+  ReadSamplingFields(fields, ctx.tokenizer->vocab_size(), ctx.max_n, &sampling);
+  // max_completion_tokens replaces max_tokens in OpenAI's API; vLLM takes either, the new name first.
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  const auto max_tokens = fields.Int("max_tokens", 1, kMax);
+  const auto max_completion_tokens = fields.Int("max_completion_tokens", 1, kMax);
+  sampling.max_tokens = max_completion_tokens.value_or(max_tokens.value_or(0));
+  plan.logprobs = fields.Bool("logprobs").value_or(false);
+  plan.top_logprobs = static_cast<int32_t>(fields.Int("top_logprobs", 0, kMaxTopLogprobs).value_or(0));
+  if (fields.ok() && plan.top_logprobs > 0 && !plan.logprobs)
+    fields.Fail("top_logprobs", "requires `logprobs` to be true");
+  plan.stream = fields.Bool("stream").value_or(false);
+  if (const nlohmann::json* stream_options = fields.Object("stream_options")) {
+    FieldReader reader = fields.Nested(*stream_options, "stream_options");
+    plan.include_usage = reader.Bool("include_usage").value_or(false);
+    reader.Bool("continuous_usage_stats");
+  }
+  if (!fields.ok()) {
+    *error = fields.error();
+    return std::nullopt;
+  }
+
+  Result<chat::RenderedPrompt> rendered = chat::RenderXtml(*ctx.tokenizer, *messages, options.render);
+  if (!rendered.ok()) {
+    *error = FieldError("messages", rendered.status().message());
+    return std::nullopt;
+  }
+  plan.request.prompt.assign(rendered->ids.begin(), rendered->ids.end());
+  plan.prompt_tokens = static_cast<int64_t>(plan.request.prompt.size());
+  if (auto failure = ApplyContextLimit(plan.prompt_tokens, ctx, "messages", &sampling)) {
+    *error = std::move(*failure);
+    return std::nullopt;
+  }
+  if (auto failure = MakeChatConstraint(options, ctx, &plan.request.constraint)) {
+    *error = std::move(*failure);
+    return std::nullopt;
+  }
+
+  sampling.logprobs = plan.logprobs ? plan.top_logprobs : -1;
+  plan.request.eos_token_ids = ctx.eos_token_ids;
+  plan.parser = options.parser;
+  plan.include_reasoning = options.include_reasoning;
+  plan.n = sampling.n;
+  plan.stop = sampling.stop;
+  plan.stop_token_ids = sampling.stop_token_ids;
+  return plan;
+}
+
+}  // namespace k3::api

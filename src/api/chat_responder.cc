@@ -1,0 +1,207 @@
+// ChatResponder: engine events -> chat.completion.chunk payloads or one chat.completion body.
+//
+// Each choice has its own chat::StreamParser over the event text, so streaming deltas and the final
+// body come from the same parse: the concatenated deltas equal the body. Logprobs of tokens whose text
+// the parser still holds back ride on the next chunk of that choice, so none is lost.
+#include <utility>
+
+#include "src/api/errors.h"
+#include "src/api/json_dump.h"
+#include "src/api/openai.h"
+#include "src/api/response_parts.h"
+
+namespace k3::api {
+
+struct ChatResponder::Impl {
+  struct Choice {
+    explicit Choice(chat::ParserOptions options) : parser(options) {}
+    chat::StreamParser parser;
+    std::string reasoning;
+    std::string content;
+    nlohmann::json tool_calls = nlohmann::json::array();  // OpenAI tool_call objects
+    nlohmann::json logprobs = nlohmann::json::array();    // every entry (non-streaming body)
+    nlohmann::json unsent_logprobs = nlohmann::json::array();
+    engine::FinishReason finish = engine::FinishReason::kNone;
+    std::string stop_reason;
+  };
+
+  // Copies of what the responder needs: the plan's request is moved to the engine and the plan itself
+  // need not outlive the responder.
+  struct PlanCopy {
+    explicit PlanCopy(const ChatPlan& p)
+        : model(p.model),
+          stream(p.stream),
+          include_usage(p.include_usage),
+          parser(p.parser),
+          logprobs(p.logprobs),
+          n(p.n),
+          include_reasoning(p.include_reasoning),
+          stop_token_ids(p.stop_token_ids),
+          stop(p.stop) {}
+    std::string model;
+    bool stream;
+    bool include_usage;
+    chat::ParserOptions parser;
+    bool logprobs;
+    int32_t n;
+    bool include_reasoning;
+    std::vector<int32_t> stop_token_ids;
+    std::vector<std::string> stop;
+  };
+  struct ContextCopy {
+    const tokenizer::Tokenizer* tokenizer;
+    bool reasoning_alias;
+  };
+
+  PlanCopy plan;
+  ContextCopy ctx;
+  std::string id;
+  int64_t created;
+  std::vector<Choice> choices;
+  bool roles_sent = false;
+  engine::Usage usage;
+  std::optional<ApiError> failure;
+
+  Impl(const ChatPlan& p, const ServerContext& c, std::string i, int64_t t)
+      : plan(p), ctx{c.tokenizer, c.reasoning_alias}, id(std::move(i)), created(t) {
+    for (int32_t n = 0; n < std::max(plan.n, 1); ++n) choices.emplace_back(plan.parser);
+  }
+
+  nlohmann::json Chunk(nlohmann::json choice_list) const {
+    nlohmann::json chunk = {{"id", id},
+                            {"object", "chat.completion.chunk"},
+                            {"created", created},
+                            {"model", plan.model},
+                            {"choices", std::move(choice_list)}};
+    if (plan.include_usage) chunk["usage"] = nullptr;
+    return chunk;
+  }
+
+  nlohmann::json ToolCallJson(const chat::ParsedToolCall& call, int32_t choice, size_t number) const {
+    return {{"id", ToolCallId(id, choice, number)},
+            {"type", "function"},
+            {"function", {{"name", call.name}, {"arguments", call.arguments}}}};
+  }
+
+  // Adds a parser delta to the choice; returns the chunk delta object (only the fields that changed).
+  nlohmann::json Apply(Choice& choice, int32_t index, const chat::OutputDelta& delta) {
+    nlohmann::json out = nlohmann::json::object();
+    if (!delta.reasoning.empty() && plan.include_reasoning) {
+      choice.reasoning += delta.reasoning;
+      out["reasoning_content"] = delta.reasoning;
+      if (ctx.reasoning_alias) out["reasoning"] = delta.reasoning;
+    }
+    if (!delta.content.empty()) {
+      choice.content += delta.content;
+      out["content"] = delta.content;
+    }
+    for (const chat::ParsedToolCall& call : delta.tool_calls) {
+      const size_t number = choice.tool_calls.size();
+      nlohmann::json json = ToolCallJson(call, index, number);
+      choice.tool_calls.push_back(json);
+      json["index"] = number;
+      out["tool_calls"].push_back(std::move(json));
+    }
+    return out;
+  }
+
+  std::vector<std::string> OnEvent(const engine::Event& event) {
+    std::vector<std::string> out;
+    if (event.choice < 0 || event.choice >= static_cast<int32_t>(choices.size())) return out;
+    if (plan.stream && !roles_sent) {
+      roles_sent = true;
+      for (size_t i = 0; i < choices.size(); ++i) {
+        out.push_back(DumpJson(Chunk({{{"index", i},
+                                       {"delta", {{"role", "assistant"}, {"content", ""}}},
+                                       {"logprobs", nullptr},
+                                       {"finish_reason", nullptr}}})));
+      }
+    }
+    Choice& choice = choices[event.choice];
+    if (plan.logprobs && !event.logprobs.empty()) {
+      for (auto& entry : ChatLogprobEntries(*ctx.tokenizer, event.logprobs)) {
+        choice.logprobs.push_back(entry);
+        choice.unsent_logprobs.push_back(std::move(entry));
+      }
+    }
+    chat::OutputDelta delta = choice.parser.Push(event.text);
+    const bool finished = event.finish != engine::FinishReason::kNone;
+    if (finished) {
+      chat::OutputDelta rest = choice.parser.Finish();
+      delta.reasoning += rest.reasoning;
+      delta.content += rest.content;
+      for (auto& call : rest.tool_calls) delta.tool_calls.push_back(std::move(call));
+      choice.finish = event.finish;
+      choice.stop_reason = event.stop_reason;
+    }
+    nlohmann::json delta_json = Apply(choice, event.choice, delta);
+    if (event.finish == engine::FinishReason::kError && !failure) {
+      failure = EngineFailure(event.error);
+      if (plan.stream) out.push_back(ErrorBody(*failure));
+    }
+    if (plan.stream && (!delta_json.empty() || finished || !choice.unsent_logprobs.empty())) {
+      nlohmann::json entry = {{"index", event.choice},
+                              {"delta", std::move(delta_json)},
+                              {"logprobs", nullptr},
+                              {"finish_reason", FinishReasonJson(choice.finish, !choice.tool_calls.empty())}};
+      if (plan.logprobs) {
+        entry["logprobs"] = {{"content", std::move(choice.unsent_logprobs)}};
+        choice.unsent_logprobs = nlohmann::json::array();
+      }
+      if (finished) entry["stop_reason"] = StopReasonJson(choice.stop_reason, plan.stop_token_ids, plan.stop);
+      out.push_back(DumpJson(Chunk({std::move(entry)})));
+    }
+    if (event.request_done) {
+      usage = event.usage;
+      if (plan.stream && plan.include_usage) {
+        nlohmann::json chunk = Chunk(nlohmann::json::array());
+        chunk["usage"] = UsageJson(usage);
+        out.push_back(DumpJson(chunk));
+      }
+    }
+    return out;
+  }
+
+  std::string FinalBody() const {
+    nlohmann::json choice_list = nlohmann::json::array();
+    for (size_t i = 0; i < choices.size(); ++i) {
+      const Choice& choice = choices[i];
+      nlohmann::json message = {{"role", "assistant"}};
+      // content is null only when the answer is tool calls alone (OpenAI).
+      if (choice.content.empty() && !choice.tool_calls.empty()) {
+        message["content"] = nullptr;
+      } else {
+        message["content"] = choice.content;
+      }
+      if (plan.parser.thinking && plan.include_reasoning) {
+        message["reasoning_content"] = choice.reasoning;
+        if (ctx.reasoning_alias) message["reasoning"] = choice.reasoning;
+      }
+      if (!choice.tool_calls.empty()) message["tool_calls"] = choice.tool_calls;
+      nlohmann::json entry = {
+          {"index", i},
+          {"message", std::move(message)},
+          {"logprobs", nullptr},
+          {"finish_reason", FinishReasonJson(choice.finish, !choice.tool_calls.empty())},
+          {"stop_reason", StopReasonJson(choice.stop_reason, plan.stop_token_ids, plan.stop)}};
+      if (plan.logprobs) entry["logprobs"] = {{"content", choice.logprobs}};
+      choice_list.push_back(std::move(entry));
+    }
+    return DumpJson({{"id", id},
+                     {"object", "chat.completion"},
+                     {"created", created},
+                     {"model", plan.model},
+                     {"choices", std::move(choice_list)},
+                     {"usage", UsageJson(usage)}});
+  }
+};
+
+ChatResponder::ChatResponder(const ChatPlan& plan, const ServerContext& ctx, std::string id, int64_t created)
+    : impl_(std::make_unique<Impl>(plan, ctx, std::move(id), created)) {}
+ChatResponder::~ChatResponder() = default;
+
+std::vector<std::string> ChatResponder::OnEvent(const engine::Event& event) { return impl_->OnEvent(event); }
+std::string ChatResponder::FinalBody() const { return impl_->FinalBody(); }
+const std::optional<ApiError>& ChatResponder::failure() const { return impl_->failure; }
+
+}  // namespace k3::api

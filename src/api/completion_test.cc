@@ -1,0 +1,135 @@
+// /v1/completions: request validation (prompt forms, echo, legacy logprobs, context) and
+// CompletionResponder output, streaming and not.
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "src/api/api_test_util.h"
+#include "src/api/openai.h"
+
+namespace k3::api {
+namespace {
+
+using engine::FinishReason;
+using nlohmann::json;
+using testing::Ev;
+using testing::ParseAll;
+using testing::TestContext;
+
+TEST(CompletionRequestTest, PromptForms) {
+  const ServerContext ctx = TestContext();
+  ApiError error;
+  auto text = ParseCompletion(R"({"model": "Kimi-K3", "prompt": "ab<|open|>"})", ctx, &error);
+  ASSERT_TRUE(text) << error.message;
+  EXPECT_EQ(text->request.prompt, (std::vector<int32_t>{'a', 'b', 256 + 3}));  // specials allowed
+  EXPECT_EQ(text->prompt_text, "ab<|open|>");
+  EXPECT_EQ(text->request.sampling.max_tokens, 16);  // the legacy default
+  EXPECT_EQ(text->request.sampling.logprobs, -1);
+
+  auto ids =
+      ParseCompletion(R"({"prompt": [104, 105], "max_tokens": 5, "logprobs": 2, "n": 2})", ctx, &error);
+  ASSERT_TRUE(ids) << error.message;
+  EXPECT_EQ(ids->request.prompt, (std::vector<int32_t>{104, 105}));
+  EXPECT_EQ(ids->prompt_text, "hi");
+  EXPECT_EQ(ids->request.sampling.logprobs, 2);
+  EXPECT_EQ(ids->n, 2);
+  EXPECT_EQ(ids->request.eos_token_ids, std::vector<int32_t>{testing::kEndOfMsg});
+
+  auto batch_of_one = ParseCompletion(R"({"prompt": ["hi"]})", ctx, &error);
+  ASSERT_TRUE(batch_of_one) << error.message;
+  EXPECT_EQ(batch_of_one->prompt_text, "hi");
+}
+
+TEST(CompletionRequestTest, MalformedRequests) {
+  const std::vector<std::tuple<std::string, int, std::string, std::string>> cases = {
+      {R"({"prompt": "x", "model": "other"})", 404, "model", "does not exist"},
+      {R"({"model": "Kimi-K3"})", 400, "prompt", "required"},
+      {R"({"prompt": ""})", 400, "prompt", "must not be empty"},
+      {R"({"prompt": 5})", 400, "prompt", "expected a string or an array of token ids"},
+      {R"({"prompt": [1, 99999]})", 400, "prompt[1]", "token id in [0, 511]"},
+      {R"({"prompt": ["a", "b"]})", 400, "prompt[0]", "several prompts"},
+      {R"({"prompt": "x", "suffix": "y"})", 400, "suffix", "not supported"},
+      {R"({"prompt": "x", "logprobs": 21})", 400, "logprobs", "[0, 20]"},
+      {R"({"prompt": "x", "logprobs": true})", 400, "logprobs", "expected an integer"},
+      {R"({"prompt": "x", "echo": true, "logprobs": 1})", 400, "echo", "not supported"},
+      {R"({"prompt": "x", "max_tokens": 5000})", 400, "max_tokens", "maximum context length is 4096"},
+      {R"({"prompt": "x", "temperature": "warm"})", 400, "temperature", "expected a number"},
+  };
+  for (const auto& [body, status, param, part] : cases) {
+    ApiError error;
+    EXPECT_FALSE(ParseCompletion(body, TestContext(), &error)) << body;
+    EXPECT_EQ(error.http_status, status) << body;
+    EXPECT_EQ(error.param, param) << body;
+    EXPECT_NE(error.message.find(part), std::string::npos) << body << " -> " << error.message;
+  }
+}
+
+CompletionPlan Plan(bool stream, bool echo = false, int32_t logprobs = -1) {
+  CompletionPlan plan;
+  plan.model = "Kimi-K3";
+  plan.stream = stream;
+  plan.echo = echo;
+  plan.prompt_text = "Q: ";
+  plan.logprobs = logprobs;
+  return plan;
+}
+
+TEST(CompletionResponderTest, StreamingChunksConcatenateToTheBody) {
+  const ServerContext ctx = TestContext();
+  CompletionPlan plan = Plan(true, /*echo=*/true, /*logprobs=*/0);
+  plan.include_usage = true;
+  CompletionResponder streaming(plan, ctx, "cmpl-1", 3);
+  plan.stream = false;
+  CompletionResponder whole(plan, ctx, "cmpl-1", 3);
+  std::vector<engine::Event> events = {Ev(0, "ab"), Ev(0, "c", FinishReason::kLength, true)};
+  events[0].logprobs = {{'a', -0.1f, {}}, {'b', -0.2f, {}}};
+  events[1].logprobs = {{'c', -0.3f, {}}};
+  events[1].usage = {3, 0, 3};
+  std::vector<std::string> payloads;
+  for (const auto& event : events) {
+    for (auto& p : streaming.OnEvent(event)) payloads.push_back(std::move(p));
+    EXPECT_TRUE(whole.OnEvent(event).empty());
+  }
+  const auto chunks = ParseAll(payloads);
+  ASSERT_EQ(chunks.size(), 3u);
+  std::string text;
+  json tokens = json::array();
+  json offsets = json::array();
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(chunks[i]["object"], "text_completion");
+    EXPECT_TRUE(chunks[i]["usage"].is_null());
+    text += chunks[i]["choices"][0]["text"].get<std::string>();
+    for (const auto& t : chunks[i]["choices"][0]["logprobs"]["tokens"]) tokens.push_back(t);
+    for (const auto& o : chunks[i]["choices"][0]["logprobs"]["text_offset"]) offsets.push_back(o);
+  }
+  EXPECT_EQ(chunks[1]["choices"][0]["finish_reason"], "length");
+  EXPECT_EQ(chunks[2]["choices"], json::array());
+  EXPECT_EQ(chunks[2]["usage"]["total_tokens"], 6);
+
+  const json body = json::parse(whole.FinalBody());
+  EXPECT_EQ(body["object"], "text_completion");
+  EXPECT_EQ(body["choices"][0]["text"], "Q: abc");
+  EXPECT_EQ(text, "Q: abc");
+  EXPECT_EQ(body["choices"][0]["finish_reason"], "length");
+  EXPECT_EQ(body["choices"][0]["logprobs"]["tokens"], json({"a", "b", "c"}));
+  EXPECT_EQ(body["choices"][0]["logprobs"]["tokens"], tokens);
+  EXPECT_EQ(body["choices"][0]["logprobs"]["text_offset"], json({3, 4, 5}));  // after the echoed prompt
+  EXPECT_EQ(body["choices"][0]["logprobs"]["text_offset"], offsets);
+  EXPECT_EQ(body["choices"][0]["logprobs"]["token_logprobs"][2], -0.3f);
+  EXPECT_EQ(body["usage"]["prompt_tokens"], 3);
+  EXPECT_FALSE(body.contains("system_fingerprint"));
+}
+
+TEST(CompletionResponderTest, NoLogprobsMeansNull) {
+  const ServerContext ctx = TestContext();
+  CompletionResponder responder(Plan(false), ctx, "cmpl", 0);
+  responder.OnEvent(Ev(0, "xyz", FinishReason::kStop, true));
+  const json body = json::parse(responder.FinalBody());
+  EXPECT_EQ(body["choices"][0]["text"], "xyz");
+  EXPECT_TRUE(body["choices"][0]["logprobs"].is_null());
+  EXPECT_EQ(body["choices"][0]["finish_reason"], "stop");
+  EXPECT_FALSE(responder.failure());
+}
+
+}  // namespace
+}  // namespace k3::api

@@ -1,0 +1,26 @@
+// The OpenAI-shaped errors the API layer produces, with the wording clients (and vLLM users) expect.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "src/api/openai.h"
+
+namespace k3::api {
+
+// 404 not_found_error: "The model `NAME` does not exist." (param "model", code "model_not_found").
+ApiError ModelNotFound(const std::string& model, const std::string& served_model_name);
+
+// 400 when the prompt alone does not leave room for one generated token.
+ApiError PromptTooLong(int64_t prompt_tokens, int64_t max_model_len, const std::string& param);
+
+// 400 when prompt + max_tokens exceed the context (vLLM's wording).
+ApiError MaxTokensTooLarge(int64_t max_tokens, int64_t prompt_tokens, int64_t max_model_len);
+
+// 500 internal_server_error for a choice the engine ended with an error.
+ApiError EngineFailure(const std::string& message);
+
+// {"error": {...}} as an nlohmann value (ErrorBody serialises it).
+nlohmann::json ErrorJson(const ApiError& error);
+
+}  // namespace k3::api

@@ -1,0 +1,124 @@
+// POST /tokenize and POST /detokenize as vLLM answers them, and GET /v1/models.
+#include <fmt/format.h>
+
+#include "src/api/chat_messages.h"
+#include "src/api/chat_options.h"
+#include "src/api/errors.h"
+#include "src/api/json_dump.h"
+#include "src/api/json_fields.h"
+#include "src/api/openai.h"
+#include "src/api/response_parts.h"
+
+namespace k3::api {
+namespace {
+
+// Parses the body and checks `model` when given.
+std::optional<nlohmann::json> ParseWithModel(std::string_view body, const ServerContext& ctx,
+                                             ApiError* error) {
+  std::optional<nlohmann::json> request = ParseRequestBody(body, error);
+  if (!request) return std::nullopt;
+  FieldReader fields(*request, "");
+  const auto model = fields.String("model");
+  if (!fields.ok()) {
+    *error = fields.error();
+    return std::nullopt;
+  }
+  if (model && *model != ctx.served_model_name) {
+    *error = ModelNotFound(*model, ctx.served_model_name);
+    return std::nullopt;
+  }
+  return request;
+}
+
+// {"messages": [...], "add_generation_prompt"?, "tools"?, "chat_template_kwargs"? / "reasoning_effort"?}
+// -> the ids chat completions would prompt with.
+std::optional<std::vector<tokenizer::TokenId>> ChatIds(FieldReader& fields, const ServerContext& ctx) {
+  std::optional<nlohmann::json> messages = ReadMessages(fields, ctx.max_messages);
+  chat::RenderOptions options;
+  ReadThinkingOptions(fields, &options);
+  if (const nlohmann::json* tools = fields.Array("tools"); tools != nullptr && !tools->empty())
+    options.tools = *tools;
+  options.add_generation_prompt = fields.Bool("add_generation_prompt").value_or(true);
+  if (!fields.ok()) return std::nullopt;
+  Result<chat::RenderedPrompt> rendered = chat::RenderXtml(*ctx.tokenizer, *messages, options);
+  if (!rendered.ok()) {
+    fields.Fail("messages", rendered.status().message());
+    return std::nullopt;
+  }
+  return std::move(rendered->ids);
+}
+
+}  // namespace
+
+std::optional<std::string> Tokenize(std::string_view body, const ServerContext& ctx, ApiError* error) {
+  std::optional<nlohmann::json> request = ParseWithModel(body, ctx, error);
+  if (!request) return std::nullopt;
+  FieldReader fields(*request, "");
+  std::vector<tokenizer::TokenId> ids;
+  if (fields.Get("messages") != nullptr) {
+    if (auto chat_ids = ChatIds(fields, ctx)) ids = std::move(*chat_ids);
+  } else if (const auto prompt = fields.String("prompt")) {
+    ids = ctx.tokenizer->Encode(*prompt, tokenizer::SpecialTokens::kAllowed);
+  } else if (fields.ok()) {
+    fields.Fail("prompt", "required: a `prompt` string or a `messages` array");
+  }
+  fields.Bool("add_special_tokens");  // K3 adds no BOS: accepted for vLLM compatibility, no effect
+  const bool token_strs = fields.Bool("return_token_strs").value_or(false);
+  if (!fields.ok()) {
+    *error = fields.error();
+    return std::nullopt;
+  }
+  nlohmann::json tokens = nlohmann::json::array();
+  nlohmann::json strs = token_strs ? nlohmann::json::array() : nlohmann::json(nullptr);
+  for (tokenizer::TokenId id : ids) {
+    tokens.push_back(id);
+    if (token_strs) strs.push_back(DescribeToken(*ctx.tokenizer, static_cast<int32_t>(id)).text);
+  }
+  return DumpJson({{"count", ids.size()},
+                   {"max_model_len", ctx.max_model_len},
+                   {"tokens", std::move(tokens)},
+                   {"token_strs", std::move(strs)}});
+}
+
+std::optional<std::string> Detokenize(std::string_view body, const ServerContext& ctx, ApiError* error) {
+  std::optional<nlohmann::json> request = ParseWithModel(body, ctx, error);
+  if (!request) return std::nullopt;
+  FieldReader fields(*request, "");
+  const nlohmann::json* tokens = fields.Array("tokens");
+  if (fields.ok() && tokens == nullptr) fields.Fail("tokens", "required (an array of token ids)");
+  std::vector<tokenizer::TokenId> ids;
+  const auto max_id = static_cast<int64_t>(ctx.tokenizer->vocab_size()) - 1;
+  for (size_t i = 0; fields.ok() && i < tokens->size(); ++i) {
+    const auto id = IntegerValue((*tokens)[i], 0, max_id);
+    if (!id) {
+      fields.Fail(fmt::format("tokens[{}]", i),
+                  fmt::format("expected a token id in [0, {}], got {}", max_id, (*tokens)[i].dump()));
+    } else {
+      ids.push_back(static_cast<tokenizer::TokenId>(*id));
+    }
+  }
+  if (!fields.ok()) {
+    *error = fields.error();
+    return std::nullopt;
+  }
+  Result<std::string> text = ctx.tokenizer->Decode(ids);
+  if (!text.ok()) {
+    *error = FieldError("tokens", text.status().message());
+    return std::nullopt;
+  }
+  return DumpJson({{"prompt", *text}});
+}
+
+std::string ModelsBody(const ServerContext& ctx) {
+  return DumpJson({{"object", "list"},
+                   {"data",
+                    {{{"id", ctx.served_model_name},
+                      {"object", "model"},
+                      {"created", ctx.created},
+                      {"owned_by", "k3stack"},
+                      {"root", ctx.served_model_name},
+                      {"parent", nullptr},
+                      {"max_model_len", ctx.max_model_len}}}}});
+}
+
+}  // namespace k3::api

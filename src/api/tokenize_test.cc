@@ -1,0 +1,97 @@
+// /tokenize, /detokenize, /v1/models and error bodies.
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "src/api/api_test_util.h"
+#include "src/api/errors.h"
+#include "src/api/openai.h"
+
+namespace k3::api {
+namespace {
+
+using nlohmann::json;
+using testing::TestContext;
+
+TEST(TokenizeTest, PromptAndMessages) {
+  const ServerContext ctx = TestContext();
+  ApiError error;
+  auto body = Tokenize(R"({"model": "Kimi-K3", "prompt": "hi", "return_token_strs": true})", ctx, &error);
+  ASSERT_TRUE(body) << error.message;
+  EXPECT_EQ(
+      json::parse(*body),
+      json({{"count", 2}, {"max_model_len", 4096}, {"tokens", {104, 105}}, {"token_strs", {"h", "i"}}}));
+
+  const std::string chat = R"({"model": "Kimi-K3", "messages": [{"role": "user", "content": "hi"}],
+      "chat_template_kwargs": {"thinking": false}})";
+  body = Tokenize(chat, ctx, &error);
+  ASSERT_TRUE(body) << error.message;
+  const json tokens = json::parse(*body)["tokens"];
+  auto plan = ParseChatCompletion(chat, ctx, &error);
+  ASSERT_TRUE(plan);
+  EXPECT_EQ(tokens, json(plan->request.prompt));  // the same ids chat completions would prompt with
+  EXPECT_TRUE(json::parse(*body)["token_strs"].is_null());
+}
+
+TEST(TokenizeTest, Errors) {
+  const ServerContext ctx = TestContext();
+  ApiError error;
+  EXPECT_FALSE(Tokenize(R"({"model": "x", "prompt": "hi"})", ctx, &error));
+  EXPECT_EQ(error.http_status, 404);
+  EXPECT_FALSE(Tokenize(R"({})", ctx, &error));
+  EXPECT_EQ(error.param, "prompt");
+  EXPECT_FALSE(Tokenize(R"({"prompt": 5})", ctx, &error));
+  EXPECT_EQ(error.param, "prompt");
+  EXPECT_FALSE(Tokenize(R"({"messages": [{"role": "user"}]})", ctx, &error));
+  EXPECT_EQ(error.param, "messages[0].content");
+  EXPECT_FALSE(Tokenize("not json", ctx, &error));
+  EXPECT_EQ(error.http_status, 400);
+}
+
+TEST(DetokenizeTest, RoundTripAndRangeChecks) {
+  const ServerContext ctx = TestContext();
+  ApiError error;
+  auto body = Detokenize(R"({"tokens": [104, 105, 259]})", ctx, &error);
+  ASSERT_TRUE(body) << error.message;
+  EXPECT_EQ(json::parse(*body), json({{"prompt", "hi<|open|>"}}));
+  body = Detokenize(R"({"tokens": [195]})", ctx, &error);  // a lone UTF-8 lead byte still gives valid JSON
+  ASSERT_TRUE(body);
+  EXPECT_EQ(json::parse(*body)["prompt"], "\xEF\xBF\xBD");
+  EXPECT_FALSE(Detokenize(R"({"tokens": [104, 512]})", ctx, &error));
+  EXPECT_EQ(error.param, "tokens[1]");
+  EXPECT_FALSE(Detokenize(R"({"tokens": [-1]})", ctx, &error));
+  EXPECT_EQ(error.param, "tokens[0]");
+  EXPECT_FALSE(Detokenize(R"({"tokens": "1 2"})", ctx, &error));
+  EXPECT_EQ(error.param, "tokens");
+  EXPECT_FALSE(Detokenize(R"({})", ctx, &error));
+  EXPECT_EQ(error.param, "tokens");
+}
+
+TEST(ModelsTest, ListShape) {
+  EXPECT_EQ(json::parse(ModelsBody(TestContext())), json({{"object", "list"},
+                                                          {"data",
+                                                           {{{"id", "Kimi-K3"},
+                                                             {"object", "model"},
+                                                             {"created", 1700000000},
+                                                             {"owned_by", "k3stack"},
+                                                             {"root", "Kimi-K3"},
+                                                             {"parent", nullptr},
+                                                             {"max_model_len", 4096}}}}}));
+}
+
+TEST(ErrorBodyTest, OpenAiShapeAndNeverThrows) {
+  ApiError error;
+  error.message = "bad \xff byte";
+  error.param = "messages";
+  const json body = json::parse(ErrorBody(error));
+  EXPECT_EQ(body["error"]["type"], "invalid_request_error");
+  EXPECT_EQ(body["error"]["param"], "messages");
+  EXPECT_TRUE(body["error"]["code"].is_null());
+  EXPECT_EQ(body["error"]["message"], "bad \xEF\xBF\xBD byte");
+  const json not_found = json::parse(ErrorBody(ModelNotFound("gpt", "Kimi-K3")));
+  EXPECT_EQ(not_found["error"]["type"], "not_found_error");
+  EXPECT_EQ(not_found["error"]["code"], "model_not_found");
+}
+
+}  // namespace
+}  // namespace k3::api
