@@ -2,13 +2,27 @@
 //
 // Supported schema keywords: type (object, array, string, number, integer, boolean, null, and lists of
 // types), properties, required, additionalProperties (bool or schema), items, enum, const, anyOf, oneOf
-// (treated as anyOf), $ref into #/$defs (and #/definitions), minItems / maxItems where small. Anything
+// (treated as anyOf), $ref into #/$defs (and #/definitions, or any local JSON pointer), allOf with one
+// subschema, minItems / maxItems. Anything
 // else is ignored (accepted as annotation) unless it would make the grammar unsound, which is an
 // InvalidArgument naming the keyword and its JSON pointer. Nesting deeper than kMaxSchemaDepth is an
 // error. Strings allow every JSON escape; the generated text is always valid JSON for the schema.
 //
 // With allow_reasoning, the output may first contain the model's reasoning section (spec §4: free text up
 // to the reasoning end marker) before the constrained part; without it the constrained part starts at once.
+//
+// What the constrained output is, exactly (parsed by chat::ParseOutput as spec §4.4 says):
+//   [reasoning text]<|close|>think<|sep|><|open|>response<|sep|>   (only with allow_reasoning)
+//   JSON:  VALUE<|close|>response<|sep|><|close|>message<|sep|>     then one of end_ids
+//   tools: <|close|>response<|sep|><|open|>tools<|sep|>CALL...<|close|>tools<|sep|><|close|>message<|sep|>
+//          CALL = <|open|>call tool="NAME" index="N"<|sep|>ARGS<|close|>call<|sep|>, N = 1, 2, ... (at most 32
+//          calls with parallel_tool_calls, else exactly one); ARGS = one
+//          <|open|>argument key="K" type="T"<|sep|>VALUE<|close|>argument<|sep|> per argument (strings raw,
+//          other types as JSON), the encoding the renderer writes.
+// Reasoning and strings are free text (valid UTF-8) that never spells an XTML marker name; special tokens
+// appear only as the markup above. VALUE has no insignificant whitespace; object members follow the
+// schema's property order (sorted by name), required ones mandatory; see grammar_compile.h for the full
+// output policy (number digit limits, additional-property keys). end_ids must be non-empty.
 #pragma once
 
 #include <memory>
