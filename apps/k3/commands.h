@@ -19,6 +19,7 @@ void RegisterGenModelCommand(CLI::App& app);
 void RegisterRunCommand(CLI::App& app);
 void RegisterTokenizeCommand(CLI::App& app);
 void RegisterRenderChatCommand(CLI::App& app);
+void RegisterServeCommand(CLI::App& app);
 void RegisterVerifyCommand(CLI::App& app);
 void RegisterBenchCommand(CLI::App& app);
 

@@ -26,6 +26,9 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::string("k3 ") + K3_VERSION_STRING);
   app.require_subcommand(1);
   // Subcommands, in the order `k3 --help` lists them.
+#ifdef K3_HAVE_SERVE
+  k3::app::RegisterServeCommand(app);
+#endif
   k3::app::RegisterPlanCommand(app);
   k3::app::RegisterRenderCommand(app);
   k3::app::RegisterLintCommand(app);

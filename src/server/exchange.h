@@ -38,6 +38,9 @@ class Exchange {
   // `callback` runs once, on an I/O thread, if the client disconnects (or a write fails) before the
   // exchange ended; immediately (posted) if that already happened. At most one callback.
   virtual void OnClientGone(std::function<void()> callback) = 0;
+
+  // Runs `fn` on the connection's strand (serialises work such as engine events with the writes).
+  virtual void Post(std::function<void()> fn) = 0;
 };
 
 using Handler = std::function<void(std::shared_ptr<Exchange>)>;

@@ -186,6 +186,7 @@ class ExchangeImpl : public Exchange {
       s->DoOnClientGone(serial, std::move(cb));
     });
   }
+  void Post(std::function<void()> fn) override { net::post(session_->executor(), std::move(fn)); }
 
  private:
   std::shared_ptr<Session> session_;
@@ -299,6 +300,7 @@ void Session::Dispatch() {
   request.request_id = RequestIdFor(request.Header("x-request-id"));
   keep_alive_ = keep_alive_ && message.keep_alive() && !core_->shutting_down.load();
   parser_.reset();
+  if (buffer_.capacity() > (256 << 10) && buffer_.size() < (64 << 10)) buffer_.shrink_to_fit();
 
   ++serial_;
   state_ = State::kHandling;

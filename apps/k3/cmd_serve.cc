@@ -1,0 +1,210 @@
+// k3 serve: the OpenAI-compatible server (src/server/serve.h) with vLLM's command line accepted.
+//   k3 serve [MODEL_DIR] [--model DIR] [--host H] [--port 8000] [--served-model-name NAME] [--api-key KEY]
+//            [--max-model-len N] [--max-num-seqs N] [--max-num-batched-tokens N] [--kv-cache-memory SIZE]
+//            [--enable-prefix-caching | --no-enable-prefix-caching] [--shutdown-timeout S] ...
+// Without a model the embedded tiny-k3 is generated once into the cache directory. The guide's vLLM
+// flags (--trust-remote-code, --load-format, --tool-call-parser kimi_k3, ...) are accepted; values that
+// would change behaviour we do not have (another parser, tensor parallelism > 1) are clear errors.
+#include <cstdlib>
+#include <memory>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "apps/k3/commands.h"
+#include "apps/k3/embedded_model.h"
+#include "apps/k3/version.h"
+#include "src/server/serve.h"
+
+namespace k3::app {
+namespace {
+
+// "4GiB", "512MiB", "2G", "1048576" -> bytes; -1 when malformed.
+int64_t ParseSize(const std::string& text) {
+  size_t end = 0;
+  double value = 0;
+  try {
+    value = std::stod(text, &end);
+  } catch (...) {
+    return -1;
+  }
+  std::string unit = text.substr(end);
+  for (char& c : unit) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  double scale = 1;
+  if (unit == "" || unit == "b") {
+    scale = 1;
+  } else if (unit == "k" || unit == "kb" || unit == "kib") {
+    scale = 1024.0;
+  } else if (unit == "m" || unit == "mb" || unit == "mib") {
+    scale = 1024.0 * 1024;
+  } else if (unit == "g" || unit == "gb" || unit == "gib") {
+    scale = 1024.0 * 1024 * 1024;
+  } else if (unit == "t" || unit == "tb" || unit == "tib") {
+    scale = 1024.0 * 1024 * 1024 * 1024;
+  } else {
+    return -1;
+  }
+  if (value < 0 || value * scale > 9e18) return -1;
+  return static_cast<int64_t>(value * scale);
+}
+
+}  // namespace
+
+void RegisterServeCommand(CLI::App& app) {
+  struct Flags {
+    std::string model_positional;
+    std::string model;
+    std::string host = "0.0.0.0";
+    int port = 8000;
+    std::string served_model_name;
+    std::string api_key;
+    int64_t max_model_len = 0;
+    int32_t max_num_seqs = 64;
+    int64_t max_num_batched_tokens = 2048;
+    std::string kv_cache_memory = "1GiB";
+    bool prefix_caching = true;
+    int64_t prefix_snapshot_interval = 256;
+    int32_t max_queued_requests = 1024;
+    double shutdown_timeout = 30;
+    int threads = 0;
+    int io_threads = 2;
+    std::string max_request_body = "16MiB";
+    // Accepted for vLLM compatibility.
+    bool enable_auto_tool_choice = false;
+    std::string tool_call_parser = "kimi_k3";
+    std::string reasoning_parser = "kimi_k3";
+    int tensor_parallel_size = 1;
+    int pipeline_parallel_size = 1;
+    bool trust_remote_code = false;
+    std::string load_format = "auto";
+    std::string moe_backend = "auto";
+    bool no_flashinfer_autotune = false;
+    double gpu_memory_utilization = 0.9;
+    std::string dtype = "auto";
+    bool disable_log_requests = false;
+  };
+  auto f = std::make_shared<Flags>();
+  CLI::App* cmd = app.add_subcommand("serve", "OpenAI-compatible server (vLLM command line accepted)");
+  cmd->add_option("model_dir", f->model_positional, "checkpoint directory (as `vllm serve MODEL`)");
+  cmd->add_option("--model", f->model, "checkpoint directory (default: the embedded tiny-k3)");
+  cmd->add_option("--host", f->host, "address to listen on")->capture_default_str();
+  cmd->add_option("--port", f->port, "port (0: any free port)")->capture_default_str();
+  cmd->add_option("--served-model-name", f->served_model_name,
+                  "the model name clients send (default: the model directory's name, tiny-k3 when embedded)");
+  cmd->add_option("--api-key", f->api_key,
+                  "require 'Authorization: Bearer KEY' on /v1/* (default: $K3_API_KEY, then $VLLM_API_KEY)");
+  cmd->add_option("--max-model-len", f->max_model_len, "context length (0: the model's, capped by the cache)")
+      ->capture_default_str();
+  cmd->add_option("--max-num-seqs", f->max_num_seqs, "running sequences per step")->capture_default_str();
+  cmd->add_option("--max-num-batched-tokens", f->max_num_batched_tokens, "tokens per engine step")
+      ->capture_default_str();
+  cmd->add_option("--kv-cache-memory", f->kv_cache_memory,
+                  "cache budget: MLA blocks + KDA state slots + prefix snapshots (e.g. 4GiB)")
+      ->capture_default_str();
+  cmd->add_flag("--enable-prefix-caching,!--no-enable-prefix-caching", f->prefix_caching,
+                "reuse cached prompt prefixes (default on)");
+  cmd->add_option("--prefix-snapshot-interval", f->prefix_snapshot_interval,
+                  "KDA state snapshot every N prompt tokens (prefix hits land on snapshots)")
+      ->capture_default_str();
+  cmd->add_option("--max-queued-requests", f->max_queued_requests,
+                  "waiting requests beyond this get HTTP 429 with Retry-After")
+      ->capture_default_str();
+  cmd->add_option("--shutdown-timeout", f->shutdown_timeout,
+                  "seconds SIGTERM waits for requests in flight before aborting them")
+      ->capture_default_str();
+  cmd->add_option("--threads", f->threads, "model worker threads (0: all cores)")->capture_default_str();
+  cmd->add_option("--io-threads", f->io_threads, "HTTP I/O threads")->capture_default_str();
+  cmd->add_option("--max-request-body", f->max_request_body, "larger request bodies get HTTP 413")
+      ->capture_default_str();
+  const std::string compat = "vLLM compatibility";
+  cmd->add_flag("--enable-auto-tool-choice", f->enable_auto_tool_choice,
+                "accepted (tool_choice auto is always available)")
+      ->group(compat);
+  cmd->add_option("--tool-call-parser", f->tool_call_parser, "kimi_k3 only (built in)")->group(compat);
+  cmd->add_option("--reasoning-parser", f->reasoning_parser, "kimi_k3 only (built in)")->group(compat);
+  cmd->add_option("--tensor-parallel-size", f->tensor_parallel_size, "1 only (one process)")->group(compat);
+  cmd->add_option("--pipeline-parallel-size", f->pipeline_parallel_size, "1 only (one process)")
+      ->group(compat);
+  cmd->add_flag("--trust-remote-code", f->trust_remote_code, "accepted (no remote code is ever run)")
+      ->group(compat);
+  cmd->add_option("--load-format", f->load_format,
+                  "accepted: auto, safetensors, fastsafetensors (weights are mmap'd safetensors)")
+      ->group(compat);
+  cmd->add_option("--moe-backend", f->moe_backend, "accepted (CPU kernels are chosen at run time)")
+      ->group(compat);
+  cmd->add_flag("--no-enable-flashinfer-autotune", f->no_flashinfer_autotune, "accepted (no FlashInfer)")
+      ->group(compat);
+  cmd->add_option("--gpu-memory-utilization", f->gpu_memory_utilization,
+                  "accepted (use --kv-cache-memory for the cache budget)")
+      ->group(compat);
+  cmd->add_option("--dtype", f->dtype, "auto only (weights are used as shipped)")->group(compat);
+  cmd->add_flag("--disable-log-requests", f->disable_log_requests, "accepted")->group(compat);
+
+  cmd->callback([f] {
+    auto fail = [](const std::string& message) { FailCommand("serve", message, 2); };
+    if (!f->model.empty() && !f->model_positional.empty() && f->model != f->model_positional) {
+      return fail(fmt::format("two models given: '{}' and --model '{}'", f->model_positional, f->model));
+    }
+    if (f->tool_call_parser != "kimi_k3") {
+      return fail(fmt::format("--tool-call-parser {}: only kimi_k3 is built in (the K3 XTML tool-call format)",
+                              f->tool_call_parser));
+    }
+    if (f->reasoning_parser != "kimi_k3") {
+      return fail(fmt::format("--reasoning-parser {}: only kimi_k3 is built in", f->reasoning_parser));
+    }
+    if (f->tensor_parallel_size != 1 || f->pipeline_parallel_size != 1) {
+      return fail(fmt::format(
+          "--tensor-parallel-size {} --pipeline-parallel-size {}: k3 serve runs one process for now; "
+          "multi-process (tensor / pipeline parallel) serving is not there yet. Use 1, or `k3 render "
+          "--engine vllm` for a multi-GPU vLLM deployment",
+          f->tensor_parallel_size, f->pipeline_parallel_size));
+    }
+    if (f->load_format != "auto" && f->load_format != "safetensors" && f->load_format != "fastsafetensors") {
+      return fail(fmt::format("--load-format {}: k3 reads safetensors (auto, safetensors, fastsafetensors)",
+                              f->load_format));
+    }
+    if (f->dtype != "auto") return fail(fmt::format("--dtype {}: only auto (weights are used as shipped)", f->dtype));
+    if (f->port < 0 || f->port > 65535) return fail(fmt::format("--port {}: not a port", f->port));
+    if (f->max_num_seqs < 1) return fail("--max-num-seqs must be >= 1");
+    if (f->max_num_batched_tokens < 1) return fail("--max-num-batched-tokens must be >= 1");
+    if (f->max_model_len < 0) return fail("--max-model-len must be >= 0");
+    if (f->max_queued_requests < 0) return fail("--max-queued-requests must be >= 0");
+    if (f->prefix_snapshot_interval < 1) return fail("--prefix-snapshot-interval must be >= 1");
+    if (f->shutdown_timeout < 0) return fail("--shutdown-timeout must be >= 0");
+    if (f->io_threads < 1) return fail("--io-threads must be >= 1");
+    if (f->threads < 0) return fail("--threads must be >= 0");
+    const int64_t kv_bytes = ParseSize(f->kv_cache_memory);
+    if (kv_bytes <= 0) return fail(fmt::format("--kv-cache-memory {}: expected a size like 4GiB", f->kv_cache_memory));
+    const int64_t body_bytes = ParseSize(f->max_request_body);
+    if (body_bytes <= 0) {
+      return fail(fmt::format("--max-request-body {}: expected a size like 16MiB", f->max_request_body));
+    }
+
+    server::ServeConfig config;
+    config.http.host = f->host;
+    config.http.port = static_cast<uint16_t>(f->port);
+    config.http.io_threads = f->io_threads;
+    config.http.max_body_bytes = static_cast<size_t>(body_bytes);
+    config.http.api_key = f->api_key;
+    for (const char* env : {"K3_API_KEY", "VLLM_API_KEY"}) {
+      const char* value = std::getenv(env);
+      if (config.http.api_key.empty() && value != nullptr) config.http.api_key = value;
+    }
+    config.model_dir = f->model.empty() ? f->model_positional : f->model;
+    config.resolve_model = [] { return EnsureEmbeddedModel(); };
+    config.served_model_name = f->served_model_name;
+    config.engine.max_model_len = f->max_model_len;
+    config.engine.max_num_seqs = f->max_num_seqs;
+    config.engine.max_num_batched_tokens = f->max_num_batched_tokens;
+    config.engine.kv_cache_bytes = kv_bytes;
+    config.engine.enable_prefix_caching = f->prefix_caching;
+    config.engine.prefix_snapshot_interval = f->prefix_snapshot_interval;
+    config.engine.max_waiting = f->max_queued_requests;
+    config.threads = f->threads;
+    config.shutdown_timeout = std::chrono::milliseconds(static_cast<int64_t>(f->shutdown_timeout * 1000));
+    config.version = K3_VERSION_STRING;
+    CommandExitCode() = server::RunServe(config);
+  });
+}
+
+}  // namespace k3::app

@@ -1,0 +1,242 @@
+// serve_bench: end-to-end figures of `k3 serve` on loopback. Starts the server (embedded tiny-k3, or
+// --model DIR such as a generated mini-k3) and prints medians and ratios:
+//   1. GET /health requests/s over keep-alive connections (target >= 20,000 with 2 cores)
+//   2. per-token SSE overhead: streaming minus non-streaming time of the same greedy completion, per token
+//   3. aggregate decode tokens/s at concurrency 1, 4 and 16, and the batching speed-up over 1
+//   4. time to first token of a long prompt without and with a prefix-cache hit
+//   serve_bench --k3 build/k3 [--model DIR] [--seconds 5] [--connections 16] [--trials 5]
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <regex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "src/server/testing/http_client.h"
+
+namespace {
+
+using k3::server::testing::BuildRequest;
+using k3::server::testing::Fetch;
+using k3::server::testing::TestConnection;
+using Clock = std::chrono::steady_clock;
+
+double Median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+}
+double Since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+// The child `k3 serve` process.
+struct Server {
+  pid_t pid = -1;
+  uint16_t port = 0;
+  ~Server() {
+    if (pid > 0) {
+      kill(pid, SIGTERM);
+      int status = 0;
+      waitpid(pid, &status, 0);
+    }
+  }
+};
+
+bool StartServer(const std::string& k3, const std::string& model, Server* server) {
+  int fds[2];
+  if (pipe(fds) != 0) return false;
+  server->pid = fork();
+  if (server->pid == 0) {
+    dup2(fds[1], 1);
+    dup2(fds[1], 2);
+    close(fds[0]);
+    std::vector<std::string> args = {k3, "serve", "--host", "127.0.0.1", "--port", "0", "--served-model-name",
+                                     "bench", "--max-num-seqs", "16", "--prefix-snapshot-interval", "64"};
+    if (!model.empty()) args.insert(args.end(), {"--model", model});
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    execv(k3.c_str(), argv.data());
+    _exit(127);
+  }
+  close(fds[1]);
+  std::string log;
+  const std::regex listening("listening on http://[^\\s:]+:(\\d+)");
+  char buf[4096];
+  std::smatch m;
+  while (true) {
+    const ssize_t n = read(fds[0], buf, sizeof(buf));
+    if (n <= 0) {
+      std::fprintf(stderr, "k3 serve ended before listening:\n%s\n", log.c_str());
+      return false;
+    }
+    log.append(buf, static_cast<size_t>(n));
+    if (std::regex_search(log, m, listening)) break;
+  }
+  server->port = static_cast<uint16_t>(std::stoi(m[1]));
+  // Keep draining the child's output so it never blocks on a full pipe.
+  std::thread([fd = fds[0]] {
+    char sink[4096];
+    while (read(fd, sink, sizeof(sink)) > 0) {
+    }
+    close(fd);
+  }).detach();
+  const auto deadline = Clock::now() + std::chrono::minutes(10);
+  while (Clock::now() < deadline) {
+    auto r = Fetch(server->port, "GET", "/health");
+    if (r.ok() && r->status == 200) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return false;
+}
+
+// One completion; returns seconds to the first SSE event carrying text (streaming) or to the end.
+struct Timing {
+  double first = 0;
+  double total = 0;
+  bool ok = false;
+};
+Timing Complete(TestConnection& conn, const std::string& prompt, int max_tokens, bool stream) {
+  const std::string body = fmt::format(
+      R"({{"model":"bench","prompt":"{}","max_tokens":{},"temperature":0,"ignore_eos":true,"stream":{}}})",
+      prompt, max_tokens, stream ? "true" : "false");
+  Timing t;
+  const auto t0 = Clock::now();
+  if (!conn.Send(BuildRequest("POST", "/v1/completions", body, {"Content-Type: application/json"})).ok()) return t;
+  auto r = conn.Read(std::chrono::minutes(10), [&](std::string_view chunk) {
+    if (t.first == 0 && chunk.find("\"text\":\"") != std::string_view::npos &&
+        chunk.find("\"text\":\"\"") == std::string_view::npos) {
+      t.first = Since(t0);
+    }
+  });
+  t.total = Since(t0);
+  if (t.first == 0) t.first = t.total;
+  t.ok = r.ok() && r->status == 200;
+  if (!t.ok) std::fprintf(stderr, "request failed: %s\n", r.ok() ? r->body.c_str() : r.status().ToString().c_str());
+  return t;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"k3 serve benchmark"};
+  std::string k3 = "build/k3";
+  std::string model;
+  double seconds = 5;
+  int connections = 16;
+  int trials = 5;
+  app.add_option("--k3", k3, "the k3 binary")->capture_default_str();
+  app.add_option("--model", model, "checkpoint directory (default: the embedded tiny-k3)");
+  app.add_option("--seconds", seconds, "duration of the /health load")->capture_default_str();
+  app.add_option("--connections", connections, "keep-alive connections for /health")->capture_default_str();
+  app.add_option("--trials", trials, "repetitions behind each median")->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+
+  Server server;
+  if (!StartServer(k3, model, &server)) return 1;
+  std::printf("k3 serve on 127.0.0.1:%u, model %s, %u hardware threads shared with this client\n", server.port,
+              model.empty() ? "embedded tiny-k3" : model.c_str(), std::thread::hardware_concurrency());
+
+  // 1. /health requests/s.
+  {
+    std::atomic<int64_t> done{0};
+    std::atomic<bool> stop{false};
+    std::vector<double> latencies_us;
+    std::mutex mu;
+    std::vector<std::thread> threads;
+    const auto t0 = Clock::now();
+    for (int c = 0; c < connections; ++c) {
+      threads.emplace_back([&] {
+        auto conn = TestConnection::Connect(server.port);
+        if (!conn.ok()) return;
+        const std::string req = BuildRequest("GET", "/health");
+        std::vector<double> local;
+        while (!stop.load(std::memory_order_relaxed)) {
+          const auto s = Clock::now();
+          if (!conn->Send(req).ok() || !conn->Read().ok()) return;
+          local.push_back(Since(s) * 1e6);
+          done.fetch_add(1, std::memory_order_relaxed);
+        }
+        std::lock_guard<std::mutex> lock(mu);
+        latencies_us.insert(latencies_us.end(), local.begin(), local.end());
+      });
+    }
+    std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+    stop.store(true);
+    for (auto& t : threads) t.join();
+    const double rps = static_cast<double>(done.load()) / Since(t0);
+    std::printf("health: %.0f requests/s over %d keep-alive connections (target >= 20,000: %s), median latency "
+                "%.0f us\n",
+                rps, connections, rps >= 20000 ? "met" : "NOT met", Median(latencies_us));
+  }
+
+  // 2. Per-token SSE overhead.
+  {
+    const int tokens = 128;
+    std::vector<double> plain, streamed;
+    auto conn = TestConnection::Connect(server.port);
+    if (!conn.ok()) return 1;
+    Complete(*conn, "warm up", tokens, false);
+    for (int i = 0; i < trials; ++i) {
+      plain.push_back(Complete(*conn, "The history of", tokens, false).total);
+      streamed.push_back(Complete(*conn, "The history of", tokens, true).total);
+    }
+    const double per_token_us = (Median(streamed) - Median(plain)) / tokens * 1e6;
+    std::printf("sse: %d tokens non-streaming %.1f ms, streaming %.1f ms: %.1f us per token (%.1f%% of the "
+                "per-token time)\n",
+                tokens, Median(plain) * 1e3, Median(streamed) * 1e3, per_token_us,
+                100.0 * per_token_us / (Median(plain) / tokens * 1e6));
+  }
+
+  // 3. Decode throughput at concurrency 1, 4, 16.
+  {
+    const int tokens = 64;
+    double base = 0;
+    for (int concurrency : {1, 4, 16}) {
+      std::vector<double> rates;
+      for (int trial = 0; trial < std::max(1, trials / 2); ++trial) {
+        std::vector<std::thread> threads;
+        std::atomic<int> failures{0};
+        const auto t0 = Clock::now();
+        for (int c = 0; c < concurrency; ++c) {
+          threads.emplace_back([&, c] {
+            auto conn = TestConnection::Connect(server.port);
+            if (!conn.ok() || !Complete(*conn, fmt::format("Client {} trial {} says", c, trial), tokens, false).ok) {
+              failures.fetch_add(1);
+            }
+          });
+        }
+        for (auto& t : threads) t.join();
+        if (failures.load() == 0) rates.push_back(concurrency * tokens / Since(t0));
+      }
+      const double rate = Median(rates);
+      if (concurrency == 1) base = rate;
+      std::printf("decode: concurrency %2d: %.1f tokens/s aggregate (x%.2f over concurrency 1)\n", concurrency, rate,
+                  base > 0 ? rate / base : 0.0);
+    }
+  }
+
+  // 4. TTFT of a long prompt, cold and with a prefix hit.
+  {
+    std::vector<double> cold, warm;
+    auto conn = TestConnection::Connect(server.port);
+    if (!conn.ok()) return 1;
+    for (int i = 0; i < trials; ++i) {
+      std::string prompt = fmt::format("Session {} begins.", i);
+      for (int k = 0; k < 120; ++k) prompt += fmt::format(" Fact {} of session {} is noted.", k, i);
+      cold.push_back(Complete(*conn, prompt, 1, true).first);
+      warm.push_back(Complete(*conn, prompt, 1, true).first);
+    }
+    std::printf("ttft: long prompt without a prefix hit %.1f ms, with a hit %.1f ms (x%.2f faster)\n",
+                Median(cold) * 1e3, Median(warm) * 1e3, Median(warm) > 0 ? Median(cold) / Median(warm) : 0.0);
+  }
+  return 0;
+}

@@ -1,0 +1,59 @@
+// OpenAiService: the vLLM-compatible routes over an Engine.
+//
+//   GET  /health /ping           200 once the model is loaded and the engine loop is alive, else 503
+//   GET  /version                {"version": "..."}
+//   GET  /metrics                Prometheus text (vLLM names)
+//   GET  /v1/models
+//   POST /v1/chat/completions    streaming (SSE) and not
+//   POST /v1/completions
+//   POST /tokenize /detokenize
+//
+// The routes exist from the start (so /health answers 503 while the model loads); SetReady switches
+// them on. Engine events arrive on the engine thread and are posted onto the connection's strand, where
+// the api responder turns them into JSON. A client that disconnects cancels its request.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <string>
+
+#include "src/api/openai.h"
+#include "src/engine/engine.h"
+#include "src/server/router.h"
+#include "src/server/serving_metrics.h"
+
+namespace k3::server {
+
+class OpenAiService {
+ public:
+  OpenAiService(std::string served_model_name, std::string version);
+  ~OpenAiService();
+
+  // Adds every route; the handlers use this service, which must outlive the server.
+  void AddRoutes(Router* router);
+  // From now on requests are served. The engine and ctx.tokenizer must outlive the server's exchanges.
+  void SetReady(engine::Engine* engine, api::ServerContext ctx);
+  // /health answers 503 from now on (shutdown); requests in flight continue.
+  void SetDraining() { draining_.store(true); }
+
+  ServingMetrics& metrics() { return metrics_; }
+
+  struct Ready {
+    engine::Engine* engine = nullptr;
+    api::ServerContext ctx;
+  };
+
+ private:
+  void Health(const std::shared_ptr<Exchange>& ex) const;
+  void Chat(const std::shared_ptr<Exchange>& ex);
+  void Completion(const std::shared_ptr<Exchange>& ex);
+
+  std::string served_model_name_;
+  std::string version_;
+  std::unique_ptr<Ready> ready_storage_;
+  std::atomic<const Ready*> ready_{nullptr};
+  std::atomic<bool> draining_{false};
+  ServingMetrics metrics_;
+};
+
+}  // namespace k3::server

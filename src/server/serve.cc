@@ -1,0 +1,154 @@
+// RunServe: listen, load, serve, drain.
+#include "src/server/serve.h"
+
+#include <atomic>
+#include <cstdlib>
+#include <ctime>
+#include <filesystem>
+#include <memory>
+#include <thread>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "src/api/openai.h"
+#include "src/base/thread_pool.h"
+#include "src/model/model.h"
+#include "src/model/tensors.h"
+#include "src/server/openai_service.h"
+#include "src/tokenizer/tokenizer.h"
+
+namespace k3::server {
+namespace {
+
+std::string Bytes(int64_t n) {
+  if (n >= (int64_t{1} << 30)) return fmt::format("{:.2f} GiB", static_cast<double>(n) / (1 << 30));
+  if (n >= (int64_t{1} << 20)) return fmt::format("{:.1f} MiB", static_cast<double>(n) / (1 << 20));
+  return fmt::format("{} KiB", n >> 10);
+}
+
+std::string Count(int64_t n) {
+  if (n >= 1'000'000'000) return fmt::format("{:.2f}B", n / 1e9);
+  if (n >= 1'000'000) return fmt::format("{:.2f}M", n / 1e6);
+  return fmt::format("{:.1f}K", n / 1e3);
+}
+
+// Everything that exists once the model is loaded; destroyed before the HTTP server.
+struct Loaded {
+  std::unique_ptr<ThreadPool> pool;
+  std::unique_ptr<tokenizer::Tokenizer> tokenizer;
+  std::unique_ptr<model::Model> model;
+  std::unique_ptr<engine::Engine> engine;
+};
+
+Status Load(const ServeConfig& config, OpenAiService* service, const std::string& served_name, Loaded* out) {
+  std::string dir = config.model_dir;
+  if (dir.empty()) {
+    if (!config.resolve_model) return InvalidArgument("no --model given");
+    K3_ASSIGN_OR_RETURN(dir, config.resolve_model());
+  }
+  if (!std::filesystem::is_directory(dir)) {
+    return NotFound(
+        "--model {}: not a directory. k3 serve loads a local checkpoint directory (config.json, "
+        "*.safetensors, tokenizer files); download the weights first, e.g. `huggingface-cli download {} "
+        "--local-dir DIR`",
+        dir, dir);
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  K3_ASSIGN_OR_RETURN(tokenizer::Tokenizer tok, tokenizer::Tokenizer::LoadFromDirectory(dir));
+  out->tokenizer = std::make_unique<tokenizer::Tokenizer>(std::move(tok));
+  out->pool = std::make_unique<ThreadPool>(static_cast<size_t>(config.threads));
+  K3_ASSIGN_OR_RETURN(out->model, model::Model::Load(dir, out->pool.get()));
+  const io::ModelConfig& cfg = out->model->config();
+  const model::ParameterCount params = model::CountParameters(cfg);
+  spdlog::info("model {} ({}): {} parameters, {} active per token, vocab {}, {} layers, loaded in {:.2f} s",
+               dir, cfg.model_type, Count(params.total), Count(params.active_per_token), cfg.vocab_size,
+               cfg.num_layers,
+               std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  K3_ASSIGN_OR_RETURN(out->engine, engine::Engine::Create(out->model.get(), out->tokenizer.get(), config.engine));
+  const engine::EngineOptions& eo = out->engine->options();
+  spdlog::info(
+      "memory plan: cache {} (MLA blocks of {} tokens + KDA state slots + prefix snapshots), max-model-len {}, "
+      "max-num-seqs {}, max-num-batched-tokens {}, prefix caching {} (KDA snapshot every {} tokens), "
+      "{} model threads",
+      Bytes(eo.kv_cache_bytes), eo.block_tokens, eo.max_model_len, eo.max_num_seqs, eo.max_num_batched_tokens,
+      eo.enable_prefix_caching ? "on" : "off", eo.prefix_snapshot_interval, out->pool->num_threads());
+
+  api::ServerContext ctx;
+  ctx.tokenizer = out->tokenizer.get();
+  ctx.served_model_name = served_name;
+  ctx.max_model_len = eo.max_model_len;
+  for (const char* name : {"<|end_of_msg|>", "[EOS]"}) {
+    auto id = out->tokenizer->SpecialId(name);
+    if (id.ok()) ctx.eos_token_ids.push_back(static_cast<int32_t>(*id));
+  }
+  ctx.created = static_cast<int64_t>(std::time(nullptr));
+  service->SetReady(out->engine.get(), std::move(ctx));
+  return OkStatus();
+}
+
+}  // namespace
+
+int RunServe(const ServeConfig& config) {
+  std::string served_name = config.served_model_name;
+  if (served_name.empty()) {
+    served_name = config.model_dir.empty()
+                      ? std::string("tiny-k3")
+                      : std::filesystem::path(config.model_dir).lexically_normal().filename().string();
+    if (served_name.empty()) served_name = config.model_dir;
+  }
+  OpenAiService service(served_name, config.version);
+  Router router;
+  service.AddRoutes(&router);
+  ServerOptions http = config.http;
+  http.handle_signals = true;
+  auto server = HttpServer::Start(http, std::move(router));
+  if (!server.ok()) {
+    spdlog::error("{}", server.status().message());
+    return 1;
+  }
+  spdlog::info("listening on http://{} (model \"{}\" loading; /health is 503 until it is ready){}",
+               (*server)->address(), served_name, http.api_key.empty() ? "" : ", API key required on /v1/*");
+
+  // Load on a helper thread so SIGTERM / SIGINT during a long load still ends the process promptly.
+  Loaded loaded;
+  std::atomic<bool> load_done{false};
+  std::atomic<bool> load_failed{false};
+  std::thread loader([&] {
+    Status s = Load(config, &service, served_name, &loaded);
+    if (!s.ok()) {
+      spdlog::error("loading failed: {}", s.ToString());
+      load_failed.store(true);
+      (*server)->RequestStop();
+    } else {
+      spdlog::info("ready: serving \"{}\" on http://{}", served_name, (*server)->address());
+    }
+    load_done.store(true);
+  });
+  const int signal_number = (*server)->WaitForStopSignal();
+  if (!load_done.load()) {
+    spdlog::warn("signal {} while loading: exiting", signal_number);
+    spdlog::default_logger()->flush();
+    std::_Exit(0);
+  }
+  loader.join();
+  if (load_failed.load()) {
+    (*server)->Stop();
+    return 1;
+  }
+
+  spdlog::info("signal {}: stopped accepting; finishing {} request(s) in flight (up to {} s)", signal_number,
+               (*server)->active_exchanges(),
+               std::chrono::duration<double>(config.shutdown_timeout).count());
+  service.SetDraining();
+  const bool drained = (*server)->Drain(config.shutdown_timeout);
+  if (!drained) spdlog::warn("shutdown timeout: aborting {} request(s)", (*server)->active_exchanges());
+  loaded.engine->Shutdown(/*drain=*/false);
+  (*server)->Stop();
+  loaded.engine.reset();  // releases the exchanges its callbacks held, before the server goes
+  server->reset();
+  spdlog::info("shut down");
+  return 0;
+}
+
+}  // namespace k3::server

@@ -1,0 +1,30 @@
+// RunServe: the whole life of `k3 serve`. Listens first (so /health answers 503 while loading), loads the
+// tokenizer and model, starts the engine, serves, and on SIGTERM / SIGINT stops accepting, lets requests
+// in flight finish for up to shutdown_timeout, aborts the rest and returns 0.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <string>
+
+#include "src/base/status.h"
+#include "src/engine/engine.h"
+#include "src/server/http_server.h"
+
+namespace k3::server {
+
+struct ServeConfig {
+  ServerOptions http;
+  std::string model_dir;                                  // empty: resolve_model()
+  std::function<Result<std::string>()> resolve_model;     // e.g. the embedded tiny-k3
+  std::string served_model_name;                          // empty: the model directory's name
+  engine::EngineOptions engine;
+  int threads = 0;                                        // model worker threads (0: all cores)
+  std::chrono::milliseconds shutdown_timeout{30'000};
+  std::string version;
+};
+
+// Returns the process exit code (0 after a signal-initiated shutdown, 1 when listening or loading fails).
+int RunServe(const ServeConfig& config);
+
+}  // namespace k3::server
