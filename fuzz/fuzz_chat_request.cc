@@ -1,0 +1,68 @@
+// libFuzzer target for the chat request parser: any body bytes give either a plan or a 4xx error, never a
+// crash, and an accepted plan keeps the invariants the engine relies on (non-empty prompt of valid ids,
+// prompt + max_tokens within max_model_len, n within max_n, logprobs <= 20). The same bytes also go
+// through the completions, tokenize and detokenize parsers.
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <string_view>
+
+#include "src/api/openai.h"
+#include "src/tokenizer/bpe_trainer.h"
+#include "src/tokenizer/tokenizer.h"
+
+namespace {
+
+const k3::api::ServerContext& Context() {
+  static const k3::tokenizer::Tokenizer tokenizer =
+      *k3::tokenizer::Tokenizer::CreateK3(k3::tokenizer::TrainByteLevelBpe("", 256));
+  static const k3::api::ServerContext ctx = [] {
+    k3::api::ServerContext c;
+    c.tokenizer = &tokenizer;
+    c.served_model_name = "Kimi-K3";
+    c.max_model_len = 8192;
+    c.max_n = 16;
+    c.max_messages = 256;
+    c.eos_token_ids = {256 + 2};
+    return c;
+  }();
+  return ctx;
+}
+
+void Check(bool condition) {
+  if (!condition) std::abort();
+}
+
+void CheckError(const k3::api::ApiError& error) {
+  Check(error.http_status >= 400 && error.http_status < 500);
+  Check(!error.message.empty());
+  Check(!k3::api::ErrorBody(error).empty());
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const std::string_view body(reinterpret_cast<const char*>(data), size);
+  const k3::api::ServerContext& ctx = Context();
+  k3::api::ApiError error;
+  if (auto plan = k3::api::ParseChatCompletion(body, ctx, &error)) {
+    const auto& request = plan->request;
+    Check(!request.prompt.empty());
+    for (int32_t id : request.prompt) Check(id >= 0 && static_cast<size_t>(id) < ctx.tokenizer->vocab_size());
+    Check(plan->prompt_tokens == static_cast<int64_t>(request.prompt.size()));
+    Check(plan->prompt_tokens + request.sampling.max_tokens <= ctx.max_model_len);
+    Check(plan->n >= 1 && plan->n <= ctx.max_n);
+    Check(request.sampling.logprobs <= 20);
+  } else {
+    CheckError(error);
+  }
+  if (auto plan = k3::api::ParseCompletion(body, ctx, &error)) {
+    Check(!plan->request.prompt.empty());
+    Check(plan->prompt_tokens + plan->request.sampling.max_tokens <= ctx.max_model_len);
+  } else {
+    CheckError(error);
+  }
+  if (!k3::api::Tokenize(body, ctx, &error)) CheckError(error);
+  if (!k3::api::Detokenize(body, ctx, &error)) CheckError(error);
+  return 0;
+}
