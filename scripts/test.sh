@@ -36,8 +36,9 @@ ctest_dir() {
 }
 
 step "build (release)" scripts/build.sh build -DCMAKE_BUILD_TYPE=Release
-if command -v npm >/dev/null; then  # pinned test-only npm packages (tiktoken differential test)
+if command -v npm >/dev/null; then  # pinned test-only npm packages (tiktoken diff test, openai SDK compat tests)
   step "npm ci (tests/tokenizer)" npm ci --prefix tests/tokenizer --no-audit --no-fund --loglevel=error
+  step "npm ci (tests/compat)" npm ci --prefix tests/compat --no-audit --no-fund --loglevel=error
 fi
 step "tests (release)" ctest_dir build
 step "build (asan+ubsan)" scripts/build.sh build-asan -DCMAKE_BUILD_TYPE=Debug -DK3_SANITIZE=ON -DK3_BUILD_BENCH=OFF \
