@@ -163,7 +163,8 @@ TEST(InitRowTest, BranchOutputsQueriesAndRoutersHaveTheirGains) {
 }
 
 TEST(InitRowTest, RouterBiasHasItsSpread) {
-  const io::ModelConfig& cfg = FindGeneratorPreset("mini-k3").value().config;
+  const GeneratorPreset preset = FindGeneratorPreset("mini-k3").value();  // a copy: the Result is temporary
+  const io::ModelConfig& cfg = preset.config;
   const std::vector<TensorSpec> specs = ListTensors(cfg);
   const TensorSpec& spec = FindSpec(specs, InitKind::kRouterBias, "e_score_correction_bias");
   ASSERT_EQ(LogicalRowLength(spec), cfg.num_experts);
