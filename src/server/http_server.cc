@@ -122,6 +122,10 @@ class Session : public std::enable_shared_from_this<Session> {
   void EndAccounting();
   void FailRequest(int status, std::string_view message);  // error answer, then close
   void LingerClose();
+  // Reads and drops what the client still sends until it closes or the deadline passes. Each pending
+  // read holds the session only through its handler, so a handler destroyed unrun (io_context stopped)
+  // frees the session: no self-referencing loop object.
+  void DrainAndClose(std::shared_ptr<std::array<char, 16384>> drain);
   void Close();
   void ArmTimer(std::chrono::milliseconds d);
   void CancelTimer() { timer_.expires_at(Clock::time_point::max()); }
@@ -386,23 +390,20 @@ void Session::OnWrite(ErrorCode ec) {
     if (watching_) socket_.cancel(ignored);  // the drain loop below takes over reading
     socket_.shutdown(tcp::socket::shutdown_send, ignored);
     ArmTimer(std::chrono::milliseconds(2000));
-    auto drain = std::make_shared<std::array<char, 16384>>();
-    auto self = shared_from_this();
-    auto loop = std::make_shared<std::function<void()>>();
-    *loop = [self, drain, loop] {
-      self->socket_.async_read_some(net::buffer(*drain), [self, drain, loop](ErrorCode read_ec, size_t) {
-        if (read_ec || self->closed_) {
-          self->Close();
-          *loop = nullptr;  // break the self-reference
-          return;
-        }
-        (*loop)();
-      });
-    };
-    (*loop)();
+    DrainAndClose(std::make_shared<std::array<char, 16384>>());
     return;
   }
   if (state_ == State::kEnded) FinishExchange();
+}
+
+void Session::DrainAndClose(std::shared_ptr<std::array<char, 16384>> drain) {
+  socket_.async_read_some(net::buffer(*drain), [self = shared_from_this(), drain](ErrorCode read_ec, size_t) {
+    if (read_ec || self->closed_) {
+      self->Close();
+      return;
+    }
+    self->DrainAndClose(drain);
+  });
 }
 
 void Session::EndAccounting() {
