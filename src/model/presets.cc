@@ -36,26 +36,17 @@ void SetVocabulary(io::ModelConfig& cfg, int64_t num_ranks) {
 
 io::ModelConfig K3Base() {
   io::ModelConfig cfg;
-  cfg.family = io::ModelFamily::kKimiK3;
-  cfg.model_type = "kimi_k3";
-  cfg.tensor_prefix = "language_model.";
+  SetKimiK3Architecture(cfg);
   cfg.rms_norm_eps = 1e-5f;
-  cfg.activation = io::Activation::kSitu;
   cfg.situ_beta = 4.0f;
   cfg.situ_linear_beta = 25.0f;
   cfg.tie_word_embeddings = false;
   cfg.first_k_dense_replace = 1;
   cfg.moe_layer_freq = 1;
-  cfg.latent_moe_use_norm = true;
   cfg.moe_renormalize = true;
   cfg.routed_scaling_factor = 1.0f;
-  cfg.experts_mxfp4 = true;
   cfg.mxfp4_group_size = 32;
-  cfg.mla_use_output_gate = true;
   cfg.short_conv_kernel_size = 4;
-  cfg.kda_full_rank_gate = true;
-  cfg.kda_has_gate_lower_bound = true;
-  cfg.kda_gate_lower_bound = -5.0f;
   return cfg;
 }
 
@@ -91,14 +82,11 @@ GeneratorPreset TinyK3() {
 // no output gate.
 GeneratorPreset TinyKimiLinear() {
   io::ModelConfig cfg;
-  cfg.family = io::ModelFamily::kKimiLinear;
-  cfg.model_type = "kimi_linear";
-  cfg.tensor_prefix = "";
+  SetKimiLinearArchitecture(cfg);
   cfg.hidden_size = 128;
   cfg.num_layers = 6;
   SetVocabulary(cfg, 768);
   cfg.rms_norm_eps = 1e-5f;
-  cfg.activation = io::Activation::kSilu;
   cfg.tie_word_embeddings = false;
   cfg.intermediate_size = 256;
   cfg.first_k_dense_replace = 1;
@@ -106,26 +94,17 @@ GeneratorPreset TinyKimiLinear() {
   cfg.num_experts = 8;
   cfg.num_experts_per_token = 2;
   cfg.moe_intermediate_size = 64;
-  cfg.routed_expert_hidden_size = 0;
-  cfg.latent_moe_use_norm = false;
   cfg.num_shared_experts = 1;
   cfg.moe_renormalize = true;
   cfg.routed_scaling_factor = 2.446f;
-  cfg.experts_mxfp4 = false;
   cfg.mla_num_heads = 4;
-  cfg.q_lora_rank = 0;
   cfg.kv_lora_rank = 32;
   cfg.qk_nope_head_dim = 32;
   cfg.qk_rope_head_dim = 16;
   cfg.v_head_dim = 32;
-  cfg.mla_use_output_gate = false;
   cfg.kda_num_heads = 4;
   cfg.kda_head_dim = 32;
   cfg.short_conv_kernel_size = 4;
-  cfg.kda_full_rank_gate = false;
-  cfg.kda_has_gate_lower_bound = false;
-  cfg.kda_gate_lower_bound = 0.0f;
-  cfg.attn_res_block_size = 0;
   cfg.max_position_embeddings = 8192;
   SetLayerPattern(cfg);
   return GeneratorPreset{"tiny-kimi-linear", cfg, 1u << 20};
@@ -159,6 +138,35 @@ GeneratorPreset MiniK3() {
 }
 
 }  // namespace
+
+void SetKimiK3Architecture(io::ModelConfig& cfg) {
+  cfg.family = io::ModelFamily::kKimiK3;
+  cfg.model_type = "kimi_k3";
+  cfg.tensor_prefix = "language_model.";
+  cfg.activation = io::Activation::kSitu;
+  cfg.latent_moe_use_norm = true;
+  cfg.experts_mxfp4 = true;
+  cfg.mla_use_output_gate = true;
+  cfg.kda_full_rank_gate = true;
+  cfg.kda_has_gate_lower_bound = true;
+  cfg.kda_gate_lower_bound = -5.0f;
+}
+
+void SetKimiLinearArchitecture(io::ModelConfig& cfg) {
+  cfg.family = io::ModelFamily::kKimiLinear;
+  cfg.model_type = "kimi_linear";
+  cfg.tensor_prefix = "";
+  cfg.activation = io::Activation::kSilu;
+  cfg.routed_expert_hidden_size = 0;
+  cfg.latent_moe_use_norm = false;
+  cfg.experts_mxfp4 = false;
+  cfg.q_lora_rank = 0;
+  cfg.mla_use_output_gate = false;
+  cfg.kda_full_rank_gate = false;
+  cfg.kda_has_gate_lower_bound = false;
+  cfg.kda_gate_lower_bound = 0.0f;
+  cfg.attn_res_block_size = 0;
+}
 
 const std::vector<GeneratorPreset>& GeneratorPresets() {
   static const std::vector<GeneratorPreset> presets = {TinyK3(), TinyKimiLinear(), MiniK3()};

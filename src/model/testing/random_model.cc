@@ -9,42 +9,34 @@
 #include <nlohmann/json.hpp>
 
 #include "src/base/bf16.h"
+#include "src/model/presets.h"
 #include "src/model/tensors.h"
 
 namespace k3::model::testing {
 
 io::ModelConfig TinyK3Config() {
   io::ModelConfig c;
-  c.family = io::ModelFamily::kKimiK3;
-  c.model_type = "kimi_k3";
-  c.tensor_prefix = "language_model.";
+  SetKimiK3Architecture(c);
   c.hidden_size = 64;
   c.num_layers = 6;
   c.vocab_size = 128;
-  c.activation = io::Activation::kSitu;
   c.intermediate_size = 96;
   c.first_k_dense_replace = 1;
   c.num_experts = 8;
   c.num_experts_per_token = 2;
   c.moe_intermediate_size = 32;
   c.routed_expert_hidden_size = 32;
-  c.latent_moe_use_norm = true;
   c.num_shared_experts = 1;
   c.routed_scaling_factor = 1.0f;
-  c.experts_mxfp4 = true;
   c.mla_num_heads = 4;
   c.q_lora_rank = 32;
   c.kv_lora_rank = 32;
   c.qk_nope_head_dim = 16;
   c.qk_rope_head_dim = 8;
   c.v_head_dim = 16;
-  c.mla_use_output_gate = true;
   c.kda_num_heads = 4;
   c.kda_head_dim = 16;
   c.short_conv_kernel_size = 4;
-  c.kda_full_rank_gate = true;
-  c.kda_has_gate_lower_bound = true;
-  c.kda_gate_lower_bound = -5.0f;
   c.kda_layers = {1, 2, 4, 5};
   c.full_attn_layers = {3, 6};
   c.attn_res_block_size = 2;
@@ -54,21 +46,9 @@ io::ModelConfig TinyK3Config() {
 
 io::ModelConfig TinyKimiLinearConfig() {
   io::ModelConfig c = TinyK3Config();
-  c.family = io::ModelFamily::kKimiLinear;
-  c.model_type = "kimi_linear";
-  c.tensor_prefix = "";
-  c.activation = io::Activation::kSilu;
-  c.routed_expert_hidden_size = 0;
-  c.latent_moe_use_norm = false;
-  c.experts_mxfp4 = false;
+  SetKimiLinearArchitecture(c);
   c.moe_intermediate_size = 24;
   c.routed_scaling_factor = 2.5f;
-  c.q_lora_rank = 0;
-  c.mla_use_output_gate = false;
-  c.kda_full_rank_gate = false;
-  c.kda_has_gate_lower_bound = false;
-  c.kda_gate_lower_bound = 0.0f;
-  c.attn_res_block_size = 0;
   return c;
 }
 
