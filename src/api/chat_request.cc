@@ -72,7 +72,8 @@ std::optional<ChatPlan> ParseChatCompletion(std::string_view body, const ServerC
     *error = std::move(*failure);
     return std::nullopt;
   }
-  if (auto failure = MakeChatConstraint(options, ctx, &plan.request.constraint)) {
+  if (auto failure = MakeChatConstraint(options, ctx, plan.prompt_tokens, sampling.max_tokens,
+                                        &plan.request.constraint)) {
     *error = std::move(*failure);
     return std::nullopt;
   }

@@ -1,6 +1,7 @@
 // ParseChatCompletion: malformed requests (status, param, message), field mapping into the engine
 // request, render options, context-length rules.
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -372,6 +373,50 @@ TEST(ChatRequestTest, StructuredOutputAndForcedToolsGetAConstraint) {
   auto text = ParseChatCompletion(WithUser(R"("response_format": {"type": "text"})"), TestContext(), &error);
   ASSERT_TRUE(text) << error.message;
   EXPECT_EQ(text->request.constraint, nullptr);
+}
+
+// A model that never wants to stop (always a plain byte that keeps text and strings going while one is
+// allowed): with thinking on, the forced call still completes within max_tokens, end id included, or
+// within the context when max_tokens is absent.
+size_t TokensOfForcedCall(const ChatPlan& plan) {
+  chat::TokenConstraint& c = *plan.request.constraint;
+  std::vector<uint64_t> mask((testing::ByteTokenizer().vocab_size() + 63) / 64);
+  for (size_t step = 0; step < 100000; ++step) {
+    const bool complete = c.IsComplete();
+    c.FillAllowed(mask);
+    int32_t pick = -1;
+    for (int32_t id : {int32_t{'a'}, int32_t{'7'}}) {
+      if ((mask[static_cast<size_t>(id) / 64] >> (id % 64)) & 1) pick = id;
+    }
+    for (size_t id = 0; pick < 0 && id < mask.size() * 64; ++id) {
+      if ((mask[id / 64] >> (id % 64)) & 1) pick = static_cast<int32_t>(id);
+    }
+    if (pick < 0 || !c.Accept(pick)) return 0;
+    if (complete) return step + 1;
+  }
+  return 0;
+}
+
+TEST(ChatRequestTest, ForcedToolCallsFitTheirTokenBudgetWithThinking) {
+  const std::string tools = R"("tools": [{"type": "function", "function": {"name": "f", "parameters":
+      {"type": "object", "properties": {"s": {"type": "string"}, "n": {"type": "array", "items":
+      {"type": "integer"}}}, "required": ["s", "n"]}}}], "chat_template_kwargs": {"thinking": true})";
+  for (const std::string& choice :
+       {std::string(R"("tool_choice": "required")"),
+        std::string(R"("tool_choice": {"type": "function", "function": {"name": "f"}})")}) {
+    ApiError error;
+    auto plan = ParseChatCompletion(WithUser(tools + ", " + choice + R"(, "max_tokens": 300)"), TestContext(),
+                                    &error);
+    ASSERT_TRUE(plan) << error.message;
+    const size_t used = TokensOfForcedCall(*plan);
+    EXPECT_GT(used, 150u);  // the reasoning took its half
+    EXPECT_LE(used, 300u);
+    auto unbounded = ParseChatCompletion(WithUser(tools + ", " + choice), TestContext(), &error);
+    ASSERT_TRUE(unbounded) << error.message;
+    const auto context_used = static_cast<int64_t>(TokensOfForcedCall(*unbounded));
+    EXPECT_GT(context_used, 0);
+    EXPECT_LE(context_used, TestContext().max_model_len - unbounded->prompt_tokens);
+  }
 }
 
 TEST(ChatRequestTest, ContextLimits) {

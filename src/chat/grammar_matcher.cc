@@ -212,12 +212,6 @@ bool NumberStep(const Node& node, Frame& f, int symbol) {
   }
 }
 
-// Object phases: 0 before '{' (args mode: members may start), 1 a member may start (a = first candidate,
-// b = 1 after a comma), 2 inside member a, 3 after member a, 4 after '}'.
-constexpr uint32_t kObjOpen = 0, kObjMembers = 1, kObjIn = 2, kObjAfter = 3, kObjDone = 4;
-// Array phases: 0 before '[', 1 after '[', 2 inside an item, 3 after an item, 4 after ']', 5 after ','.
-constexpr uint32_t kArrOpen = 0, kArrFirst = 1, kArrIn = 2, kArrAfter = 3, kArrDone = 4, kArrNext = 5;
-
 // First member index that may start now (object in phase 1 or 3, or args mode in phase 0).
 uint32_t FirstCandidate(const Node& node, const Frame& f) {
   const auto n = static_cast<uint32_t>(node.members.size());

@@ -38,6 +38,12 @@ struct MatchState {
 
 // kString sub-state after the closing quote.
 inline constexpr uint32_t kStringDone = 99;
+// kObject phases (Frame::pos): before '{' (args mode: members may start), a member may start (a = first
+// candidate, b = 1 after a comma), inside member a, after member a, after '}'.
+inline constexpr uint32_t kObjOpen = 0, kObjMembers = 1, kObjIn = 2, kObjAfter = 3, kObjDone = 4;
+// kArray phases: before '[', after '[', inside an item, after an item (a = items so far), after ']',
+// after ','.
+inline constexpr uint32_t kArrOpen = 0, kArrFirst = 1, kArrIn = 2, kArrAfter = 3, kArrDone = 4, kArrNext = 5;
 
 // One symbol into a leaf frame (kString or kRawText) alone; false when the leaf refuses it. Used by the
 // mask fast path, which treats a leaf's inside (everything before a string's closing quote) without
@@ -65,6 +71,8 @@ class Matcher {
 
   const Grammar& grammar() const { return *grammar_; }
   const std::shared_ptr<const Grammar>& shared_grammar() const { return grammar_; }
+  // What a parent frame becomes once the child on top of it has finished.
+  void ChildDone(Frame& parent) const;
 
  private:
   using Thread = std::vector<Frame>;
@@ -73,7 +81,6 @@ class Matcher {
   // Pushes node on a copy of frames (if it fits the nesting limit) and steps the symbol into it.
   void PushAndStep(const Frame* frames, size_t size, uint32_t node, int symbol, int level, MatchState& out);
   bool Accepting(const Frame* frames, size_t size, int guard) const;
-  void ChildDone(Frame& parent) const;
   Thread& Scratch(int level);
   static void Emit(const Thread& thread, MatchState& out);
 

@@ -4,9 +4,11 @@
 
 #include <algorithm>
 #include <array>
+#include <limits>
 #include <mutex>
 
 #include "src/chat/grammar_compile.h"
+#include "src/chat/grammar_distance.h"
 #include "src/chat/grammar_matcher.h"
 #include "src/chat/grammar_vocab.h"
 #include "src/chat/json_text.h"
@@ -46,41 +48,34 @@ std::vector<int> Markup(std::string_view text) {
 class GrammarConstraint final : public TokenConstraint {
  public:
   GrammarConstraint(const tokenizer::Tokenizer& tokenizer, std::shared_ptr<const grammar::Grammar> g,
-                    std::shared_ptr<const grammar::VocabTrie> vocab, std::vector<int32_t> end_ids)
+                    std::shared_ptr<const grammar::VocabTrie> vocab, const ConstraintOptions& options)
       : tokenizer_(tokenizer),
         vocab_(std::move(vocab)),
-        end_ids_(std::move(end_ids)),
-        matcher_(std::move(g)) {
+        end_ids_(options.end_ids),
+        max_tokens_(options.max_tokens),
+        in_reasoning_(options.allow_reasoning),
+        matcher_(g),
+        distance_(std::make_shared<const grammar::CompletionDistance>(g, vocab_.get())) {
     state_ = matcher_.Initial();
     complete_ = matcher_.IsComplete(state_);
   }
 
   void FillAllowed(std::span<uint64_t> mask) override {
     std::fill(mask.begin(), mask.end(), 0);
-    const auto set = [&mask](int32_t id) {
-      const auto word = static_cast<size_t>(id) / 64;
-      if (id >= 0 && word < mask.size()) mask[word] |= uint64_t{1} << (static_cast<uint32_t>(id) % 64);
-    };
     if (complete_) {
-      for (int32_t id : end_ids_) set(id);
+      for (int32_t id : end_ids_) Set(mask, id);
       return;
     }
-    for (auto [id, symbol] : vocab_->markup) {
-      if (matcher_.Advance(state_, symbol, scratch_)) set(id);
+    if (max_tokens_ > 0) {
+      // Tokens left, this one included. Reasoning past half the budget may only end (once inside a
+      // multi-byte character, after finishing it).
+      const int64_t remaining = max_tokens_ - generated_;
+      const bool only_markup = in_reasoning_ && generated_ >= max_tokens_ / 2;
+      if (Fill(mask, remaining, only_markup)) return;
+      if (only_markup && Fill(mask, remaining, false)) return;
+      // Nothing fits (max_tokens below the shortest output): the grammar alone; the output ends at length.
     }
-    if (levels_.size() < vocab_->max_token_bytes + 1) levels_.resize(vocab_->max_token_bytes + 1);
-    grammar::Frame leaf;
-    if (matcher_.SingleLeaf(state_, &leaf)) {
-      // Inside free text or a string: the tokens that stay inside come from a shared cached mask; only
-      // tokens with a '"' can leave a string, and those are walked with the whole state.
-      const grammar::Node& node = matcher_.grammar().nodes[leaf.node];
-      const std::vector<uint64_t>& inside = InsideMask(node, leaf);
-      for (size_t w = 0; w < mask.size() && w < inside.size(); ++w) mask[w] |= inside[w];
-      after_quote_.fill(-1);
-      if (node.kind == grammar::NodeKind::kString) WalkStringExits(0, leaf, node, 0, set);
-      return;
-    }
-    Walk(0, state_, 0, set);
+    Fill(mask, kNoLimit, false);
   }
 
   bool Accept(int32_t token) override {
@@ -90,8 +85,8 @@ class GrammarConstraint final : public TokenConstraint {
       if (id != token) continue;
       if (!matcher_.Advance(state_, symbol, scratch_)) return false;
       std::swap(state_, scratch_);
-      matcher_.Settle(state_);
-      complete_ = matcher_.IsComplete(state_);
+      Accepted();
+      in_reasoning_ = false;  // reasoning is free text: the first markup ends it
       return true;
     }
     if (static_cast<size_t>(token) >= tokenizer_.num_ranks()) return false;  // other specials
@@ -103,21 +98,76 @@ class GrammarConstraint final : public TokenConstraint {
       std::swap(current, scratch_);
     }
     state_ = std::move(current);
-    matcher_.Settle(state_);
-    complete_ = matcher_.IsComplete(state_);
+    Accepted();
     return true;
   }
 
   bool IsComplete() const override { return complete_; }
 
   std::unique_ptr<TokenConstraint> Clone() const override {
-    auto copy = std::make_unique<GrammarConstraint>(tokenizer_, matcher_.shared_grammar(), vocab_, end_ids_);
-    copy->state_ = state_;
-    copy->complete_ = complete_;
-    return copy;
+    return std::unique_ptr<TokenConstraint>(new GrammarConstraint(*this));
   }
 
  private:
+  GrammarConstraint(const GrammarConstraint& other) = default;
+
+  static void Set(std::span<uint64_t> mask, int32_t id) {
+    const auto word = static_cast<size_t>(id) / 64;
+    if (id >= 0 && word < mask.size()) mask[word] |= uint64_t{1} << (static_cast<uint32_t>(id) % 64);
+  }
+
+  void Accepted() {
+    matcher_.Settle(state_);
+    complete_ = matcher_.IsComplete(state_);
+    ++generated_;
+  }
+
+  static constexpr int64_t kNoLimit = std::numeric_limits<int64_t>::max();
+
+  // A token leading to `next` fits limit_ (tokens left, it included) when the shortest completion after
+  // it and the end id still fit.
+  bool Fits(const MatchState& next) const {
+    return limit_ == kNoLimit || (*distance_)(next, matcher_) + 2 <= limit_;
+  }
+
+  // Fills the mask with the grammar's next tokens that fit `limit` (tokens left, this one included;
+  // kNoLimit: all), only markup ones with only_markup.
+  // Returns whether any was allowed.
+  bool Fill(std::span<uint64_t> mask, int64_t limit, bool only_markup) {
+    limit_ = limit;
+    bool any = false;
+    const auto set = [&mask, &any](int32_t id) {
+      Set(mask, id);
+      any = true;
+    };
+    for (auto [id, symbol] : vocab_->markup) {
+      if (matcher_.Advance(state_, symbol, scratch_) && Fits(scratch_)) set(id);
+    }
+    if (only_markup) return any;
+    if (levels_.size() < vocab_->max_token_bytes + 1) levels_.resize(vocab_->max_token_bytes + 1);
+    grammar::Frame leaf;
+    // Tokens staying inside a leaf lengthen the shortest completion by at most kLeafGrowth symbols (an
+    // open escape or UTF-8 sequence), so they fit unchecked while that much room is left; closer to the
+    // limit every token is walked and checked.
+    constexpr int64_t kLeafGrowth = 9;
+    if (matcher_.SingleLeaf(state_, &leaf) &&
+        (limit == kNoLimit || (*distance_)(state_, matcher_) + kLeafGrowth + 2 <= limit)) {
+      // Inside free text or a string: the tokens that stay inside come from a shared cached mask; only
+      // tokens with a '"' can leave a string, and those are walked with the whole state.
+      const grammar::Node& node = matcher_.grammar().nodes[leaf.node];
+      const std::vector<uint64_t>& inside = InsideMask(node, leaf);
+      for (size_t w = 0; w < mask.size() && w < inside.size(); ++w) {
+        mask[w] |= inside[w];
+        any = any || inside[w] != 0;
+      }
+      after_quote_.fill(-1);
+      if (node.kind == grammar::NodeKind::kString) WalkStringExits(0, leaf, node, 0, set);
+      return any;
+    }
+    Walk(0, state_, 0, set);
+    return any;
+  }
+
   // first_bytes (optional): per first byte, whether the state takes it (1), not (0) or unknown (-1),
   // shared by walks from states that behave alike on their first byte; refusals are skipped unstepped.
   template <typename Set>
@@ -132,7 +182,9 @@ class GrammarConstraint final : public TokenConstraint {
       if (first_bytes != nullptr) (*first_bytes)[edge.byte] = taken ? 1 : 0;
       if (!taken) continue;
       const grammar::VocabTrie::TrieNode& child = vocab_->nodes[edge.node];
-      for (uint32_t t = child.token_begin; t < child.token_end; ++t) set(vocab_->tokens[t]);
+      if (child.token_begin < child.token_end && Fits(next)) {
+        for (uint32_t t = child.token_begin; t < child.token_end; ++t) set(vocab_->tokens[t]);
+      }
       if (child.child_begin < child.child_end) Walk(edge.node, next, depth + 1, set);
     }
   }
@@ -190,7 +242,9 @@ class GrammarConstraint final : public TokenConstraint {
       full = state_;
       full.frames.back() = next;
       const grammar::VocabTrie::TrieNode& child = vocab_->nodes[edge.node];
-      for (uint32_t t = child.token_begin; t < child.token_end; ++t) set(vocab_->tokens[t]);
+      if (child.token_begin < child.token_end && Fits(full)) {
+        for (uint32_t t = child.token_begin; t < child.token_end; ++t) set(vocab_->tokens[t]);
+      }
       // Which bytes may follow the closing quote is the same for every exit (the stack below the string
       // does not change inside it), so each refused byte is stepped once per FillAllowed, not per exit.
       if (child.child_begin < child.child_end) Walk(edge.node, full, depth + 1, set, &after_quote_);
@@ -200,7 +254,12 @@ class GrammarConstraint final : public TokenConstraint {
   const tokenizer::Tokenizer& tokenizer_;
   std::shared_ptr<const grammar::VocabTrie> vocab_;
   std::vector<int32_t> end_ids_;
+  int64_t max_tokens_ = 0;  // 0: no budget
+  int64_t generated_ = 0;   // tokens accepted so far
+  bool in_reasoning_ = false;
+  int64_t limit_ = kNoLimit;  // during Fill: tokens left, this one included
   grammar::Matcher matcher_;
+  std::shared_ptr<const grammar::CompletionDistance> distance_;
   MatchState state_;
   MatchState scratch_;
   std::vector<MatchState> levels_;  // one state per trie depth during FillAllowed
@@ -227,8 +286,8 @@ Result<std::unique_ptr<TokenConstraint>> Build(const tokenizer::Tokenizer& token
   }
   parts.insert(parts.end(), body.begin(), body.end());
   const uint32_t root = builder.Seq(std::move(parts));
-  return std::unique_ptr<TokenConstraint>(std::make_unique<GrammarConstraint>(
-      tokenizer, builder.Finish(root), std::move(vocab), options.end_ids));
+  return std::unique_ptr<TokenConstraint>(
+      std::make_unique<GrammarConstraint>(tokenizer, builder.Finish(root), std::move(vocab), options));
 }
 
 }  // namespace

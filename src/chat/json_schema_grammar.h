@@ -11,6 +11,13 @@
 // With allow_reasoning, the output may first contain the model's reasoning section (spec §4: free text up
 // to the reasoning end marker) before the constrained part; without it the constrained part starts at once.
 //
+// With max_tokens, the output fits the budget whatever the model prefers (a forced tool call appears
+// even with random weights): the reasoning may take at most max_tokens / 2 tokens (and those finishing a
+// multi-byte character), after which only the think close is allowed; and a token is allowed only if
+// the shortest completion after it (in tokens, grammar_distance.h) and the end id still fit, so strings,
+// arrays and free text are closed in time. When even the shortest output does not fit, the budget is
+// dropped and the grammar alone applies (the engine then stops at max_tokens: finish_reason "length").
+//
 // What the constrained output is, exactly (parsed by chat::ParseOutput as spec §4.4 says):
 //   [reasoning text]<|close|>think<|sep|><|open|>response<|sep|>   (only with allow_reasoning)
 //   JSON:  VALUE<|close|>response<|sep|><|close|>message<|sep|>     then one of end_ids
@@ -43,6 +50,7 @@ inline constexpr int kMaxSchemaDepth = 32;
 struct ConstraintOptions {
   std::vector<int32_t> end_ids;   // allowed once the value is complete (e.g. <|end_of_msg|>)
   bool allow_reasoning = false;   // thinking on: a reasoning section may come first
+  int64_t max_tokens = 0;         // the output's token budget, end id included (0: none); see below
 };
 
 // response_format json_schema (schema) or json_object (schema null: any JSON object).
