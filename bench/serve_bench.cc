@@ -1,6 +1,7 @@
 // serve_bench: end-to-end figures of `k3 serve` on loopback. Starts the server (embedded tiny-k3, or
 // --model DIR such as a generated mini-k3) and prints medians and ratios:
 //   1. GET /health requests/s over keep-alive connections (target >= 20,000 with 2 cores)
+//   (each figure is printed with the load average: the machine may be shared)
 //   2. per-token SSE overhead: streaming minus non-streaming time of the same greedy completion, per token
 //   3. aggregate decode tokens/s at concurrency 1, 4 and 16, and the batching speed-up over 1
 //   4. time to first token of a long prompt without and with a prefix-cache hit
@@ -13,13 +14,14 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <mutex>
 #include <regex>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include "src/server/testing/http_client.h"
 
@@ -36,6 +38,16 @@ double Median(std::vector<double> v) {
   return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
 }
 double Since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+// "load 1.23 0.98 0.75" from /proc/loadavg (the machine is shared: figures are read beside it).
+std::string LoadAverage() {
+  std::FILE* f = std::fopen("/proc/loadavg", "r");
+  if (f == nullptr) return "load ?";
+  double one = 0, five = 0, fifteen = 0;
+  const int n = std::fscanf(f, "%lf %lf %lf", &one, &five, &fifteen);
+  std::fclose(f);
+  return n == 3 ? fmt::format("load {:.2f} {:.2f} {:.2f}", one, five, fifteen) : "load ?";
+}
 
 // The child `k3 serve` process.
 struct Server {
@@ -58,8 +70,18 @@ bool StartServer(const std::string& k3, const std::string& model, Server* server
     dup2(fds[1], 1);
     dup2(fds[1], 2);
     close(fds[0]);
-    std::vector<std::string> args = {k3, "serve", "--host", "127.0.0.1", "--port", "0", "--served-model-name",
-                                     "bench", "--max-num-seqs", "16", "--prefix-snapshot-interval", "64"};
+    std::vector<std::string> args = {k3,
+                                     "serve",
+                                     "--host",
+                                     "127.0.0.1",
+                                     "--port",
+                                     "0",
+                                     "--served-model-name",
+                                     "bench",
+                                     "--max-num-seqs",
+                                     "16",
+                                     "--prefix-snapshot-interval",
+                                     "64"};
     if (!model.empty()) args.insert(args.end(), {"--model", model});
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
@@ -110,7 +132,8 @@ Timing Complete(TestConnection& conn, const std::string& prompt, int max_tokens,
       prompt, max_tokens, stream ? "true" : "false");
   Timing t;
   const auto t0 = Clock::now();
-  if (!conn.Send(BuildRequest("POST", "/v1/completions", body, {"Content-Type: application/json"})).ok()) return t;
+  if (!conn.Send(BuildRequest("POST", "/v1/completions", body, {"Content-Type: application/json"})).ok())
+    return t;
   auto r = conn.Read(std::chrono::minutes(10), [&](std::string_view chunk) {
     if (t.first == 0 && chunk.find("\"text\":\"") != std::string_view::npos &&
         chunk.find("\"text\":\"\"") == std::string_view::npos) {
@@ -120,7 +143,8 @@ Timing Complete(TestConnection& conn, const std::string& prompt, int max_tokens,
   t.total = Since(t0);
   if (t.first == 0) t.first = t.total;
   t.ok = r.ok() && r->status == 200;
-  if (!t.ok) std::fprintf(stderr, "request failed: %s\n", r.ok() ? r->body.c_str() : r.status().ToString().c_str());
+  if (!t.ok)
+    std::fprintf(stderr, "request failed: %s\n", r.ok() ? r->body.c_str() : r.status().ToString().c_str());
   return t;
 }
 
@@ -142,58 +166,71 @@ int main(int argc, char** argv) {
 
   Server server;
   if (!StartServer(k3, model, &server)) return 1;
-  std::printf("k3 serve on 127.0.0.1:%u, model %s, %u hardware threads shared with this client\n", server.port,
-              model.empty() ? "embedded tiny-k3" : model.c_str(), std::thread::hardware_concurrency());
+  std::printf("k3 serve on 127.0.0.1:%u, model %s, %u hardware threads shared with this client [%s]\n",
+              server.port, model.empty() ? "embedded tiny-k3" : model.c_str(),
+              std::thread::hardware_concurrency(), LoadAverage().c_str());
 
-  // 1. /health requests/s.
+  // 1. /health requests/s: `trials` runs of `seconds` each, median.
   {
-    std::atomic<int64_t> done{0};
-    std::atomic<bool> stop{false};
+    std::vector<double> rates;
     std::vector<double> latencies_us;
-    std::mutex mu;
-    std::vector<std::thread> threads;
-    const auto t0 = Clock::now();
-    for (int c = 0; c < connections; ++c) {
-      threads.emplace_back([&] {
-        auto conn = TestConnection::Connect(server.port);
-        if (!conn.ok()) return;
-        const std::string req = BuildRequest("GET", "/health");
-        std::vector<double> local;
-        while (!stop.load(std::memory_order_relaxed)) {
-          const auto s = Clock::now();
-          if (!conn->Send(req).ok() || !conn->Read().ok()) return;
-          local.push_back(Since(s) * 1e6);
-          done.fetch_add(1, std::memory_order_relaxed);
-        }
-        std::lock_guard<std::mutex> lock(mu);
-        latencies_us.insert(latencies_us.end(), local.begin(), local.end());
-      });
+    for (int trial = 0; trial < trials; ++trial) {
+      std::atomic<int64_t> done{0};
+      std::atomic<bool> stop{false};
+      std::mutex mu;
+      std::vector<std::thread> threads;
+      const auto t0 = Clock::now();
+      for (int c = 0; c < connections; ++c) {
+        threads.emplace_back([&] {
+          auto conn = TestConnection::Connect(server.port);
+          if (!conn.ok()) return;
+          const std::string req = BuildRequest("GET", "/health");
+          std::vector<double> local;
+          while (!stop.load(std::memory_order_relaxed)) {
+            const auto s = Clock::now();
+            if (!conn->Send(req).ok() || !conn->Read().ok()) return;
+            local.push_back(Since(s) * 1e6);
+            done.fetch_add(1, std::memory_order_relaxed);
+          }
+          std::lock_guard<std::mutex> lock(mu);
+          latencies_us.insert(latencies_us.end(), local.begin(), local.end());
+        });
+      }
+      std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+      stop.store(true);
+      for (auto& t : threads) t.join();
+      rates.push_back(static_cast<double>(done.load()) / Since(t0));
     }
-    std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
-    stop.store(true);
-    for (auto& t : threads) t.join();
-    const double rps = static_cast<double>(done.load()) / Since(t0);
-    std::printf("health: %.0f requests/s over %d keep-alive connections (target >= 20,000: %s), median latency "
-                "%.0f us\n",
-                rps, connections, rps >= 20000 ? "met" : "NOT met", Median(latencies_us));
+    const double rps = Median(rates);
+    std::printf(
+        "health: %.0f requests/s (median of %d runs, %.0f .. %.0f) over %d keep-alive connections (target >= "
+        "20,000: %s), median latency %.0f us [%s]\n",
+        rps, trials, *std::min_element(rates.begin(), rates.end()),
+        *std::max_element(rates.begin(), rates.end()), connections, rps >= 20000 ? "met" : "NOT met",
+        Median(latencies_us), LoadAverage().c_str());
   }
 
   // 2. Per-token SSE overhead.
   {
-    const int tokens = 128;
-    std::vector<double> plain, streamed;
+    // Each trial runs the same greedy completion both ways back to back; the median of the paired
+    // differences is the SSE cost (one event per token) and its spread shows the noise.
+    const int tokens = 512;
+    std::vector<double> plain, streamed, diffs;
     auto conn = TestConnection::Connect(server.port);
     if (!conn.ok()) return 1;
     Complete(*conn, "warm up", tokens, false);
-    for (int i = 0; i < trials; ++i) {
+    for (int i = 0; i < 2 * trials + 1; ++i) {
       plain.push_back(Complete(*conn, "The history of", tokens, false).total);
       streamed.push_back(Complete(*conn, "The history of", tokens, true).total);
+      diffs.push_back((streamed.back() - plain.back()) / tokens * 1e6);
     }
-    const double per_token_us = (Median(streamed) - Median(plain)) / tokens * 1e6;
-    std::printf("sse: %d tokens non-streaming %.1f ms, streaming %.1f ms: %.1f us per token (%.1f%% of the "
-                "per-token time)\n",
-                tokens, Median(plain) * 1e3, Median(streamed) * 1e3, per_token_us,
-                100.0 * per_token_us / (Median(plain) / tokens * 1e6));
+    const double per_token_us = Median(diffs);
+    std::printf(
+        "sse: %d tokens non-streaming %.1f ms, streaming %.1f ms: %.1f us per token (%.1f%% of the "
+        "per-token time; paired differences %.1f .. %.1f us) [%s]\n",
+        tokens, Median(plain) * 1e3, Median(streamed) * 1e3, per_token_us,
+        100.0 * per_token_us / (Median(plain) / tokens * 1e6), *std::min_element(diffs.begin(), diffs.end()),
+        *std::max_element(diffs.begin(), diffs.end()), LoadAverage().c_str());
   }
 
   // 3. Decode throughput at concurrency 1, 4, 16.
@@ -209,7 +246,8 @@ int main(int argc, char** argv) {
         for (int c = 0; c < concurrency; ++c) {
           threads.emplace_back([&, c] {
             auto conn = TestConnection::Connect(server.port);
-            if (!conn.ok() || !Complete(*conn, fmt::format("Client {} trial {} says", c, trial), tokens, false).ok) {
+            if (!conn.ok() ||
+                !Complete(*conn, fmt::format("Client {} trial {} says", c, trial), tokens, false).ok) {
               failures.fetch_add(1);
             }
           });
@@ -219,8 +257,8 @@ int main(int argc, char** argv) {
       }
       const double rate = Median(rates);
       if (concurrency == 1) base = rate;
-      std::printf("decode: concurrency %2d: %.1f tokens/s aggregate (x%.2f over concurrency 1)\n", concurrency, rate,
-                  base > 0 ? rate / base : 0.0);
+      std::printf("decode: concurrency %2d: %.1f tokens/s aggregate (x%.2f over concurrency 1) [%s]\n",
+                  concurrency, rate, base > 0 ? rate / base : 0.0, LoadAverage().c_str());
     }
   }
 
@@ -235,8 +273,9 @@ int main(int argc, char** argv) {
       cold.push_back(Complete(*conn, prompt, 1, true).first);
       warm.push_back(Complete(*conn, prompt, 1, true).first);
     }
-    std::printf("ttft: long prompt without a prefix hit %.1f ms, with a hit %.1f ms (x%.2f faster)\n",
-                Median(cold) * 1e3, Median(warm) * 1e3, Median(warm) > 0 ? Median(cold) / Median(warm) : 0.0);
+    std::printf("ttft: long prompt without a prefix hit %.1f ms, with a hit %.1f ms (x%.2f faster) [%s]\n",
+                Median(cold) * 1e3, Median(warm) * 1e3, Median(warm) > 0 ? Median(cold) / Median(warm) : 0.0,
+                LoadAverage().c_str());
   }
   return 0;
 }
