@@ -501,10 +501,24 @@ TEST(ConstraintTiming, FillAllowedOnTinyAndK3SizedVocabularies) {
     const double number = MeanFillMicros(*c, tok->vocab_size(), repeats);
     AcceptText(*c, *tok, ",\"kind\":\"person\",\"name\":\"Ada ");
     const double string = MeanFillMicros(*c, tok->vocab_size(), repeats);
+    // The same string a few tokens from max_tokens: every token is walked and checked against the budget
+    // (ConstraintOptions::max_tokens), as happens for the last few tokens of a budgeted output.
+    ConstraintOptions budgeted = Options(*tok, true);
+    budgeted.max_tokens = 1000;
+    auto tight = MakeJsonConstraint(*tok, kProfile, budgeted);
+    ASSERT_TRUE(tight.ok());
+    const std::string text =
+        "Let me think.<|close|>think<|sep|><|open|>response<|sep|>{\"age\":12,"
+        "\"kind\":\"person\",\"name\":\"Ada ";
+    const size_t text_tokens = tok->Encode(text, tokenizer::SpecialTokens::kAllowed).size();
+    const auto filler = static_cast<int32_t>(tok->Encode("a", tokenizer::SpecialTokens::kDisallowed)[0]);
+    for (size_t i = 0; i + text_tokens < 988; ++i) ASSERT_TRUE((*tight)->Accept(filler));  // reasoning
+    AcceptText(**tight, *tok, text);  // 12 tokens left now
+    const double near_limit = MeanFillMicros(**tight, tok->vocab_size(), repeats);
     std::printf(
         "vocab %zu: first constraint %.1f ms (trie build included); FillAllowed us: reasoning %.0f, "
-        "object start %.0f, number %.0f, string %.0f\n",
-        tok->vocab_size(), build_ms, reasoning, object_start, number, string);
+        "object start %.0f, number %.0f, string %.0f, string near max_tokens %.0f\n",
+        tok->vocab_size(), build_ms, reasoning, object_start, number, string, near_limit);
     EXPECT_GT(string, 0.0);
   }
 }
