@@ -49,8 +49,8 @@ void TimeCalls(size_t copies, size_t calls, size_t threads, const Run& run, doub
 
 size_t CallsFor(size_t M) { return M <= 16 ? 60 : (M <= 64 ? 20 : 5); }
 
-Row RunBf16(size_t M, ThreadPool& pool) {
-  const size_t K = 7168, N = 2048;  // e.g. an MLA / shared-expert projection at hidden size 7168
+// Default shape: an MLA / shared-expert projection at K3's hidden size 7168.
+Row RunBf16(size_t M, ThreadPool& pool, size_t K = 7168, size_t N = 2048) {
   const size_t weight_bytes = N * K * sizeof(bf16);
   const size_t copies = kStreamBytes / weight_bytes + 1;
   std::vector<bf16> w(copies * N * K);
@@ -68,8 +68,8 @@ Row RunBf16(size_t M, ThreadPool& pool) {
   return row;
 }
 
-Row RunMxfp4(size_t M, ThreadPool& pool) {
-  const size_t K = 3584, N = 3072;  // a routed expert's gate/up projection (spec §1.2, §3.3)
+// Default shape: a routed expert's gate/up projection (spec §1.2, §3.3).
+Row RunMxfp4(size_t M, ThreadPool& pool, size_t K = 3584, size_t N = 3072) {
   const size_t packed_bytes = N * K / 2, scale_bytes = N * K / 32;
   const size_t weight_bytes = packed_bytes + scale_bytes;
   const size_t copies = kStreamBytes / weight_bytes + 1;
@@ -119,6 +119,9 @@ int Main(int argc, char** argv) {
   std::vector<Row> rows;
   for (size_t M : {1, 4, 16, 64, 512}) rows.push_back(RunBf16(M, pool));
   for (size_t M : {1, 4, 16, 64, 512}) rows.push_back(RunMxfp4(M, pool));
+  // Decode-sized calls of mini-k3 (bench/decode): a 2048 x 2048 projection, a 1024 x 1024 expert.
+  rows.push_back(RunBf16(1, pool, 2048, 2048));
+  rows.push_back(RunMxfp4(1, pool, 1024, 1024));
   PrintTable("wall clock", rows, 0, bandwidth[0], flops[0]);
   PrintTable("CPU time per thread", rows, 1, bandwidth[1], flops[1]);
   std::printf(
