@@ -525,17 +525,22 @@ void LayOutInput(const float* x, size_t M, size_t K, size_t num_chunks, float* x
 }
 
 // Rows of output per pool task: a multiple of kTileN, about 64 tasks for balance over 2..16 threads,
-// capped so that a blocked task's accumulators and weight block stay small.
-inline size_t RowsPerTask(size_t M, size_t N) {
-  const size_t max_rows = M > kUnblockedMaxM ? 32 : 64;
+// capped so that a blocked task's accumulators and weight block stay small. At decode (unblocked) a task
+// also gets at least kMinTaskWeightBytes of weights, so that small matrices (a 1024 x 1024 MXFP4 expert
+// is 544 KiB) are not cut into tasks that cost as much to claim and start as to compute.
+inline size_t RowsPerTask(size_t M, size_t N, size_t weight_row_bytes) {
+  constexpr size_t kMinTaskWeightBytes = size_t{32} << 10;
+  const bool blocked = M > kUnblockedMaxM;
+  const size_t max_rows = blocked ? 32 : 64;
   size_t rows = (N + 63) / 64;
+  if (!blocked) rows = std::max(rows, kMinTaskWeightBytes / std::max<size_t>(1, weight_row_bytes));
   rows = (rows + kTileN - 1) / kTileN * kTileN;
   return std::clamp<size_t>(rows, kTileN, max_rows);
 }
 
 template <class Weights>
-void MatMulThreaded(const Weights& w, const float* x, size_t M, size_t K, size_t N, float* y,
-                    ThreadPool* pool) {
+void MatMulThreaded(const Weights& w, size_t weight_row_bytes, const float* x, size_t M, size_t K, size_t N,
+                    float* y, ThreadPool* pool) {
   if (M == 0 || N == 0) return;
   const size_t chunk = Weights::kVectorsPerChunk * hn::Lanes(DMatMul());
   const size_t num_chunks = (K + chunk - 1) / chunk;
@@ -543,7 +548,7 @@ void MatMulThreaded(const Weights& w, const float* x, size_t M, size_t K, size_t
   float* xs = ThreadScratch(ScratchSlot::kMatMulInput, M * row_stride);
   LayOutInput<Weights>(x, M, K, num_chunks, xs);
 
-  const size_t rows_per_task = RowsPerTask(M, N);
+  const size_t rows_per_task = RowsPerTask(M, N, weight_row_bytes);
   const size_t num_tasks = (N + rows_per_task - 1) / rows_per_task;
   auto run_task = [&](size_t task) {
     const size_t n_begin = task * rows_per_task;
@@ -565,12 +570,12 @@ size_t FullChunks(size_t K) {
 
 void MatMulBf16Impl(const float* x, size_t M, size_t K, const bf16* W, size_t N, float* y, ThreadPool* pool) {
   const Bf16Weights w{reinterpret_cast<const uint16_t*>(W), K, FullChunks<Bf16Weights>(K)};
-  MatMulThreaded(w, x, M, K, N, y, pool);
+  MatMulThreaded(w, K * sizeof(bf16), x, M, K, N, y, pool);
 }
 
 void MatMulF32Impl(const float* x, size_t M, size_t K, const float* W, size_t N, float* y, ThreadPool* pool) {
   const F32Weights w{W, K, FullChunks<F32Weights>(K)};
-  MatMulThreaded(w, x, M, K, N, y, pool);
+  MatMulThreaded(w, K * sizeof(float), x, M, K, N, y, pool);
 }
 
 void MatMulMxfp4Impl(const float* x, size_t M, size_t K, const uint8_t* packed, const uint8_t* scales,
@@ -582,7 +587,7 @@ void MatMulMxfp4Impl(const float* x, size_t M, size_t K, const uint8_t* packed, 
 #else
   const Mxfp4Weights w{packed, scales, K, FullChunks<Mxfp4Weights>(K), E8M0Values().values};
 #endif
-  MatMulThreaded(w, x, M, K, N, y, pool);
+  MatMulThreaded(w, K / 2 + K / 32, x, M, K, N, y, pool);
 }
 
 #endif  // HWY_TARGET == HWY_SCALAR
