@@ -1,9 +1,12 @@
 // k3 serve: the OpenAI-compatible server (src/server/serve.h) with vLLM's command line accepted.
 //   k3 serve [MODEL_DIR] [--model DIR] [--host H] [--port 8000] [--served-model-name NAME] [--api-key KEY]
 //            [--max-model-len N] [--max-num-seqs N] [--max-num-batched-tokens N] [--kv-cache-memory SIZE]
-//            [--enable-prefix-caching | --no-enable-prefix-caching] [--shutdown-timeout S] ...
-// Without a model the embedded tiny-k3 is generated once into the cache directory. The guide's vLLM
-// flags (--trust-remote-code, --load-format, --tool-call-parser kimi_k3, ...) are accepted; values that
+//            [--enable-prefix-caching | --no-enable-prefix-caching] [--shutdown-timeout S]
+//            [--tool-call-parser kimi_k3|none] [--reasoning-parser kimi_k3|none] ...
+// Without a model the embedded tiny-k3 is generated once into the cache directory. The K3 parsers are on
+// by default (k3 serve is a K3 server); `none` switches one off with vLLM's semantics when it is not
+// named: tool_choice "auto" with tools is an HTTP 400, reasoning text stays in content. The guide's vLLM
+// flags (--trust-remote-code, --load-format, --enable-auto-tool-choice, ...) are accepted; values that
 // would change behaviour we do not have (another parser, tensor parallelism > 1) are clear errors.
 #include <cstdlib>
 #include <memory>
@@ -69,10 +72,10 @@ void RegisterServeCommand(CLI::App& app) {
     int threads = 0;
     int io_threads = 2;
     std::string max_request_body = "16MiB";
-    // Accepted for vLLM compatibility.
-    bool enable_auto_tool_choice = false;
     std::string tool_call_parser = "kimi_k3";
     std::string reasoning_parser = "kimi_k3";
+    // Accepted for vLLM compatibility.
+    bool enable_auto_tool_choice = false;
     int tensor_parallel_size = 1;
     int pipeline_parallel_size = 1;
     bool trust_remote_code = false;
@@ -116,12 +119,19 @@ void RegisterServeCommand(CLI::App& app) {
   cmd->add_option("--io-threads", f->io_threads, "HTTP I/O threads")->capture_default_str();
   cmd->add_option("--max-request-body", f->max_request_body, "larger request bodies get HTTP 413")
       ->capture_default_str();
+  cmd->add_option("--tool-call-parser", f->tool_call_parser,
+                  "kimi_k3 (built in) or none: tool_choice \"auto\" with tools is then refused with HTTP 400 "
+                  "as by vLLM without a parser (\"required\" and named still work: constrained decoding)")
+      ->capture_default_str();
+  cmd->add_option("--reasoning-parser", f->reasoning_parser,
+                  "kimi_k3 (built in) or none: the thinking text then stays in content, with no "
+                  "reasoning_content, as from vLLM without a reasoning parser")
+      ->capture_default_str();
   const std::string compat = "vLLM compatibility";
-  cmd->add_flag("--enable-auto-tool-choice", f->enable_auto_tool_choice,
-                "accepted (tool_choice auto is always available)")
-      ->group(compat);
-  cmd->add_option("--tool-call-parser", f->tool_call_parser, "kimi_k3 only (built in)")->group(compat);
-  cmd->add_option("--reasoning-parser", f->reasoning_parser, "kimi_k3 only (built in)")->group(compat);
+  CLI::Option* auto_tool_choice =
+      cmd->add_flag("--enable-auto-tool-choice", f->enable_auto_tool_choice,
+                    "accepted (tool_choice auto is on whenever a tool-call parser is set)")
+          ->group(compat);
   cmd->add_option("--tensor-parallel-size", f->tensor_parallel_size, "1 only (one process)")->group(compat);
   cmd->add_option("--pipeline-parallel-size", f->pipeline_parallel_size, "1 only (one process)")
       ->group(compat);
@@ -140,17 +150,22 @@ void RegisterServeCommand(CLI::App& app) {
   cmd->add_option("--dtype", f->dtype, "auto only (weights are used as shipped)")->group(compat);
   cmd->add_flag("--disable-log-requests", f->disable_log_requests, "accepted")->group(compat);
 
-  cmd->callback([f] {
+  cmd->callback([f, auto_tool_choice] {
     auto fail = [](const std::string& message) { FailCommand("serve", message, 2); };
     if (!f->model.empty() && !f->model_positional.empty() && f->model != f->model_positional) {
       return fail(fmt::format("two models given: '{}' and --model '{}'", f->model_positional, f->model));
     }
-    if (f->tool_call_parser != "kimi_k3") {
-      return fail(fmt::format("--tool-call-parser {}: only kimi_k3 is built in (the K3 XTML tool-call format)",
-                              f->tool_call_parser));
+    if (f->tool_call_parser != "kimi_k3" && f->tool_call_parser != "none") {
+      return fail(fmt::format(
+          "--tool-call-parser {}: only kimi_k3 is built in (the K3 XTML tool-call format), or none",
+          f->tool_call_parser));
     }
-    if (f->reasoning_parser != "kimi_k3") {
-      return fail(fmt::format("--reasoning-parser {}: only kimi_k3 is built in", f->reasoning_parser));
+    if (f->reasoning_parser != "kimi_k3" && f->reasoning_parser != "none") {
+      return fail(
+          fmt::format("--reasoning-parser {}: only kimi_k3 is built in, or none", f->reasoning_parser));
+    }
+    if (auto_tool_choice->count() > 0 && f->tool_call_parser == "none") {
+      return fail("--enable-auto-tool-choice needs a tool-call parser (--tool-call-parser kimi_k3)");
     }
     if (f->tensor_parallel_size != 1 || f->pipeline_parallel_size != 1) {
       return fail(fmt::format(
@@ -198,6 +213,8 @@ void RegisterServeCommand(CLI::App& app) {
     config.engine.max_num_batched_tokens = f->max_num_batched_tokens;
     config.engine.kv_cache_bytes = kv_bytes;
     config.engine.enable_prefix_caching = f->prefix_caching;
+    config.enable_auto_tool_choice = f->tool_call_parser != "none";
+    config.reasoning_parser = f->reasoning_parser != "none";
     config.engine.prefix_snapshot_interval = f->prefix_snapshot_interval;
     config.engine.max_waiting = f->max_queued_requests;
     config.threads = f->threads;

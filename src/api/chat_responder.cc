@@ -50,6 +50,7 @@ struct ChatResponder::Impl {
   };
   struct ContextCopy {
     const tokenizer::Tokenizer* tokenizer;
+    bool reasoning_parser;
     bool reasoning_alias;
   };
 
@@ -63,7 +64,7 @@ struct ChatResponder::Impl {
   std::optional<ApiError> failure;
 
   Impl(const ChatPlan& p, const ServerContext& c, std::string i, int64_t t)
-      : plan(p), ctx{c.tokenizer, c.reasoning_alias}, id(std::move(i)), created(t) {
+      : plan(p), ctx{c.tokenizer, c.reasoning_parser, c.reasoning_alias}, id(std::move(i)), created(t) {
     for (int32_t n = 0; n < std::max(plan.n, 1); ++n) choices.emplace_back(plan.parser);
   }
 
@@ -86,14 +87,16 @@ struct ChatResponder::Impl {
   // Adds a parser delta to the choice; returns the chunk delta object (only the fields that changed).
   nlohmann::json Apply(Choice& choice, int32_t index, const chat::OutputDelta& delta) {
     nlohmann::json out = nlohmann::json::object();
-    if (!delta.reasoning.empty() && plan.include_reasoning) {
+    // Without a reasoning parser the reasoning text is content (it comes first in a delta).
+    const std::string content = ctx.reasoning_parser ? delta.content : delta.reasoning + delta.content;
+    if (ctx.reasoning_parser && !delta.reasoning.empty() && plan.include_reasoning) {
       choice.reasoning += delta.reasoning;
       out["reasoning_content"] = delta.reasoning;
       if (ctx.reasoning_alias) out["reasoning"] = delta.reasoning;
     }
-    if (!delta.content.empty()) {
-      choice.content += delta.content;
-      out["content"] = delta.content;
+    if (!content.empty()) {
+      choice.content += content;
+      out["content"] = content;
     }
     for (const chat::ParsedToolCall& call : delta.tool_calls) {
       const size_t number = choice.tool_calls.size();
@@ -173,7 +176,7 @@ struct ChatResponder::Impl {
       } else {
         message["content"] = choice.content;
       }
-      if (plan.parser.thinking && plan.include_reasoning) {
+      if (ctx.reasoning_parser && plan.parser.thinking && plan.include_reasoning) {
         message["reasoning_content"] = choice.reasoning;
         if (ctx.reasoning_alias) message["reasoning"] = choice.reasoning;
       }

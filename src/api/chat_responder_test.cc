@@ -175,6 +175,29 @@ TEST(ChatResponderTest, ThinkingOffAndIncludeReasoningFalseHaveNoReasoningField)
   EXPECT_FALSE(body["choices"][0]["message"].contains("reasoning"));
 }
 
+// `k3 serve --reasoning-parser none` (vLLM without --reasoning-parser): the reasoning stays in content.
+TEST(ChatResponderTest, WithoutReasoningParserReasoningStaysInContent) {
+  ServerContext ctx = TestContext();
+  ctx.reasoning_parser = false;
+  ChatResponder plain(Plan(false), ctx, "c", 0);
+  Feed(plain, {kReasoningThenContent});
+  const json message = json::parse(plain.FinalBody())["choices"][0]["message"];
+  EXPECT_EQ(message["content"], "Let me think.Hello world.");
+  EXPECT_FALSE(message.contains("reasoning_content"));
+  EXPECT_FALSE(message.contains("reasoning"));
+
+  ChatResponder streaming(Plan(true), ctx, "c", 0);
+  const auto chunks =
+      ParseAll(Feed(streaming, {"Let me ", "think.<|close|>think<|sep|><|open|>response<|sep|>",
+                                "Hello world.<|close|>response<|sep|><|close|>message<|sep|>"}));
+  for (const json& chunk : chunks) {
+    if (chunk["choices"].empty()) continue;
+    EXPECT_FALSE(chunk["choices"][0]["delta"].contains("reasoning_content"));
+    EXPECT_FALSE(chunk["choices"][0]["delta"].contains("reasoning"));
+  }
+  EXPECT_EQ(MergeChoice(chunks, 0)["content"], "Let me think.Hello world.");
+}
+
 TEST(ChatResponderTest, ToolCallsSplitAcrossEvents) {
   const ServerContext ctx = TestContext();
   std::vector<std::string> pieces;

@@ -46,8 +46,11 @@ struct ServerContext {
   int32_t max_n = 16;
   int64_t max_messages = 4096;
   std::vector<int32_t> eos_token_ids;   // ends a message (e.g. <|end_of_msg|>)
-  bool enable_auto_tool_choice = true;  // tool_choice "auto" allowed with tools
+  bool enable_auto_tool_choice = true;  // tool_choice "auto" allowed with tools (else HTTP 400, as vLLM
+                                        // without --enable-auto-tool-choice / --tool-call-parser)
   int64_t created = 0;                  // unix time of model load (/v1/models)
+  bool reasoning_parser = true;         // false: reasoning text stays in content, no reasoning_content
+                                        // (vLLM without --reasoning-parser)
   bool reasoning_alias = true;          // also send reasoning text as "reasoning" (vLLM >= 0.11 name)
 };
 

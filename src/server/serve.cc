@@ -83,6 +83,13 @@ Status Load(const ServeConfig& config, OpenAiService* service, const std::string
     if (id.ok()) ctx.eos_token_ids.push_back(static_cast<int32_t>(*id));
   }
   ctx.created = static_cast<int64_t>(std::time(nullptr));
+  ctx.enable_auto_tool_choice = config.enable_auto_tool_choice;
+  ctx.reasoning_parser = config.reasoning_parser;
+  spdlog::info("tool_choice auto {}; reasoning {}",
+               config.enable_auto_tool_choice ? "on (tool-call parser kimi_k3)"
+                                              : "refused with HTTP 400 (--tool-call-parser none)",
+               config.reasoning_parser ? "in reasoning_content (reasoning parser kimi_k3)"
+                                       : "left in content (--reasoning-parser none)");
   service->SetReady(out->engine.get(), std::move(ctx));
   return OkStatus();
 }
