@@ -37,6 +37,17 @@ struct Run {
   StreamCapture ChatStream(nlohmann::json body);
 };
 
+// One non-streaming chat completion: the answer, its evidence and its parse. `failure` is set when the
+// request failed (transport or HTTP status) or the answer is not a chat.completion; it is the check's
+// result then.
+struct ChatAnswer {
+  std::optional<CheckResult> failure;
+  HttpResponse response;
+  std::string evidence;  // Evidence(response); empty when no answer came
+  ChatResult result;
+};
+ChatAnswer AskChat(Run& run, const nlohmann::json& request);
+
 // Times one check and fills id, title and seconds.
 class Timer {
  public:

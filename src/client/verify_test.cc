@@ -74,9 +74,28 @@ TEST(VerifyTest, HealthFailing) {
   ExpectOnlyFailing(VerifyAgainst(server), {"health"}, "HTTP 503");
 }
 
+// vLLM without --enable-auto-tool-choice --tool-call-parser: tool_choice auto is a 400 (required works).
 TEST(VerifyTest, ToolParserOff) {
+  FakeOpenAi server({.auto_tool_choice = false});
+  const VerifyReport report = VerifyAgainst(server);
+  ExpectOnlyFailing(report, {"tool-calls-auto"}, "tool_choice auto was refused");
+  EXPECT_THAT(Check(report, "tool-calls-auto").detail, HasSubstr("HTTP 400"));
+}
+
+// tool_choice auto lets the model answer in text: that passes (and says so); required must give a call.
+TEST(VerifyTest, AutoAnsweredInTextPassesRequiredMustCall) {
   FakeOpenAi server({.tool_calls = false});
-  ExpectOnlyFailing(VerifyAgainst(server), {"tool-calls-auto", "tool-calls-required"}, "no tool_calls");
+  const VerifyReport report = VerifyAgainst(server);
+  ExpectOnlyFailing(report, {"tool-calls-required"}, "no tool_calls");
+  EXPECT_THAT(Check(report, "tool-calls-auto").detail, HasSubstr("answered without a tool call"));
+}
+
+// A call written into the content (a parser that does not match the model's format) fails both.
+TEST(VerifyTest, ToolCallLeftInContent) {
+  FakeOpenAi server({.tool_calls = false, .call_in_content = true});
+  const VerifyReport report = VerifyAgainst(server);
+  ExpectOnlyFailing(report, {"tool-calls-auto", "tool-calls-required"}, "no tool_calls");
+  EXPECT_THAT(Check(report, "tool-calls-auto").detail, HasSubstr("the content names get_weather"));
 }
 
 TEST(VerifyTest, ToolArgumentsAgainstTheSchema) {

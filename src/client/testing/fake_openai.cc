@@ -136,8 +136,13 @@ void FakeOpenAi::HandleChat(const TestRequest& request, TestConnection& conn) {
   const bool include_usage = stream && body.contains("stream_options") &&
                              body["stream_options"].is_object() &&
                              body["stream_options"].value("include_usage", false);
-  const bool tools = body.contains("tools") && body["tools"].is_array() && !body["tools"].empty() &&
-                     body.value("tool_choice", json("auto")) != json("none") && options_.tool_calls;
+  const bool has_tools = body.contains("tools") && body["tools"].is_array() && !body["tools"].empty();
+  const json tool_choice = body.value("tool_choice", json("auto"));
+  if (has_tools && tool_choice == json("auto") && !options_.auto_tool_choice) {
+    return bad("\"auto\" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set",
+               "");
+  }
+  const bool tools = has_tools && tool_choice != json("none") && options_.tool_calls;
   int64_t cached = 0;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -151,6 +156,10 @@ void FakeOpenAi::HandleChat(const TestRequest& request, TestConnection& conn) {
   }
   std::vector<std::string> words;
   for (int64_t i = 0; i < n; ++i) words.push_back(" tok" + std::to_string(i));
+  if (has_tools && !options_.tool_calls && options_.call_in_content) {
+    words = {"<tool_call>", "{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}",
+             "</tool_call>"};
+  }
   if (stream && !options_.stream_matches && !words.empty()) words[0] = " different";
   const std::string reasoning = options_.reasoning_field.empty() ? "" : "Thinking about it.";
   std::string tool_name, tool_args;

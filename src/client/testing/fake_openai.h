@@ -19,10 +19,12 @@ namespace k3::client::testing {
 
 struct FakeOpenAiOptions {
   std::string model = "fake-k3";
-  std::string api_key;                                // non-empty: requests need "Bearer <key>"
-  bool health = true;                                 // false: /health answers 503
-  bool tool_calls = true;                             // false: tools requests get plain content
-  bool valid_tool_arguments = true;                   // false: arguments miss the required properties
+  std::string api_key;               // non-empty: requests need "Bearer <key>"
+  bool health = true;                // false: /health answers 503
+  bool auto_tool_choice = true;      // false: tool_choice "auto" with tools is a 400 (vLLM without a parser)
+  bool tool_calls = true;            // false: tools requests get plain content (the model answered in text)
+  bool call_in_content = false;      // with tool_calls false: that content is the call written as text
+  bool valid_tool_arguments = true;  // false: arguments miss the required properties
   std::string reasoning_field = "reasoning_content";  // empty: no reasoning output
   bool prefix_cache = true;                           // false: no cached tokens, counters stay 0
   bool cached_tokens_in_usage = true;                 // false: hits only in /metrics
