@@ -1,7 +1,5 @@
 // `k3 verify` and `k3 bench` as the k3 binary registers them (cmd_verify.cc, cmd_bench.cc), parsed by
 // CLI11 and run against FakeOpenAi over loopback: exit codes, output formats, the files bench writes.
-// The two app-level helpers main.cc defines (CommandExitCode, FailCommand) are defined here the same way.
-#include <cstdio>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -15,17 +13,6 @@
 #include "src/client/testing/fake_openai.h"
 
 namespace k3::app {
-
-int& CommandExitCode() {
-  static int code = 0;
-  return code;
-}
-
-void FailCommand(const std::string& command, const std::string& message, int exit_code) {
-  std::fprintf(stderr, "k3 %s: %s\n", command.c_str(), message.c_str());
-  CommandExitCode() = exit_code;
-}
-
 namespace {
 
 using client::testing::FakeOpenAi;

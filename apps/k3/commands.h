@@ -1,6 +1,9 @@
 // One Register<Name>Command per subcommand; each lives in cmd_<name>.cc and only turns flags into
-// library calls. A command's callback returns its process exit code through CommandResult.
+// library calls. A command's callback returns its process exit code through CommandExitCode (both helpers
+// are defined in commands.cc).
 #pragma once
+
+#include <string>
 
 #include <CLI/CLI.hpp>
 
@@ -22,6 +25,5 @@ void RegisterRenderChatCommand(CLI::App& app);
 void RegisterServeCommand(CLI::App& app);
 void RegisterVerifyCommand(CLI::App& app);
 void RegisterBenchCommand(CLI::App& app);
-
 
 }  // namespace k3::app

@@ -1,25 +1,10 @@
 // k3: the single binary of k3stack. Subcommands are registered from cmd_<name>.cc (commands.h).
-#include <cstdio>
 #include <string>
 
 #include <CLI/CLI.hpp>
 
 #include "apps/k3/commands.h"
 #include "apps/k3/version.h"
-
-namespace k3::app {
-
-int& CommandExitCode() {
-  static int code = 0;
-  return code;
-}
-
-void FailCommand(const std::string& command, const std::string& message, int exit_code) {
-  std::fprintf(stderr, "k3 %s: %s\n", command.c_str(), message.c_str());
-  CommandExitCode() = exit_code;
-}
-
-}  // namespace k3::app
 
 int main(int argc, char** argv) {
   CLI::App app{"k3stack: serve, deploy and verify Kimi K3"};
