@@ -1,4 +1,6 @@
-// LatencyThroughputSvg: linear axes with rounded ticks, two polylines with markers, a legend.
+// LatencyThroughputSvg: linear axes with rounded ticks, two polylines with markers, and a legend in the
+// band between the title and the plot area (inside the plot it could cover a point: seen in the headless
+// Chromium screenshot test, tests/e2e).
 #include "src/client/bench_plot.h"
 
 #include <algorithm>
@@ -10,7 +12,7 @@ namespace k3::client {
 namespace {
 
 constexpr double kWidth = 720, kHeight = 440;
-constexpr double kLeft = 80, kRight = 30, kTop = 50, kBottom = 60;
+constexpr double kLeft = 80, kRight = 30, kTop = 66, kBottom = 60;
 
 // A "nice" tick step (1, 2 or 5 times a power of ten) for about five ticks up to max.
 double TickStep(double max) {
@@ -91,33 +93,35 @@ std::string LatencyThroughputSvg(const std::vector<BenchLevel>& levels, const st
   std::vector<const BenchLevel*> sorted;
   for (const BenchLevel& l : levels) sorted.push_back(&l);
   std::sort(sorted.begin(), sorted.end(), [](auto* a, auto* b) { return a->concurrency < b->concurrency; });
+  // Drawing order: legend, lines, labels, then every series' markers, so nothing covers a point but
+  // another point.
+  std::string legend, lines, labels, markers;
   int index = 0;
   for (const Series& s : series) {
-    std::string points;
-    for (const BenchLevel* l : sorted)
-      points += fmt::format("{:.1f},{:.1f} ", px(l->metrics.output_throughput), py(s.value(*l)));
-    svg += fmt::format(
-        "<g class=\"series\" data-name=\"{}\">\n<polyline points=\"{}\" fill=\"none\" stroke=\"{}\" "
-        "stroke-width=\"2\"/>\n",
-        s.name, points, s.color);
-    for (const BenchLevel* l : sorted) {
-      const double x = px(l->metrics.output_throughput), y = py(s.value(*l));
-      svg += fmt::format(
-          "<circle class=\"point\" data-concurrency=\"{0}\" cx=\"{1:.1f}\" cy=\"{2:.1f}\" r=\"4\" "
-          "fill=\"{3}\">"
-          "<title>concurrency {0}: {4:.1f} tok/s, {5:.1f} ms</title></circle>"
-          "<text x=\"{6:.1f}\" y=\"{7:.1f}\" fill=\"{3}\">c={0}</text>\n",
-          l->concurrency, x, y, s.color, l->metrics.output_throughput, s.value(*l), x + 6, y - 6);
-    }
-    svg += "</g>\n";
-    // Legend.
-    const double ly = kTop + 14 + 18 * index++;
-    svg += fmt::format(
+    const double lx = kLeft + 240 * index++, ly = kTop - 16;  // side by side above the plot area
+    legend += fmt::format(
         "<line x1=\"{0:.1f}\" y1=\"{1:.1f}\" x2=\"{2:.1f}\" y2=\"{1:.1f}\" stroke=\"{3}\" "
         "stroke-width=\"2\"/>"
         "<text x=\"{4:.1f}\" y=\"{5:.1f}\">{6}</text>\n",
-        kLeft + 12, ly, kLeft + 36, s.color, kLeft + 42, ly + 4, s.name);
+        lx, ly, lx + 24, s.color, lx + 30, ly + 4, s.name);
+    std::string points;
+    for (const BenchLevel* l : sorted)
+      points += fmt::format("{:.1f},{:.1f} ", px(l->metrics.output_throughput), py(s.value(*l)));
+    lines += fmt::format("<polyline points=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"2\"/>\n", points,
+                         s.color);
+    markers += fmt::format("<g class=\"series\" data-name=\"{}\">\n", s.name);
+    for (const BenchLevel* l : sorted) {
+      const double x = px(l->metrics.output_throughput), y = py(s.value(*l));
+      labels += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" fill=\"{}\">c={}</text>\n", x + 6, y - 6,
+                            s.color, l->concurrency);
+      markers += fmt::format(
+          "<circle class=\"point\" data-concurrency=\"{0}\" cx=\"{1:.1f}\" cy=\"{2:.1f}\" r=\"4\" "
+          "fill=\"{3}\"><title>concurrency {0}: {4:.1f} tok/s, {5:.1f} ms</title></circle>\n",
+          l->concurrency, x, y, s.color, l->metrics.output_throughput, s.value(*l));
+    }
+    markers += "</g>\n";
   }
+  svg += legend + lines + labels + markers;
   svg += "</svg>\n";
   return svg;
 }
