@@ -16,6 +16,7 @@ packages=(
   libcurl4-openssl-dev  # src/client: HTTP(S) for k3 verify / k3 bench
   # tests and benchmarks
   googletest libgtest-dev libgmock-dev libbenchmark-dev
+  chromium  # tests/e2e: k3 bench SVG screenshot; with 23 libraries ~360 MB installed, ~1 min to install
 )
 if [[ "${1:-}" == "--reference" ]]; then
   packages+=(python3-torch python3-numpy)
