@@ -1,6 +1,8 @@
 // ParseJsonAnswer, ParseChatCompletion and ChatStreamAccumulator.
 #include "src/client/openai_stream.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 namespace k3::client {
@@ -32,7 +34,10 @@ std::string StringOr(const json& object, const char* key) {
 
 std::string Snippet(std::string_view text, size_t max_chars) {
   std::string out;
-  for (char c : text.substr(0, max_chars)) {
+  // Cut on a character boundary: never inside a UTF-8 sequence (continuation bytes are 10xxxxxx).
+  size_t cut = std::min(max_chars, text.size());
+  while (cut > 0 && cut < text.size() && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
+  for (char c : text.substr(0, cut)) {
     if (c == '\n') {
       out += "\\n";
     } else if (c == '\r') {

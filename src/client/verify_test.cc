@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "src/client/openai_stream.h"
 #include "src/client/testing/fake_openai.h"
 #include "src/client/verify_report.h"
 
@@ -205,6 +206,40 @@ TEST(VerifyReportTest, JsonAndJunit) {
   EXPECT_THAT(table, HasSubstr("FAIL  health"));
   EXPECT_THAT(table, HasSubstr("9 passed, 1 failed, 0 skipped"));
   EXPECT_FALSE(ParseReportFormat("xml").ok());
+}
+
+// Whether every byte sequence of `text` is UTF-8 (what an XML parser requires of the junit report).
+bool ValidUtf8(const std::string& text) {
+  for (size_t i = 0; i < text.size();) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    const size_t n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+    if (n == 0 || i + n > text.size()) return false;
+    for (size_t k = 1; k < n; ++k)
+      if ((static_cast<unsigned char>(text[i + k]) & 0xC0) != 0x80) return false;
+    i += n;
+  }
+  return true;
+}
+
+// Snippets of a model's answer are cut on character boundaries, and bytes that are not UTF-8 reach the
+// junit XML as U+FFFD (seen in tests/e2e: a snippet of tiny-k3's output cut inside a character).
+TEST(VerifyReportTest, SnippetsAndJunitStayUtf8) {
+  const std::string text = "ab\xC3\xA9\xE4\xB8\xAD";  // "abé中"
+  for (size_t max = 0; max <= text.size(); ++max) EXPECT_TRUE(ValidUtf8(Snippet(text, max))) << max;
+  EXPECT_EQ(Snippet(text, 3), "ab...");
+  EXPECT_EQ(Snippet(text, 4), "ab\xC3\xA9...");
+  VerifyReport report;
+  report.endpoint = "http://x";
+  CheckResult check;
+  check.id = "reasoning";
+  check.outcome = Outcome::kFail;
+  check.detail = "cut \xE4\xB8";
+  check.evidence = "bad \xFF\xC0\x80 <ok> \xC3\xA9";
+  report.checks.push_back(check);
+  const std::string junit = FormatVerifyReport(report, ReportFormat::kJunit);
+  EXPECT_TRUE(ValidUtf8(junit)) << junit;
+  EXPECT_THAT(junit, HasSubstr("cut \xEF\xBF\xBD\xEF\xBF\xBD"));
+  EXPECT_THAT(junit, HasSubstr("bad \xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD &lt;ok&gt; \xC3\xA9"));
 }
 
 }  // namespace
