@@ -193,7 +193,8 @@ void OpenAiService::AddRoutes(Router* router) {
   using TextEndpoint = std::optional<std::string> (*)(std::string_view, const api::ServerContext&, api::ApiError*);
   for (auto [path, fn] : {std::pair<const char*, TextEndpoint>{"/tokenize", &api::Tokenize},
                           std::pair<const char*, TextEndpoint>{"/detokenize", &api::Detokenize}}) {
-    router->Add("POST", path, [this, fn](std::shared_ptr<Exchange> ex) {
+    // fn = fn: clang 14 (scripts/test.sh's sanitizer build) cannot capture a structured binding.
+    router->Add("POST", path, [this, fn = fn](std::shared_ptr<Exchange> ex) {
       const Ready* ready = ready_.load(std::memory_order_acquire);
       if (ready == nullptr) return ex->Respond(NotReady());
       api::ApiError error;
