@@ -14,9 +14,6 @@ namespace {
 
 using nlohmann::json;
 
-constexpr const char* kIndexName = "model.safetensors.index.json";
-constexpr const char* kSingleName = "model.safetensors";
-
 // A shard name from the index must be a plain file name inside the checkpoint directory.
 bool IsPlainFileName(const std::string& name) {
   return !name.empty() && name != "." && name != ".." && name.find('/') == std::string::npos &&
@@ -71,8 +68,8 @@ Result<std::map<std::string, std::string>> ReadWeightMap(const std::string& inde
 Result<std::unique_ptr<Checkpoint>> Checkpoint::Open(const std::string& dir) {
   auto ckpt = std::unique_ptr<Checkpoint>(new Checkpoint());
   ckpt->dir_ = dir;
-  const std::string index_path = dir + "/" + kIndexName;
-  const std::string single_path = dir + "/" + kSingleName;
+  const std::string index_path = dir + "/" + kCheckpointIndexName;
+  const std::string single_path = dir + "/" + kCheckpointSingleName;
   std::error_code ec;
   if (std::filesystem::exists(index_path, ec)) {
     K3_ASSIGN_OR_RETURN(auto weight_map, ReadWeightMap(index_path));
@@ -107,7 +104,7 @@ Result<std::unique_ptr<Checkpoint>> Checkpoint::Open(const std::string& dir) {
     return NotFound(
         "{}: holds neither {} nor {}; fix: point at a Hugging Face checkpoint directory (or create one "
         "with `k3 gen-model`)",
-        dir, kIndexName, kSingleName);
+        dir, kCheckpointIndexName, kCheckpointSingleName);
   }
 
   for (const auto& shard : ckpt->shards_) {

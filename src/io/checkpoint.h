@@ -19,6 +19,10 @@
 
 namespace k3::io {
 
+// The two layouts' file names: one file, or the index naming the shards.
+inline constexpr const char* kCheckpointSingleName = "model.safetensors";
+inline constexpr const char* kCheckpointIndexName = "model.safetensors.index.json";
+
 class Checkpoint {
  public:
   static Result<std::unique_ptr<Checkpoint>> Open(const std::string& dir);

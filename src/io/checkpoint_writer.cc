@@ -10,8 +10,6 @@
 namespace k3::io {
 namespace {
 
-constexpr const char* kIndexName = "model.safetensors.index.json";
-
 std::string ShardName(size_t index, size_t count) {
   return fmt::format("model-{:05d}-of-{:05d}.safetensors", index + 1, count);
 }
@@ -43,7 +41,7 @@ Status ShardedCheckpointWriter::FlushShard() {
       return IoError("{}: cannot create directory: {}; fix: check the path and permissions", dir_,
                      ec.message());
     // A stale index (or single file) would make a half-written directory look like a whole checkpoint.
-    for (const char* stale : {kIndexName, "model.safetensors"}) {
+    for (const char* stale : {kCheckpointIndexName, kCheckpointSingleName}) {
       std::filesystem::remove(dir_ + "/" + stale, ec);
       if (ec) return IoError("{}/{}: cannot remove the old file: {}", dir_, stale, ec.message());
     }
@@ -75,7 +73,7 @@ Status ShardedCheckpointWriter::Finish() {
     for (const std::string& tensor : shard_names_[i]) weight_map[tensor] = name;
   }
   const nlohmann::json index = {{"metadata", {{"total_size", total_bytes_}}}, {"weight_map", weight_map}};
-  return WriteFileAtomic(dir_ + "/" + kIndexName, index.dump(2) + "\n");
+  return WriteFileAtomic(dir_ + "/" + kCheckpointIndexName, index.dump(2) + "\n");
 }
 
 }  // namespace k3::io

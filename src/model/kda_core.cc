@@ -4,15 +4,9 @@
 #include <algorithm>
 #include <cmath>
 
+#include "src/model/layer_util.h"
+
 namespace k3::model {
-namespace {
-
-float* Grow(std::vector<float>& buffer, size_t n) {
-  if (buffer.size() < n) buffer.resize(n);
-  return buffer.data();
-}
-
-}  // namespace
 
 void KdaRecurrent(const float* q, const float* k, const float* v, const float* g, const float* beta,
                   int64_t n, int64_t K, int64_t V, float* S, float* o) {
