@@ -6,6 +6,7 @@
 //   3. aggregate decode tokens/s at concurrency 1, 4 and 16, and the batching speed-up over 1
 //   4. time to first token of a long prompt without and with a prefix-cache hit
 //   serve_bench --k3 build/k3 [--model DIR] [--seconds 5] [--connections 16] [--trials 5]
+//               [--sse-tokens 512] [--decode-tokens 64]
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -157,12 +158,19 @@ int main(int argc, char** argv) {
   double seconds = 5;
   int connections = 16;
   int trials = 5;
+  int sse_tokens = 512;
+  int decode_tokens = 64;
   app.add_option("--k3", k3, "the k3 binary")->capture_default_str();
   app.add_option("--model", model, "checkpoint directory (default: the embedded tiny-k3)");
   app.add_option("--seconds", seconds, "duration of the /health load")->capture_default_str();
   app.add_option("--connections", connections, "keep-alive connections for /health")->capture_default_str();
   app.add_option("--trials", trials, "repetitions behind each median")->capture_default_str();
+  app.add_option("--sse-tokens", sse_tokens, "tokens of each SSE-overhead completion (mini-k3: e.g. 32)")
+      ->capture_default_str();
+  app.add_option("--decode-tokens", decode_tokens, "tokens of each decode-throughput completion")
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // each figure appears as soon as it is measured
 
   Server server;
   if (!StartServer(k3, model, &server)) return 1;
@@ -214,7 +222,7 @@ int main(int argc, char** argv) {
   {
     // Each trial runs the same greedy completion both ways back to back; the median of the paired
     // differences is the SSE cost (one event per token) and its spread shows the noise.
-    const int tokens = 512;
+    const int tokens = sse_tokens;
     std::vector<double> plain, streamed, diffs;
     auto conn = TestConnection::Connect(server.port);
     if (!conn.ok()) return 1;
@@ -235,7 +243,7 @@ int main(int argc, char** argv) {
 
   // 3. Decode throughput at concurrency 1, 4, 16.
   {
-    const int tokens = 64;
+    const int tokens = decode_tokens;
     double base = 0;
     for (int concurrency : {1, 4, 16}) {
       std::vector<double> rates;
