@@ -319,12 +319,14 @@ TEST(Engine, StopTokenIdsAndMinTokens) {
 }
 
 TEST(Engine, CancelAbortsAndFreesTheCache) {
-  auto engine = MakeEngine();
   Collector c;
   std::mutex mu;
   std::condition_variable cv;
   int events = 0;
   auto inner = c.Callback(0);
+  // Declared after what its callback uses, so it is destroyed (its thread stopped) first: the callback
+  // still locks `mu` after `inner` has woken c.Wait (ASan: stack-use-after-scope at the end of the test).
+  auto engine = MakeEngine();
   auto id = engine->Submit(MakeRequest(Prompt(5, 12), GreedyParams(2000)), [&](const Event& e) {
     inner(e);
     std::lock_guard<std::mutex> lock(mu);
