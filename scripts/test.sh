@@ -6,13 +6,25 @@
 # Prints "N passed, N failed" at the end; exits non-zero on any failure.
 #
 # CI budget: .ci/run runs this on 2 cores and must finish in 30 min (1800 s wall, about 3600 CPU s); aim
-# for 20 min so the HTTP server (Boost.Beast), the engine and the JSON-schema grammar fit. Compiling is
-# most of it, so each build compiles only what its phase uses:
+# for 25 min (about 3000 CPU s). The run of 2026-12-02 took 3176 s: release build + npm ci ~16 min, release
+# ctest ~1.5, g++ ASan Debug build ~14, ASan ctest ~2.5, clang fuzz build ~5, 7 fuzzers x 60 s one after
+# another ~8. Compiling is most of it, so each build compiles only what its phase uses:
 #   - the sanitizer build compiles Highway kernels for the baseline and AVX2 only (the release build's
 #     ops_test runs every target), see K3_HWY_DISABLED_TARGETS in src/kernels/CMakeLists.txt;
 #   - the fuzz build builds only the k3_fuzzers target (fuzzers and the libraries they link);
-#   - test helpers shared by several test binaries are compiled once (a *_testing library).
-# Measure a change in CPU seconds (user + sys), not wall time: the CI machine is shared.
+#   - the sanitizer build has -g1 debug info (line tables: sanitizer reports still name file:line), not -g:
+#     on three sample files 50.6 -> 33.7 CPU s (model_config_test.cc 26.1 -> 13.8);
+#   - test helpers shared by several test binaries are compiled once (a *_testing library);
+#   - the fuzzers run nproc at a time (each is one single-threaded process): 7 x 60 s take 4 min, not 8.
+# Tried and not adopted (2026-12-02): one clang-14 tree for the ASan unit tests and the fuzzers (K3_SANITIZE
+# + K3_FUZZ, -O0 -gline-tables-only). It compiles (~1,450 CPU s for both, against ~14 + ~5 min before, and
+# clang -O0 -gline-tables-only took 40.2 CPU s on four sample files where g++ -O0 -g took 59.5), but at -O0
+# fuzz_tokenizer's start-up (BPE training) passed libFuzzer's 30 s timeout and fuzz_chat_request managed
+# 7 runs in 13 s, and -O1 costs 55-70% more compile CPU than -O0. Unity builds: src/io, src/model and
+# src/kernels are ready for CMAKE_UNITY_BUILD (a -fsyntax-only pass); the other folders are not checked.
+# Measure a change in CPU seconds (user + sys), not wall time: the CI machine is shared. A compiler launcher
+# that logs each compile's CPU (`/usr/bin/time -a -o LOG -f "%U %S $out" "$@"` as CMAKE_CXX_COMPILER_LAUNCHER)
+# finds the slow translation units.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh || exit 1
@@ -42,21 +54,56 @@ if command -v npm >/dev/null; then  # pinned test-only npm packages (tiktoken di
 fi
 step "tests (release)" ctest_dir build
 step "build (asan+ubsan)" scripts/build.sh build-asan -DCMAKE_BUILD_TYPE=Debug -DK3_SANITIZE=ON -DK3_BUILD_BENCH=OFF \
-  -DK3_HWY_DISABLED_TARGETS=HWY_SSSE3+HWY_SSE4+HWY_AVX3
+  -DK3_HWY_DISABLED_TARGETS=HWY_SSSE3+HWY_SSE4+HWY_AVX3 -DCMAKE_CXX_FLAGS_DEBUG=-g1
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
   step "tests (asan+ubsan)" ctest_dir build-asan
+fuzz=0
 if [[ -f fuzz/CMakeLists.txt ]] && command -v clang++-14 >/dev/null; then
+  fuzz=1
   K3_TARGETS=k3_fuzzers step "build (fuzz)" scripts/build.sh build-fuzz -DCMAKE_CXX_COMPILER=clang++-14 -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DK3_FUZZ=ON -DK3_BUILD_TESTS=OFF -DK3_BUILD_BENCH=OFF
-  for f in build-fuzz/fuzz/fuzz_*; do
-    [[ -x $f ]] || continue
-    corpus=fuzz/corpus/$(basename "$f")
-    mkdir -p "build-fuzz/corpus-$(basename "$f")"
-    # The outer timeout stops a fuzzer that hangs while reporting (seen once: stuck after an OOM report);
-    # -timeout=30 makes one slow input a finding with an artifact instead (libFuzzer's default is 1200 s).
-    step "fuzz $(basename "$f")" timeout --kill-after=10 $((${K3_FUZZ_SECONDS:-60} + 120)) \
-      "$f" -max_total_time="${K3_FUZZ_SECONDS:-60}" -rss_limit_mb=4096 -timeout=30 \
-      "build-fuzz/corpus-$(basename "$f")" $( [[ -d $corpus ]] && echo "$corpus" )
+fi
+
+# fuzz_one NAME SECONDS: runs build-fuzz/fuzz/NAME, seeded from fuzz/corpus/NAME/ (new inputs go to
+# build-fuzz/corpus-NAME), output in build-fuzz/fuzz-NAME.log.
+fuzz_one() {
+  local name=$1 seconds=$2 corpus=fuzz/corpus/$1
+  mkdir -p "build-fuzz/corpus-$name"
+  # The outer timeout stops a fuzzer that hangs while reporting (seen once: stuck after an OOM report);
+  # -timeout=30 makes one slow input a finding with an artifact instead (libFuzzer's default is 1200 s).
+  timeout --kill-after=10 $((seconds + 120)) "build-fuzz/fuzz/$name" -max_total_time="$seconds" \
+    -rss_limit_mb=4096 -timeout=30 -artifact_prefix="build-fuzz/fuzz-$name-" "build-fuzz/corpus-$name" \
+    $([[ -d $corpus ]] && echo "$corpus") >"build-fuzz/fuzz-$name.log" 2>&1
+}
+
+# Every fuzzer for K3_FUZZ_SECONDS (default 60) each, nproc at a time (each is single-threaded), longest
+# first; fuzz_safetensors_header always gets at least 60 s. Each fuzzer counts as one step.
+if ((fuzz)); then
+  names=()
+  for f in build-fuzz/fuzz/fuzz_safetensors_header build-fuzz/fuzz/fuzz_*; do
+    [[ -x $f && " ${names[*]} " != *" $(basename "$f") "* ]] && names+=("$(basename "$f")")
+  done
+  declare -A pid_of=()
+  for name in "${names[@]}"; do
+    while (($(jobs -rp | wc -l) >= $(nproc))); do wait -n; done
+    seconds=${K3_FUZZ_SECONDS:-60}
+    [[ $name == fuzz_safetensors_header ]] && ((seconds < 60)) && seconds=60
+    echo "=== fuzz $name (${seconds} s, started)"
+    fuzz_one "$name" "$seconds" &
+    pid_of[$name]=$!
+  done
+  for name in "${names[@]}"; do
+    wait "${pid_of[$name]}"
+    rc=$?
+    echo "=== fuzz $name"
+    if ((rc == 0)); then
+      grep -E '^(#[0-9]+ +DONE|Done [0-9]+ runs)' "build-fuzz/fuzz-$name.log" | tail -n 2
+      passed=$((passed + 1))
+    else
+      tail -n 80 "build-fuzz/fuzz-$name.log"
+      echo "FAILED: fuzz $name (exit $rc, whole log in build-fuzz/fuzz-$name.log)"
+      failed=$((failed + 1))
+    fi
   done
 fi
 
