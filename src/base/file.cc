@@ -7,11 +7,48 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 
 namespace k3 {
+namespace {
+
+constexpr size_t kHugePageBytes = size_t{2} << 20;
+
+// Maps `size` bytes of fd read-only at a 2 MiB-aligned address, so that the kernel can map 2 MiB page-cache
+// folios with one page-table entry each, and asks for huge pages (MADV_HUGEPAGE: page-cache misses are
+// then read ahead in 2 MiB folios). Measured on a VM with shadow page tables: the first touch of a
+// 0.54 GB shard mapped with 4 KiB entries took 0.28 s, with 2 MiB entries 0.007 s. Returns MAP_FAILED
+// with errno set on failure.
+void* MapAligned(int fd, size_t size) {
+  const size_t reserved = size + kHugePageBytes;
+  void* reservation =
+      ::mmap(nullptr, reserved, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (reservation == MAP_FAILED) return ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
+  const uintptr_t start = reinterpret_cast<uintptr_t>(reservation);
+  const uintptr_t aligned = (start + kHugePageBytes - 1) & ~(uintptr_t{kHugePageBytes} - 1);
+  void* p = ::mmap(reinterpret_cast<void*>(aligned), size, PROT_READ, MAP_SHARED | MAP_FIXED, fd, 0);
+  if (p == MAP_FAILED) {
+    const int err = errno;
+    ::munmap(reservation, reserved);
+    errno = err;
+    return MAP_FAILED;
+  }
+  // Give back the reservation around the mapping (whole pages only: the mapping's last page is kept).
+  const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  const uintptr_t mapped_end = aligned + ((size + page - 1) / page) * page;
+  if (aligned > start) ::munmap(reservation, aligned - start);
+  if (start + reserved > mapped_end)
+    ::munmap(reinterpret_cast<void*>(mapped_end), start + reserved - mapped_end);
+#ifdef MADV_HUGEPAGE
+  ::madvise(p, size, MADV_HUGEPAGE);  // advice only: kernels without file THP ignore or refuse it
+#endif
+  return p;
+}
+
+}  // namespace
 
 Result<std::unique_ptr<MappedFile>> MappedFile::Open(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -32,7 +69,7 @@ Result<std::unique_ptr<MappedFile>> MappedFile::Open(const std::string& path) {
   size_t size = static_cast<size_t>(st.st_size);
   const uint8_t* data = nullptr;
   if (size > 0) {
-    void* p = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
+    void* p = MapAligned(fd, size);
     if (p == MAP_FAILED) {
       int err = errno;
       ::close(fd);
