@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -26,10 +27,23 @@ AtomicFile::~AtomicFile() {
 
 Status AtomicFile::Write(const void* data, size_t size) {
   if (fd_ < 0) return Internal("{}: write after Commit", tmp_path_);
+  if (buffer_ == nullptr) buffer_ = std::make_unique<uint8_t[]>(kBlockBytes);
   const auto* bytes = static_cast<const uint8_t*>(data);
+  while (size > 0) {
+    const size_t n = std::min(size, kBlockBytes - buffered_);
+    std::memcpy(buffer_.get() + buffered_, bytes, n);
+    buffered_ += n;
+    bytes += n;
+    size -= n;
+    if (buffered_ == kBlockBytes) K3_RETURN_IF_ERROR(Flush());
+  }
+  return OkStatus();
+}
+
+Status AtomicFile::Flush() {
   size_t done = 0;
-  while (done < size) {
-    const ssize_t n = ::write(fd_, bytes + done, size - done);
+  while (done < buffered_) {
+    const ssize_t n = ::write(fd_, buffer_.get() + done, buffered_ - done);
     if (n < 0) {
       if (errno == EINTR) continue;
       return IoError("{}: write failed: {}; fix: free disk space or check permissions", tmp_path_,
@@ -37,11 +51,14 @@ Status AtomicFile::Write(const void* data, size_t size) {
     }
     done += static_cast<size_t>(n);
   }
+  buffered_ = 0;
   return OkStatus();
 }
 
 Status AtomicFile::Commit() {
   if (fd_ < 0) return Internal("{}: Commit called twice", tmp_path_);
+  K3_RETURN_IF_ERROR(Flush());
+  buffer_.reset();
   const int fd = fd_;
   fd_ = -1;
   if (::close(fd) != 0) return IoError("{}: close failed: {}", tmp_path_, std::strerror(errno));
