@@ -7,6 +7,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <span>
 #include <string>
@@ -66,13 +67,36 @@ struct RequestResult {
   bool done = false;
 };
 
-// Collects events of many requests; Wait blocks until every submitted request is done.
+// Collects events of many requests; Wait blocks until every submitted request is done. The callbacks
+// share the collected state, so an engine that outlives its Collector (a test that failed early or
+// timed out) still delivers its last events into valid memory.
 class Collector {
  public:
   EventCallback Callback(int key) {
-    return [this, key](const Event& e) {
-      std::lock_guard<std::mutex> lock(mu_);
-      RequestResult& r = results_[key];
+    return [state = state_, key](const Event& e) { state->Add(key, e); };
+  }
+  void Wait(size_t count) {
+    std::unique_lock<std::mutex> lock(state_->mu);
+    ASSERT_TRUE(state_->cv.wait_for(lock, std::chrono::seconds(120), [&] {
+      size_t done = 0;
+      for (auto& [k, r] : state_->results) done += r.done;
+      return done == count;
+    }));
+  }
+  RequestResult Get(int key) {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    return state_->results[key];
+  }
+
+ private:
+  struct State {
+    std::mutex mu;
+    std::condition_variable cv;
+    std::map<int, RequestResult> results;
+
+    void Add(int key, const Event& e) {
+      std::lock_guard<std::mutex> lock(mu);
+      RequestResult& r = results[key];
       ChoiceResult& c = r.choices[e.choice];
       c.tokens.insert(c.tokens.end(), e.tokens.begin(), e.tokens.end());
       c.text += e.text;
@@ -85,27 +109,11 @@ class Collector {
       if (e.request_done) {
         r.done = true;
         r.usage = e.usage;
-        cv_.notify_all();
+        cv.notify_all();
       }
-    };
-  }
-  void Wait(size_t count) {
-    std::unique_lock<std::mutex> lock(mu_);
-    ASSERT_TRUE(cv_.wait_for(lock, std::chrono::seconds(120), [&] {
-      size_t done = 0;
-      for (auto& [k, r] : results_) done += r.done;
-      return done == count;
-    }));
-  }
-  RequestResult Get(int key) {
-    std::lock_guard<std::mutex> lock(mu_);
-    return results_[key];
-  }
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::map<int, RequestResult> results_;
+    }
+  };
+  std::shared_ptr<State> state_ = std::make_shared<State>();
 };
 
 std::vector<int32_t> Prompt(int seed, int len) {
