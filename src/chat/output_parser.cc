@@ -1,7 +1,9 @@
 // Output parsing over the tolerant marker scan.
 #include "src/chat/output_parser.h"
 
+#include <algorithm>
 #include <charconv>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -48,6 +50,16 @@ class Parser {
  private:
   const std::vector<XtmlMarker>& Markers() const { return scan_.markers; }
 
+  // True if `text` ends in a non-empty proper prefix of "<|sep|>" or "<|end_of_msg|>".
+  static bool EndsInMarkerPrefix(const std::string& text) {
+    for (std::string_view marker : {std::string_view("<|sep|>"), std::string_view("<|end_of_msg|>")}) {
+      for (size_t n = std::min(text.size(), marker.size() - 1); n > 0; --n) {
+        if (std::string_view(text).substr(text.size() - n) == marker.substr(0, n)) return true;
+      }
+    }
+    return false;
+  }
+
   static bool EndsReasoning(const XtmlMarker& marker) {
     return marker.Is(Kind::kClose, "think") || marker.Is(Kind::kOpen, "response") ||
            marker.Is(Kind::kOpen, "tools") || marker.Is(Kind::kClose, "message") || marker.kind == Kind::kEnd;
@@ -58,6 +70,11 @@ class Parser {
   }
 
   // Text in [begin, end) without the markers inside it.
+  // The text of [begin, end) without the markers inside it. Where the text before a dropped marker ends
+  // in the beginning of "<|sep|>" or "<|end_of_msg|>" ("...<|end_of_msg|" <|sep|> ">"), a space takes
+  // the marker's place, so that joining the pieces never forms a marker that would reach the user (found
+  // by fuzz_output_parser). The space depends only on text before the marker, so partial parses stay
+  // prefixes of later ones.
   std::string TextBetween(size_t begin, size_t end) const {
     std::string out;
     size_t pos = begin;
@@ -65,6 +82,7 @@ class Parser {
       if (marker.end <= pos) continue;
       if (marker.begin >= end) break;
       if (marker.begin > pos) out.append(text_.substr(pos, marker.begin - pos));
+      if (EndsInMarkerPrefix(out)) out.push_back(' ');
       pos = marker.end;
     }
     if (pos < end) out.append(text_.substr(pos, end - pos));

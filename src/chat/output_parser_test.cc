@@ -159,6 +159,15 @@ TEST(OutputParserTest, Anchor13NoRawMarkers) {
   EXPECT_EQ(ParseOutput("a <|open|>! b < c [E", NoThinking()).content, "a <|open|>! b < c [E");
 }
 
+// A dropped stray marker must not join the text around it into a marker (fuzz_output_parser found
+// "<|end_of_msg|<|sep|>>"): a space takes its place there, in partial mode too.
+TEST(OutputParserTest, DroppedMarkersNeverJoinIntoAMarker) {
+  EXPECT_EQ(ParseOutput("a<|end_of_msg|<|sep|>>b", NoThinking()).content, "a<|end_of_msg| >b");
+  EXPECT_EQ(ParseOutput("a<|se<|sep|>p|>b", NoThinking()).content, "a<|se p|>b");
+  EXPECT_EQ(ParseOutput("a<|end_of_msg|<|sep|>", NoThinking(), true).content, "a<|end_of_msg| ");
+  EXPECT_EQ(ParseOutput("x<|sep|>y", NoThinking()).content, "xy");  // no prefix before it: just dropped
+}
+
 TEST(OutputParserTest, PartialModeHoldsBackPossibleMarkers) {
   EXPECT_EQ(ParseOutput("Reason<|clo", Thinking(), true).reasoning, "Reason");
   EXPECT_EQ(ParseOutput("Reason<|close|> thi", Thinking(), true).reasoning, "Reason");
