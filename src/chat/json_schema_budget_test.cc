@@ -11,22 +11,16 @@
 
 #include <nlohmann/json.hpp>
 
+#include "src/chat/constraint_testing.h"
 #include "src/chat/json_schema_grammar.h"
 #include "src/chat/output_parser.h"
-#include "src/tokenizer/bpe_trainer.h"
 
 namespace k3::chat {
 namespace {
 
 using nlohmann::json;
+using testing::TinyK3;
 using tokenizer::Tokenizer;
-
-// The embedded tiny-k3 model's tokenizer (768 ranks + 256 specials).
-const Tokenizer& TinyK3() {
-  static const Tokenizer tokenizer =
-      *Tokenizer::CreateK3(tokenizer::TrainByteLevelBpe(tokenizer::EmbeddedCorpus(), 1024 - 256));
-  return tokenizer;
-}
 
 ConstraintOptions Options(bool reasoning, int64_t max_tokens) {
   ConstraintOptions options;
@@ -37,14 +31,7 @@ ConstraintOptions Options(bool reasoning, int64_t max_tokens) {
 }
 
 std::vector<int32_t> Allowed(TokenConstraint& constraint) {
-  const size_t vocab = TinyK3().vocab_size();
-  std::vector<uint64_t> mask((vocab + 63) / 64, ~uint64_t{0});
-  constraint.FillAllowed(mask);
-  std::vector<int32_t> ids;
-  for (size_t id = 0; id < vocab; ++id) {
-    if ((mask[id / 64] >> (id % 64)) & 1) ids.push_back(static_cast<int32_t>(id));
-  }
-  return ids;
+  return testing::Allowed(constraint, TinyK3().vocab_size());
 }
 
 enum class Policy { kUniform, kNeverStop };

@@ -17,6 +17,7 @@
 #include <valijson/validation_results.hpp>
 #include <valijson/validator.hpp>
 
+#include "src/chat/constraint_testing.h"
 #include "src/chat/output_parser.h"
 #include "src/tokenizer/bpe_trainer.h"
 
@@ -24,14 +25,9 @@ namespace k3::chat {
 namespace {
 
 using nlohmann::json;
+using testing::Allowed;
+using testing::TinyK3;
 using tokenizer::Tokenizer;
-
-// The embedded tiny-k3 model's tokenizer (768 ranks + 256 specials, apps/k3/embedded_model.cc).
-const Tokenizer& TinyK3() {
-  static const Tokenizer tokenizer =
-      *Tokenizer::CreateK3(tokenizer::TrainByteLevelBpe(tokenizer::EmbeddedCorpus(), 1024 - 256));
-  return tokenizer;
-}
 
 ConstraintOptions Options(const Tokenizer& tok, bool reasoning) {
   ConstraintOptions options;
@@ -54,16 +50,6 @@ std::string Validate(const json& schema, const json& value) {
   valijson::ValidationResults::Error error;
   while (results.popError(error)) why += error.description + "; ";
   return why.empty() ? "invalid" : why;
-}
-
-std::vector<int32_t> Allowed(TokenConstraint& constraint, size_t vocab) {
-  std::vector<uint64_t> mask((vocab + 63) / 64, ~uint64_t{0});
-  constraint.FillAllowed(mask);
-  std::vector<int32_t> ids;
-  for (size_t id = 0; id < vocab; ++id) {
-    if ((mask[id / 64] >> (id % 64)) & 1) ids.push_back(static_cast<int32_t>(id));
-  }
-  return ids;
 }
 
 // Samples uniformly from the mask; after `budget` steps only among tokens that tend to close things
