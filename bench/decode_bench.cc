@@ -47,17 +47,26 @@ std::string LoadAverage() {
   return std::getline(in, line) ? line : "?";
 }
 
+// The checkpoint's shards: every *.safetensors file in dir.
+std::vector<std::filesystem::path> ShardPaths(const std::string& dir) {
+  std::vector<std::filesystem::path> paths;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    if (entry.path().extension() == ".safetensors") paths.push_back(entry.path());
+  }
+  return paths;
+}
+
 // Bytes of every *.safetensors file in dir, read 1 + `passes` times (the first pass warms the page
 // cache); returns the seconds of each timed pass.
 std::vector<double> WarmReadSeconds(const std::string& dir, int passes, uint64_t* bytes) {
   std::vector<char> buffer(8 << 20);
   std::vector<double> seconds;
+  const std::vector<std::filesystem::path> shards = ShardPaths(dir);
   for (int pass = 0; pass <= passes; ++pass) {
     *bytes = 0;
     const auto start = Clock::now();
-    for (const auto& entry : std::filesystem::directory_iterator(dir)) {
-      if (entry.path().extension() != ".safetensors") continue;
-      std::ifstream in(entry.path(), std::ios::binary);
+    for (const std::filesystem::path& shard : shards) {
+      std::ifstream in(shard, std::ios::binary);
       while (in.read(buffer.data(), static_cast<std::streamsize>(buffer.size())) || in.gcount() > 0) {
         *bytes += static_cast<uint64_t>(in.gcount());
       }
@@ -73,11 +82,11 @@ std::vector<double> WarmReadSeconds(const std::string& dir, int passes, uint64_t
 // The pages are touched by the pool's threads, 16 MiB at a time, as the model's kernels would.
 double FreshMappingTouchSeconds(const std::string& dir, k3::ThreadPool* pool) {
   constexpr size_t kSlice = size_t{16} << 20;
+  const std::vector<std::filesystem::path> shards = ShardPaths(dir);
   const auto start = Clock::now();
   std::vector<uint64_t> sums(pool->num_threads(), 0);
-  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
-    if (entry.path().extension() != ".safetensors") continue;
-    auto mapped = k3::MappedFile::Open(entry.path().string());
+  for (const std::filesystem::path& shard : shards) {
+    auto mapped = k3::MappedFile::Open(shard.string());
     if (!mapped.ok()) continue;
     const uint8_t* data = (*mapped)->data();
     const size_t size = (*mapped)->size();
