@@ -4,7 +4,8 @@
 // matmul FLOP/s of a large cache-friendly MatMulBf16 (what bounds prefill).
 //
 // Weights are allocated in enough copies to exceed the last-level cache several times over and the
-// calls cycle through them, so every call streams its weights from memory as in a real forward pass.
+// calls cycle through them, so every call streams its weights from memory as in a real forward pass;
+// they sit on 2 MiB pages, as the model's mapped weights do (src/base/huge_pages.h).
 // Each figure is the median over repetitions. Two tables: wall-clock, and CPU-time per thread (the
 // estimate for a loaded machine, see machine_limits.h); each is a ratio against limits measured with the
 // same clock. Usage: kernels_bench [threads] (default: all cores).
@@ -17,6 +18,7 @@
 
 #include "bench/machine_limits.h"
 #include "src/base/bf16.h"
+#include "src/base/huge_pages.h"
 #include "src/base/thread_pool.h"
 #include "src/kernels/ops.h"
 
@@ -53,8 +55,9 @@ size_t CallsFor(size_t M) { return M <= 16 ? 60 : (M <= 64 ? 20 : 5); }
 Row RunBf16(size_t M, ThreadPool& pool, size_t K = 7168, size_t N = 2048) {
   const size_t weight_bytes = N * K * sizeof(bf16);
   const size_t copies = kStreamBytes / weight_bytes + 1;
-  std::vector<bf16> w(copies * N * K);
-  for (size_t i = 0; i < w.size(); ++i)
+  HugePageBuffer weights(copies * N * K * sizeof(bf16));
+  bf16* w = weights.as<bf16>();
+  for (size_t i = 0; i < copies * N * K; ++i)
     w[i].bits = static_cast<uint16_t>(0x3C00 + (i * 2654435761u >> 20) % 512);
   std::mt19937 rng(2);
   std::vector<float> x(M * K);
@@ -63,8 +66,7 @@ Row RunBf16(size_t M, ThreadPool& pool, size_t K = 7168, size_t N = 2048) {
   Row row{"bf16", M, K, N, weight_bytes, {}};
   TimeCalls(
       copies, CallsFor(M), pool.num_threads(),
-      [&](size_t c) { kernels::MatMulBf16(x.data(), M, K, w.data() + c * N * K, N, y.data(), &pool); },
-      row.seconds);
+      [&](size_t c) { kernels::MatMulBf16(x.data(), M, K, w + c * N * K, N, y.data(), &pool); }, row.seconds);
   return row;
 }
 
@@ -73,9 +75,11 @@ Row RunMxfp4(size_t M, ThreadPool& pool, size_t K = 3584, size_t N = 3072) {
   const size_t packed_bytes = N * K / 2, scale_bytes = N * K / 32;
   const size_t weight_bytes = packed_bytes + scale_bytes;
   const size_t copies = kStreamBytes / weight_bytes + 1;
-  std::vector<uint8_t> packed(copies * packed_bytes), scales(copies * scale_bytes);
-  for (size_t i = 0; i < packed.size(); ++i) packed[i] = static_cast<uint8_t>(i * 2654435761u >> 13);
-  for (size_t i = 0; i < scales.size(); ++i) scales[i] = static_cast<uint8_t>(118 + i % 9);
+  HugePageBuffer packed_buffer(copies * packed_bytes), scales_buffer(copies * scale_bytes);
+  uint8_t* packed = packed_buffer.data();
+  uint8_t* scales = scales_buffer.data();
+  for (size_t i = 0; i < copies * packed_bytes; ++i) packed[i] = static_cast<uint8_t>(i * 2654435761u >> 13);
+  for (size_t i = 0; i < copies * scale_bytes; ++i) scales[i] = static_cast<uint8_t>(118 + i % 9);
   std::mt19937 rng(3);
   std::vector<float> x(M * K);
   for (float& v : x) v = RoundBf16(std::uniform_real_distribution<float>(-1, 1)(rng));
@@ -84,8 +88,8 @@ Row RunMxfp4(size_t M, ThreadPool& pool, size_t K = 3584, size_t N = 3072) {
   TimeCalls(
       copies, CallsFor(M), pool.num_threads(),
       [&](size_t c) {
-        kernels::MatMulMxfp4(x.data(), M, K, packed.data() + c * packed_bytes,
-                             scales.data() + c * scale_bytes, N, y.data(), &pool);
+        kernels::MatMulMxfp4(x.data(), M, K, packed + c * packed_bytes, scales + c * scale_bytes, N, y.data(),
+                             &pool);
       },
       row.seconds);
   return row;

@@ -1,7 +1,6 @@
 // Machine limits for benchmarks (machine_limits.h).
 #include "bench/machine_limits.h"
 
-#include <sys/mman.h>
 #include <time.h>
 
 #include <algorithm>
@@ -12,6 +11,7 @@
 #include <vector>
 
 #include "src/base/bf16.h"
+#include "src/base/huge_pages.h"
 #include "src/base/thread_pool.h"
 #include "src/kernels/ops.h"
 
@@ -37,48 +37,13 @@ double Median(std::vector<double> samples) {
   return samples.size() % 2 == 1 ? samples[mid] : 0.5 * (samples[mid - 1] + samples[mid]);
 }
 
-namespace {
-
-// A buffer of `floats` floats on 2 MiB pages where the kernel allows (2 MiB-aligned, MADV_HUGEPAGE):
-// the model's weights are mapped that way (src/base/file.cc), and on a VM with shadow page tables a
-// buffer on 4 KiB pages measured anywhere from 6.5 to 36 GB/s from one pass to the next.
-class HugePageFloats {
- public:
-  explicit HugePageFloats(size_t floats) : bytes_(floats * sizeof(float) + kAlign) {
-    void* p = ::mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) {
-      fallback_.resize(floats);
-      data_ = fallback_.data();
-      return;
-    }
-    base_ = p;
-    const uintptr_t aligned = (reinterpret_cast<uintptr_t>(p) + kAlign - 1) & ~(uintptr_t{kAlign} - 1);
-    data_ = reinterpret_cast<float*>(aligned);
-#ifdef MADV_HUGEPAGE
-    ::madvise(data_, floats * sizeof(float), MADV_HUGEPAGE);
-#endif
-  }
-  ~HugePageFloats() {
-    if (base_ != nullptr) ::munmap(base_, bytes_);
-  }
-  HugePageFloats(const HugePageFloats&) = delete;
-  HugePageFloats& operator=(const HugePageFloats&) = delete;
-  float* data() { return data_; }
-
- private:
-  static constexpr size_t kAlign = size_t{2} << 20;
-  size_t bytes_;
-  void* base_ = nullptr;
-  float* data_ = nullptr;
-  std::vector<float> fallback_;
-};
-
-}  // namespace
-
 double MeasureMemoryReadBandwidth(size_t bytes, size_t threads, int repetitions, Clock clock) {
   const size_t num_floats = bytes / sizeof(float);
-  HugePageFloats buffer(num_floats);
-  std::fill(buffer.data(), buffer.data() + num_floats, 1.0f);  // written once so every page is backed
+  // On 2 MiB pages, as the model's weights are (src/base/file.cc): on a VM with shadow page tables a buffer
+  // on 4 KiB pages measured anywhere from 6.5 to 36 GB/s from one pass to the next.
+  HugePageBuffer buffer(num_floats * sizeof(float));
+  float* floats = buffer.as<float>();
+  std::fill(floats, floats + num_floats, 1.0f);  // written once so every page is backed
   ThreadPool pool(threads);
   // Several slices per thread so a thread slowed by another process does not hold up the pass.
   const size_t num_slices = 8 * pool.num_threads();
@@ -91,7 +56,7 @@ double MeasureMemoryReadBandwidth(size_t bytes, size_t threads, int repetitions,
       const size_t begin = std::min(num_floats, s * slice);
       const size_t end = std::min(num_floats, begin + slice);
       // Dot of a slice with itself: one stream of loads (the second operand hits L1), SIMD-dispatched.
-      sums[s] = kernels::Dot(buffer.data() + begin, buffer.data() + begin, end - begin);
+      sums[s] = kernels::Dot(floats + begin, floats + begin, end - begin);
     });
     const double seconds = Elapsed(clock, start, Now(clock), pool.num_threads());
     gbps.push_back(static_cast<double>(num_floats * sizeof(float)) / seconds / 1e9);

@@ -3,12 +3,15 @@
 
 #include <atomic>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "src/base/bf16.h"
 #include "src/base/file.h"
+#include "src/base/huge_pages.h"
 #include "src/base/status.h"
 #include "src/base/thread_pool.h"
 
@@ -85,6 +88,26 @@ TEST(File, WriteReadMap) {
   EXPECT_EQ((*mapped)->size(), 5u);
   EXPECT_EQ(std::string(reinterpret_cast<const char*>((*mapped)->data()), 5), "hello");
   EXPECT_EQ(MappedFile::Open(path + ".missing").status().code(), StatusCode::kNotFound);
+}
+
+TEST(HugePageBuffer, AlignedZeroedAndMovable) {
+  HugePageBuffer buffer(3 * kHugePageBytes + 123);
+  ASSERT_NE(buffer.data(), nullptr);
+  EXPECT_EQ(buffer.size(), 3 * kHugePageBytes + 123);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(buffer.data()) % kHugePageBytes, 0u);
+  size_t nonzero = 0;
+  for (size_t i = 0; i < buffer.size(); ++i) nonzero += buffer.data()[i] != 0;
+  EXPECT_EQ(nonzero, 0u);
+  buffer.data()[buffer.size() - 1] = 7;  // the last byte is writable
+  HugePageBuffer moved(std::move(buffer));
+  EXPECT_EQ(buffer.data(), nullptr);
+  EXPECT_EQ(moved.as<uint8_t>()[moved.size() - 1], 7);
+  HugePageBuffer assigned;
+  assigned = std::move(moved);
+  EXPECT_EQ(assigned.size(), 3 * kHugePageBytes + 123);
+  EXPECT_EQ(HugePageBuffer(0).data(), nullptr);
+  EXPECT_EQ(HugePageAlign(1), kHugePageBytes);
+  EXPECT_EQ(HugePageAlign(kHugePageBytes), kHugePageBytes);
 }
 
 }  // namespace

@@ -12,10 +12,10 @@
 #include <cstring>
 #include <filesystem>
 
+#include "src/base/huge_pages.h"
+
 namespace k3 {
 namespace {
-
-constexpr size_t kHugePageBytes = size_t{2} << 20;
 
 // Maps `size` bytes of fd read-only at a 2 MiB-aligned address, so that the kernel can map 2 MiB page-cache
 // folios with one page-table entry each, and asks for huge pages (MADV_HUGEPAGE: page-cache misses are
@@ -28,7 +28,7 @@ void* MapAligned(int fd, size_t size) {
       ::mmap(nullptr, reserved, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (reservation == MAP_FAILED) return ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
   const uintptr_t start = reinterpret_cast<uintptr_t>(reservation);
-  const uintptr_t aligned = (start + kHugePageBytes - 1) & ~(uintptr_t{kHugePageBytes} - 1);
+  const uintptr_t aligned = HugePageAlign(start);
   void* p = ::mmap(reinterpret_cast<void*>(aligned), size, PROT_READ, MAP_SHARED | MAP_FIXED, fd, 0);
   if (p == MAP_FAILED) {
     const int err = errno;
