@@ -1,7 +1,9 @@
 // Highway bodies of the matmul kernels (MatMulBf16, MatMulF32, MatMulMxfp4 of ops.h), compiled once per
 // SIMD target by matmul.cc through hwy/foreach_target.h. Model code never includes this file.
 //
-// Shape: y[M, N] = x[M, K] @ W[N, K]^T. Work is split over blocks of output rows n (one pool task each);
+// Shape: y[M, N] = x[M, K] @ W[N, K]^T. Every call is a group of such jobs (MatMulGroup; the single
+// MatMul* calls are groups of one) run under one fork-join. Work is split over blocks of output rows n of
+// every job (one pool task each);
 // inside a task a register tile of up to kMaxTileM x rows by kTileN = 4 weight rows keeps
 // kMaxTileM * 4 vector accumulators, so each weight chunk is decoded once and used for every x row of
 // the tile. Decode (M <= kUnblockedMaxM) streams each weight row once over the full K. For larger M
@@ -35,6 +37,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
+#include <vector>
 
 #include "hwy/highway.h"
 #include "src/base/bf16.h"
@@ -81,6 +85,23 @@ void MatMulMxfp4Impl(const float* x, size_t M, size_t K, const uint8_t* packed, 
   ScalarMatMul(M, N, pool, [&](size_t m, size_t n) {
     scalar::MatMulMxfp4(x + m * K, 1, K, packed + n * (K / 2), scales + n * (K / 32), 1, y + m * N + n);
   });
+}
+
+void MatMulGroupImpl(const MatMulJob* jobs, size_t num_jobs, ThreadPool* pool) {
+  for (size_t j = 0; j < num_jobs; ++j) {
+    const MatMulJob& job = jobs[j];
+    switch (job.kind) {
+      case WeightKind::kBf16:
+        MatMulBf16Impl(job.x, job.M, job.K, job.bf16_weights, job.N, job.y, pool);
+        break;
+      case WeightKind::kF32:
+        MatMulF32Impl(job.x, job.M, job.K, job.f32_weights, job.N, job.y, pool);
+        break;
+      case WeightKind::kMxfp4:
+        MatMulMxfp4Impl(job.x, job.M, job.K, job.packed, job.scales, job.N, job.y, pool);
+        break;
+    }
+  }
 }
 
 #else  // SIMD targets
@@ -538,56 +559,139 @@ inline size_t RowsPerTask(size_t M, size_t N, size_t weight_row_bytes) {
   return std::clamp<size_t>(rows, kTileN, max_rows);
 }
 
-template <class Weights>
-void MatMulThreaded(const Weights& w, size_t weight_row_bytes, const float* x, size_t M, size_t K, size_t N,
-                    float* y, ThreadPool* pool) {
-  if (M == 0 || N == 0) return;
-  const size_t chunk = Weights::kVectorsPerChunk * hn::Lanes(DMatMul());
-  const size_t num_chunks = (K + chunk - 1) / chunk;
-  const size_t row_stride = num_chunks * chunk;
-  float* xs = ThreadScratch(ScratchSlot::kMatMulInput, M * row_stride);
-  LayOutInput<Weights>(x, M, K, num_chunks, xs);
-
-  const size_t rows_per_task = RowsPerTask(M, N, weight_row_bytes);
-  const size_t num_tasks = (N + rows_per_task - 1) / rows_per_task;
-  auto run_task = [&](size_t task) {
-    const size_t n_begin = task * rows_per_task;
-    MatMulRowBlock(w, xs, M, row_stride, num_chunks, y, N, n_begin, std::min(N, n_begin + rows_per_task));
-  };
-  if (pool == nullptr || pool->num_threads() == 1 || num_tasks == 1) {
-    for (size_t task = 0; task < num_tasks; ++task) run_task(task);
-  } else {
-    pool->ParallelFor(num_tasks, [&](size_t task, size_t /*worker*/) { run_task(task); });
-  }
-}
-
-// ---- per-target entry points (exported by matmul.cc) ---------------------------------------------
+// ---- grouped drivers: every job of a MatMulGroup under one fork-join ------------------------------
 
 template <class Weights>
 size_t FullChunks(size_t K) {
   return K / (Weights::kVectorsPerChunk * hn::Lanes(DMatMul()));
 }
 
+// The weight policy of a job (its weight kind at this target).
+template <class Fn>
+HWY_INLINE void WithWeights(const MatMulJob& job, const Fn& fn) {
+  switch (job.kind) {
+    case WeightKind::kBf16:
+      fn(Bf16Weights{reinterpret_cast<const uint16_t*>(job.bf16_weights), job.K,
+                     FullChunks<Bf16Weights>(job.K)});
+      break;
+    case WeightKind::kF32:
+      fn(F32Weights{job.f32_weights, job.K, FullChunks<F32Weights>(job.K)});
+      break;
+    case WeightKind::kMxfp4:
+#if HWY_TARGET == HWY_AVX2
+      fn(Mxfp4GroupWeights{job.packed, job.scales, job.K, FullChunks<Mxfp4GroupWeights>(job.K),
+                           E8M0Values().values, &E2M1Bytes()});
+#else
+      fn(Mxfp4Weights{job.packed, job.scales, job.K, FullChunks<Mxfp4Weights>(job.K), E8M0Values().values});
+#endif
+      break;
+  }
+}
+
+inline size_t WeightRowBytes(const MatMulJob& job) {
+  switch (job.kind) {
+    case WeightKind::kBf16:
+      return job.K * sizeof(bf16);
+    case WeightKind::kF32:
+      return job.K * sizeof(float);
+    case WeightKind::kMxfp4:
+      return job.K / 2 + job.K / 32;
+  }
+  return 0;
+}
+
+// One job's x in chunk layout, and the row block one pool task computes.
+struct JobLayout {
+  const float* xs;
+  size_t row_stride, num_chunks;
+};
+struct GroupTask {
+  uint32_t job;
+  size_t n_begin, n_end;
+};
+
+void MatMulGroupImpl(const MatMulJob* jobs, size_t num_jobs, ThreadPool* pool) {
+  const size_t L = hn::Lanes(DMatMul());
+  thread_local std::vector<JobLayout> layouts;
+  thread_local std::vector<GroupTask> tasks;
+  thread_local std::vector<size_t> offsets;  // of each laid-out x in the scratch buffer
+  thread_local std::vector<size_t> source;   // the earlier job whose layout a job reuses (or itself)
+  layouts.assign(num_jobs, JobLayout{});
+  offsets.assign(num_jobs, 0);
+  source.assign(num_jobs, 0);
+  tasks.clear();
+  // x is laid out once per distinct (x, M, K, chunk) among the jobs: projections of one input share it.
+  size_t scratch_floats = 0;
+  for (size_t j = 0; j < num_jobs; ++j) {
+    const MatMulJob& job = jobs[j];
+    if (job.kind == WeightKind::kMxfp4) HWY_ASSERT(job.K % 32 == 0);
+    size_t chunk = 0;
+    WithWeights(job, [&](const auto& w) { chunk = std::decay_t<decltype(w)>::kVectorsPerChunk * L; });
+    const size_t num_chunks = (job.K + chunk - 1) / chunk;
+    layouts[j].num_chunks = num_chunks;
+    layouts[j].row_stride = num_chunks * chunk;
+    source[j] = j;
+    for (size_t i = 0; i < j; ++i) {
+      if (jobs[i].x == job.x && jobs[i].M == job.M && jobs[i].K == job.K && jobs[i].kind == job.kind) {
+        source[j] = source[i];
+        break;
+      }
+    }
+    if (source[j] == j) {
+      offsets[j] = scratch_floats;
+      scratch_floats += job.M * layouts[j].row_stride;
+    }
+    if (job.M == 0 || job.N == 0) continue;
+    const size_t rows_per_task = RowsPerTask(job.M, job.N, WeightRowBytes(job));
+    for (size_t n = 0; n < job.N; n += rows_per_task) {
+      tasks.push_back(GroupTask{static_cast<uint32_t>(j), n, std::min(job.N, n + rows_per_task)});
+    }
+  }
+  float* scratch = ThreadScratch(ScratchSlot::kMatMulInput, scratch_floats);
+  for (size_t j = 0; j < num_jobs; ++j) {
+    const MatMulJob& job = jobs[j];
+    layouts[j].xs = scratch + offsets[source[j]];
+    if (source[j] != j) continue;
+    WithWeights(job, [&](const auto& w) {
+      using Weights = std::decay_t<decltype(w)>;
+      LayOutInput<Weights>(job.x, job.M, job.K, layouts[j].num_chunks, scratch + offsets[j]);
+    });
+  }
+  const GroupTask* task_list = tasks.data();
+  const JobLayout* layout_list = layouts.data();
+  auto run_task = [&](size_t t) {
+    const GroupTask& task = task_list[t];
+    const MatMulJob& job = jobs[task.job];
+    const JobLayout& layout = layout_list[task.job];
+    WithWeights(job, [&](const auto& w) {
+      MatMulRowBlock(w, layout.xs, job.M, layout.row_stride, layout.num_chunks, job.y, job.N, task.n_begin,
+                     task.n_end);
+    });
+  };
+  const size_t num_tasks = tasks.size();
+  if (pool == nullptr || pool->num_threads() == 1 || num_tasks <= 1) {
+    for (size_t t = 0; t < num_tasks; ++t) run_task(t);
+  } else {
+    pool->ParallelFor(num_tasks, [&](size_t t, size_t /*worker*/) { run_task(t); });
+  }
+}
+
+// ---- per-target entry points (exported by matmul.cc) ---------------------------------------------
+
 void MatMulBf16Impl(const float* x, size_t M, size_t K, const bf16* W, size_t N, float* y, ThreadPool* pool) {
-  const Bf16Weights w{reinterpret_cast<const uint16_t*>(W), K, FullChunks<Bf16Weights>(K)};
-  MatMulThreaded(w, K * sizeof(bf16), x, M, K, N, y, pool);
+  const MatMulJob job = MatMulJob::Bf16(x, M, K, W, N, y);
+  MatMulGroupImpl(&job, 1, pool);
 }
 
 void MatMulF32Impl(const float* x, size_t M, size_t K, const float* W, size_t N, float* y, ThreadPool* pool) {
-  const F32Weights w{W, K, FullChunks<F32Weights>(K)};
-  MatMulThreaded(w, K * sizeof(float), x, M, K, N, y, pool);
+  const MatMulJob job = MatMulJob::F32(x, M, K, W, N, y);
+  MatMulGroupImpl(&job, 1, pool);
 }
 
 void MatMulMxfp4Impl(const float* x, size_t M, size_t K, const uint8_t* packed, const uint8_t* scales,
                      size_t N, float* y, ThreadPool* pool) {
-  HWY_ASSERT(K % 32 == 0);
-#if HWY_TARGET == HWY_AVX2
-  const Mxfp4GroupWeights w{packed,      scales, K, FullChunks<Mxfp4GroupWeights>(K), E8M0Values().values,
-                            &E2M1Bytes()};
-#else
-  const Mxfp4Weights w{packed, scales, K, FullChunks<Mxfp4Weights>(K), E8M0Values().values};
-#endif
-  MatMulThreaded(w, K / 2 + K / 32, x, M, K, N, y, pool);
+  const MatMulJob job = MatMulJob::Mxfp4(x, M, K, packed, scales, N, y);
+  MatMulGroupImpl(&job, 1, pool);
 }
 
 #endif  // HWY_TARGET == HWY_SCALAR

@@ -1,4 +1,4 @@
-// Dispatching entry points of the matmul kernels (ops.h): MatMulBf16, MatMulF32, MatMulMxfp4.
+// Dispatching entry points of the matmul kernels (ops.h): MatMulBf16, MatMulF32, MatMulMxfp4, MatMulGroup.
 // Compiles matmul-inl.h once per SIMD target (hwy/foreach_target.h) and calls the best one the CPU
 // supports at run time, so the binary is built for the baseline ISA (no -march=native).
 #include <cstddef>
@@ -18,6 +18,7 @@ namespace k3::kernels {
 HWY_EXPORT(MatMulBf16Impl);
 HWY_EXPORT(MatMulF32Impl);
 HWY_EXPORT(MatMulMxfp4Impl);
+HWY_EXPORT(MatMulGroupImpl);
 
 void MatMulBf16(const float* x, size_t M, size_t K, const bf16* W, size_t N, float* y, ThreadPool* pool) {
   HWY_DYNAMIC_DISPATCH(MatMulBf16Impl)(x, M, K, W, N, y, pool);
@@ -30,6 +31,10 @@ void MatMulF32(const float* x, size_t M, size_t K, const float* W, size_t N, flo
 void MatMulMxfp4(const float* x, size_t M, size_t K, const uint8_t* packed, const uint8_t* scales, size_t N,
                  float* y, ThreadPool* pool) {
   HWY_DYNAMIC_DISPATCH(MatMulMxfp4Impl)(x, M, K, packed, scales, N, y, pool);
+}
+
+void MatMulGroup(const MatMulJob* jobs, size_t num_jobs, ThreadPool* pool) {
+  HWY_DYNAMIC_DISPATCH(MatMulGroupImpl)(jobs, num_jobs, pool);
 }
 
 }  // namespace k3::kernels

@@ -31,6 +31,44 @@ void MatMulF32(const float* x, size_t M, size_t K, const float* W, size_t N, flo
 void MatMulMxfp4(const float* x, size_t M, size_t K, const uint8_t* packed, const uint8_t* scales, size_t N,
                  float* y, ThreadPool* pool);
 
+// Several matmuls under one fork-join of the pool: the routed experts of a MoE layer, or the
+// projections of one input. Job j gives y_j exactly (bit for bit) what the single call of its kind
+// would; the group only saves the per-call start and end of the pool loop and balances the rows of all
+// jobs over the threads. Jobs with the same x, M, K and kind share one copy of x in the kernel's layout.
+enum class WeightKind : uint8_t { kBf16, kF32, kMxfp4 };
+struct MatMulJob {
+  WeightKind kind = WeightKind::kBf16;
+  const float* x = nullptr;  // [M, K]
+  size_t M = 0, K = 0, N = 0;
+  const bf16* bf16_weights = nullptr;  // kBf16: [N, K]
+  const float* f32_weights = nullptr;  // kF32: [N, K]
+  const uint8_t* packed = nullptr;     // kMxfp4: [N, K/2]
+  const uint8_t* scales = nullptr;     // kMxfp4: [N, K/32]
+  float* y = nullptr;                  // [M, N]
+
+  static MatMulJob Bf16(const float* x, size_t M, size_t K, const bf16* W, size_t N, float* y) {
+    MatMulJob job{WeightKind::kBf16, x, M, K, N};
+    job.bf16_weights = W;
+    job.y = y;
+    return job;
+  }
+  static MatMulJob F32(const float* x, size_t M, size_t K, const float* W, size_t N, float* y) {
+    MatMulJob job{WeightKind::kF32, x, M, K, N};
+    job.f32_weights = W;
+    job.y = y;
+    return job;
+  }
+  static MatMulJob Mxfp4(const float* x, size_t M, size_t K, const uint8_t* packed, const uint8_t* scales,
+                         size_t N, float* y) {
+    MatMulJob job{WeightKind::kMxfp4, x, M, K, N};
+    job.packed = packed;
+    job.scales = scales;
+    job.y = y;
+    return job;
+  }
+};
+void MatMulGroup(const MatMulJob* jobs, size_t num_jobs, ThreadPool* pool);
+
 // ---- MXFP4 ---------------------------------------------------------------------------------------------
 // E2M1 code (low 4 bits of `code`) -> value: sign bit 3, magnitudes {0, .5, 1, 1.5, 2, 3, 4, 6}.
 float E2M1ToFloat(uint8_t code);

@@ -615,5 +615,51 @@ TEST(MatMulTest, EmptyShapes) {
   });
 }
 
+// A group of mixed jobs (two sharing one x, MXFP4 beside bf16, a K-blocked f32 job, empty jobs) gives
+// each job's y bit for bit as its single call, with and without a pool.
+TEST(MatMulTest, GroupEqualsSingleCalls) {
+  std::mt19937 rng(15);
+  ForEachTarget([&] {
+    const std::vector<float> x1 = RandomBf16Values(rng, 3 * 67, -2.0f, 2.0f);
+    const std::vector<float> x2 = RandomBf16Values(rng, 2 * 64, -2.0f, 2.0f);
+    const std::vector<float> x3 = RandomFloats(rng, 17 * 33, -2.0f, 2.0f);
+    const std::vector<bf16> wa = RandomBf16(rng, 9 * 67, -1.0f, 1.0f);
+    const std::vector<bf16> wb = RandomBf16(rng, 130 * 67, -1.0f, 1.0f);
+    const std::vector<float> wd = RandomFloats(rng, 6 * 33, -1.0f, 1.0f);
+    std::vector<uint8_t> packed(70 * 32), scales(70 * 2);
+    for (uint8_t& b : packed) b = static_cast<uint8_t>(rng());
+    for (uint8_t& b : scales) b = static_cast<uint8_t>(118 + rng() % 12);
+    struct Out {
+      std::vector<float> single, grouped;
+    };
+    std::vector<Out> outs(6);
+    const size_t sizes[6] = {3 * 9, 3 * 130, 2 * 70, 17 * 6, 0, 0};
+    for (size_t i = 0; i < 6; ++i) outs[i].single.assign(sizes[i], 0.0f);
+    MatMulBf16(x1.data(), 3, 67, wa.data(), 9, outs[0].single.data(), nullptr);
+    MatMulBf16(x1.data(), 3, 67, wb.data(), 130, outs[1].single.data(), nullptr);
+    MatMulMxfp4(x2.data(), 2, 64, packed.data(), scales.data(), 70, outs[2].single.data(), nullptr);
+    MatMulF32(x3.data(), 17, 33, wd.data(), 6, outs[3].single.data(), nullptr);
+    ThreadPool pool2(2), pool3(3);
+    for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &pool2, &pool3}) {
+      for (Out& out : outs) out.grouped.assign(out.single.size() + 1, 77.0f);  // + 1: nothing past y
+      const MatMulJob jobs[] = {
+          MatMulJob::Bf16(x1.data(), 3, 67, wa.data(), 9, outs[0].grouped.data()),
+          MatMulJob::Bf16(x1.data(), 3, 67, wb.data(), 130, outs[1].grouped.data()),
+          MatMulJob::Mxfp4(x2.data(), 2, 64, packed.data(), scales.data(), 70, outs[2].grouped.data()),
+          MatMulJob::F32(x3.data(), 17, 33, wd.data(), 6, outs[3].grouped.data()),
+          MatMulJob::Bf16(x1.data(), 0, 67, wa.data(), 9, outs[4].grouped.data()),  // M = 0
+          MatMulJob::Bf16(x1.data(), 3, 67, wa.data(), 0, outs[5].grouped.data()),  // N = 0
+      };
+      MatMulGroup(jobs, 6, pool);
+      for (size_t i = 0; i < 6; ++i) {
+        const std::vector<float>& got = outs[i].grouped;
+        ASSERT_TRUE(std::equal(outs[i].single.begin(), outs[i].single.end(), got.begin()))
+            << "job " << i << " threads=" << (pool ? pool->num_threads() : 1);
+        ASSERT_EQ(got.back(), 77.0f) << "job " << i << " wrote past its y";
+      }
+    }
+  });
+}
+
 }  // namespace
 }  // namespace k3::kernels

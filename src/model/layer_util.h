@@ -36,6 +36,12 @@ inline void Linear(const float* x, int64_t T, const Bf16Matrix& W, float* y, Thr
   kernels::RoundToBf16(y, static_cast<size_t>(T * W.rows));
 }
 
+// The same product as a job of a kernels::MatMulGroup (the caller rounds y to bf16 afterwards).
+inline kernels::MatMulJob LinearJob(const float* x, int64_t T, const Bf16Matrix& W, float* y) {
+  return kernels::MatMulJob::Bf16(x, static_cast<size_t>(T), static_cast<size_t>(W.cols), W.data,
+                                  static_cast<size_t>(W.rows), y);
+}
+
 // fn(task, worker) for task in [0, n): on the pool when there is one and the loop is worth a fork-join
 // (n * work_per_task >= kMinParallelWork multiply-adds), else inline (worker 0).
 inline constexpr int64_t kMinParallelWork = 1 << 16;

@@ -7,14 +7,14 @@
 namespace k3::model {
 namespace {
 
-// y [M, rows] = bf16(x [M, cols] @ W^T) for an MXFP4 or bf16 expert matrix.
-void ExpertLinear(const float* x, int64_t M, const ExpertMatrix& W, float* y, ThreadPool* pool) {
+// y [M, rows] = x [M, cols] @ W^T as a matmul job (MXFP4 or bf16 expert matrix).
+kernels::MatMulJob ExpertJob(const float* x, int64_t M, const ExpertMatrix& W, float* y) {
   if (W.packed != nullptr) {
-    kernels::MatMulMxfp4(x, M, W.cols, W.packed, W.scales, W.rows, y, pool);
-  } else {
-    kernels::MatMulBf16(x, M, W.cols, W.bf16_data, W.rows, y, pool);
+    return kernels::MatMulJob::Mxfp4(x, static_cast<size_t>(M), static_cast<size_t>(W.cols), W.packed,
+                                     W.scales, static_cast<size_t>(W.rows), y);
   }
-  kernels::RoundToBf16(y, static_cast<size_t>(M * W.rows));
+  return kernels::MatMulJob::Bf16(x, static_cast<size_t>(M), static_cast<size_t>(W.cols), W.bf16_data,
+                                  static_cast<size_t>(W.rows), y);
 }
 
 }  // namespace
@@ -32,21 +32,44 @@ void MlpForward(const io::ModelConfig& cfg, const MlpWeights& w, const float* x,
   const int64_t I = w.gate.rows;
   float* gate = Grow(scratch->gate, T * I);  // [T, I]
   float* up = Grow(scratch->up, T * I);      // [T, I]
-  Linear(x, T, w.gate, gate, pool);
-  Linear(x, T, w.up, up, pool);
+  const kernels::MatMulJob gate_up[] = {LinearJob(x, T, w.gate, gate), LinearJob(x, T, w.up, up)};
+  kernels::MatMulGroup(gate_up, 2, pool);
+  kernels::RoundToBf16(gate, static_cast<size_t>(T * I));
+  kernels::RoundToBf16(up, static_cast<size_t>(T * I));
   GluActivation(cfg, gate, up, T * I, gate);
   Linear(gate, T, w.down, out, pool);
 }
 
-void ExpertForward(const io::ModelConfig& cfg, const ExpertWeights& w, const float* x, int64_t M,
-                   MlpScratch* scratch, ThreadPool* pool, float* out) {
-  const int64_t I = w.gate.rows;
-  float* gate = Grow(scratch->gate, M * I);  // [M, I]
-  float* up = Grow(scratch->up, M * I);      // [M, I]
-  ExpertLinear(x, M, w.gate, gate, pool);
-  ExpertLinear(x, M, w.up, up, pool);
-  GluActivation(cfg, gate, up, M * I, gate);
-  ExpertLinear(gate, M, w.down, out, pool);
+void ExpertsForward(const io::ModelConfig& cfg, const std::vector<ExpertWeights>& experts,
+                    const int32_t* row_begin, const float* x, MlpScratch* scratch, ThreadPool* pool,
+                    float* out) {
+  const int64_t E = static_cast<int64_t>(experts.size());
+  const int64_t R = row_begin[E];
+  if (R == 0) return;
+  const int64_t I = experts[0].gate.rows, Lw = experts[0].gate.cols;
+  float* gate = Grow(scratch->gate, R * I);  // [R, I]
+  float* up = Grow(scratch->up, R * I);      // [R, I]
+  thread_local std::vector<kernels::MatMulJob> jobs;
+  jobs.clear();
+  for (int64_t e = 0; e < E; ++e) {
+    const int64_t M = row_begin[e + 1] - row_begin[e];
+    if (M == 0) continue;
+    const float* xe = x + row_begin[e] * Lw;
+    jobs.push_back(ExpertJob(xe, M, experts[e].gate, gate + row_begin[e] * I));
+    jobs.push_back(ExpertJob(xe, M, experts[e].up, up + row_begin[e] * I));
+  }
+  kernels::MatMulGroup(jobs.data(), jobs.size(), pool);
+  kernels::RoundToBf16(gate, static_cast<size_t>(R * I));
+  kernels::RoundToBf16(up, static_cast<size_t>(R * I));
+  GluActivation(cfg, gate, up, R * I, gate);
+  jobs.clear();
+  for (int64_t e = 0; e < E; ++e) {
+    const int64_t M = row_begin[e + 1] - row_begin[e];
+    if (M > 0)
+      jobs.push_back(ExpertJob(gate + row_begin[e] * I, M, experts[e].down, out + row_begin[e] * Lw));
+  }
+  kernels::MatMulGroup(jobs.data(), jobs.size(), pool);
+  kernels::RoundToBf16(out, static_cast<size_t>(R * Lw));
 }
 
 }  // namespace k3::model

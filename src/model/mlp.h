@@ -23,8 +23,12 @@ void GluActivation(const io::ModelConfig& cfg, const float* a, const float* b, i
 void MlpForward(const io::ModelConfig& cfg, const MlpWeights& w, const float* x, int64_t T,
                 MlpScratch* scratch, ThreadPool* pool, float* out);
 
-// One routed expert on its tokens: x: [M, Lw] -> out: [M, Lw] (MXFP4 or bf16 weights, bf16 outputs).
-void ExpertForward(const io::ModelConfig& cfg, const ExpertWeights& w, const float* x, int64_t M,
-                   MlpScratch* scratch, ThreadPool* pool, float* out);
+// The selected routed experts of a MoE layer on their tokens, all under one fork-join per matrix stage
+// (gate and up of every expert, then every down): x: [R, Lw] with expert e's rows at
+// [row_begin[e], row_begin[e + 1]) -> out: [R, Lw] in the same rows (MXFP4 or bf16 weights, bf16
+// outputs). Each row equals that expert applied to the row alone.
+void ExpertsForward(const io::ModelConfig& cfg, const std::vector<ExpertWeights>& experts,
+                    const int32_t* row_begin, const float* x, MlpScratch* scratch, ThreadPool* pool,
+                    float* out);
 
 }  // namespace k3::model

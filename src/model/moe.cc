@@ -74,21 +74,18 @@ void MoeForward(const io::ModelConfig& cfg, const MoeWeights& w, const float* x,
   std::copy(begin, begin + E, next);
   for (int64_t i = 0; i < T * Ek; ++i) order[next[experts[i]]++] = static_cast<int32_t>(i);
 
-  // Each selected expert once over its rows: y = expert(z rows) -> slot_out[(token, slot)].
-  float* slot_out = Grow(s->slot_out, T * Ek * Lw);
-  for (int64_t e = 0; e < E; ++e) {
-    const int64_t M = begin[e + 1] - begin[e];
-    if (M == 0) continue;
-    float* gathered = Grow(s->gathered, M * Lw);
-    float* expert_out = Grow(s->expert_out, M * Lw);
-    for (int64_t m = 0; m < M; ++m) {
-      const int64_t token = order[begin[e] + m] / Ek;
-      std::memcpy(gathered + m * Lw, z + token * Lw, sizeof(float) * Lw);
-    }
-    ExpertForward(cfg, w.experts[e], gathered, M, &s->mlp, pool, expert_out);
-    for (int64_t m = 0; m < M; ++m) {
-      std::memcpy(slot_out + order[begin[e] + m] * Lw, expert_out + m * Lw, sizeof(float) * Lw);
-    }
+  // Every selected expert over its rows: the rows of expert e are z of the tokens of its slots
+  // order[begin[e]..begin[e + 1]); its outputs go back to slot_out[(token, slot)].
+  const int64_t R = T * Ek;
+  float* gathered = Grow(s->gathered, R * Lw);      // [R, Lw], expert by expert
+  float* expert_out = Grow(s->expert_out, R * Lw);  // [R, Lw], same rows
+  for (int64_t r = 0; r < R; ++r) {
+    std::memcpy(gathered + r * Lw, z + (order[r] / Ek) * Lw, sizeof(float) * Lw);
+  }
+  ExpertsForward(cfg, w.experts, begin, gathered, &s->mlp, pool, expert_out);
+  float* slot_out = Grow(s->slot_out, R * Lw);
+  for (int64_t r = 0; r < R; ++r) {
+    std::memcpy(slot_out + order[r] * Lw, expert_out + r * Lw, sizeof(float) * Lw);
   }
 
   // r = bf16(sum_k w_k y_k) (fp32 sum in slot order, independent of the rest of the batch).

@@ -29,8 +29,8 @@ struct MoeScratch {
   std::vector<int32_t> slot_order;    // [T*Ek] (token, slot) indices grouped by expert
   std::vector<int32_t> expert_begin;  // [E + 1] offsets into slot_order
   std::vector<int32_t> expert_fill;   // [E]
-  std::vector<float> gathered;        // [M, Lw] one expert's input rows
-  std::vector<float> expert_out;      // [M, Lw]
+  std::vector<float> gathered;        // [T * Ek, Lw] the experts' input rows, expert by expert
+  std::vector<float> expert_out;      // [T * Ek, Lw] their outputs, same rows
   std::vector<float> slot_out;        // [T*Ek, Lw] expert outputs per (token, slot)
   std::vector<float> combined;        // [T, Lw]
   std::vector<float> shared_out;      // [T, D]
