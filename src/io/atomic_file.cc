@@ -61,6 +61,11 @@ Status AtomicFile::Commit() {
   buffer_.reset();
   const int fd = fd_;
   fd_ = -1;
+  // Written pages stay cached in whatever folio sizes the write path chose (on Linux 6.18 / ext4 mostly
+  // below 2 MiB: 24 of 537 MB of a shard mapped with 2 MiB entries). Flushed and dropped from the cache,
+  // the file is read back by its first reader's MADV_HUGEPAGE mapping in 2 MiB folios (522 of 537 MB).
+  // Advice only: an error here costs speed, not data.
+  if (::fdatasync(fd) == 0) ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
   if (::close(fd) != 0) return IoError("{}: close failed: {}", tmp_path_, std::strerror(errno));
   if (::rename(tmp_path_.c_str(), path_.c_str()) != 0) {
     return IoError("{}: rename to {} failed: {}", tmp_path_, path_, std::strerror(errno));
