@@ -48,16 +48,22 @@ std::string LoadAverage() {
 }
 
 // The checkpoint's shards: every *.safetensors file in dir.
-// This process's file-backed memory mapped with PMD (2 MiB) entries, from /proc/self/smaps_rollup;
-// -1 where the kernel does not report it.
-double FilePmdMappedBytes() {
+// This process's resident file-backed memory (Rss - Anonymous) and the part of it mapped with PMD (2 MiB)
+// entries, in bytes, from /proc/self/smaps_rollup; {-1, -1} where the kernel does not report them.
+struct FileMappedBytes {
+  double resident = -1, pmd_mapped = -1;
+};
+FileMappedBytes FileMappedResidency() {
   std::ifstream rollup("/proc/self/smaps_rollup");
   std::string key;
-  double kib = 0;
+  double rss = -1, anonymous = -1, pmd = -1, kib = 0;
   while (rollup >> key) {
-    if (key == "FilePmdMapped:" && rollup >> kib) return kib * 1024.0;
+    if (key == "Rss:" && rollup >> kib) rss = kib * 1024.0;
+    if (key == "Anonymous:" && rollup >> kib) anonymous = kib * 1024.0;
+    if (key == "FilePmdMapped:" && rollup >> kib) pmd = kib * 1024.0;
   }
-  return -1;
+  if (rss < 0 || anonymous < 0 || pmd < 0) return {};
+  return {rss - anonymous, pmd};
 }
 
 std::vector<std::filesystem::path> ShardPaths(const std::string& dir) {
@@ -267,12 +273,15 @@ int main(int argc, char** argv) {
     ratios.push_back(cost.decode_bytes * decode_tps.back() / 1e9 / bandwidths.back());
   }
   const double tokens_per_s = Median(decode_tps);
-  // How much of the checkpoint the model's mappings reach through 2 MiB page-table entries: weights on
-  // 4 KiB entries streamed at ~0.6x the speed here (see src/io/atomic_file.h).
-  const double pmd_bytes = FilePmdMappedBytes();
-  if (pmd_bytes >= 0) {
-    std::printf("weights mapped with 2 MiB page-table entries: %.2f of %.2f GB (%.0f%%)\n", pmd_bytes / 1e9,
-                file_bytes / 1e9, 100.0 * pmd_bytes / static_cast<double>(file_bytes));
+  // How much of the checkpoint the model reaches through 2 MiB page-table entries (experts never routed
+  // to are not mapped at all): weights on 4 KiB entries streamed at ~0.6x the speed here
+  // (src/io/atomic_file.h).
+  const FileMappedBytes mapped = FileMappedResidency();
+  if (mapped.resident > 0) {
+    std::printf(
+        "file pages mapped (weights, binary): %.2f GB, of which on 2 MiB page-table entries %.2f GB "
+        "(%.0f%%)\n",
+        mapped.resident / 1e9, mapped.pmd_mapped / 1e9, 100.0 * mapped.pmd_mapped / mapped.resident);
   }
   std::printf(
       "decode batch 1: median %.2f tokens/s [%s]; %.1f MB of weights per token -> %.2f GB/s effective vs "

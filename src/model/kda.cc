@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 
 #include "src/base/check.h"
 #include "src/kernels/ops.h"
@@ -69,10 +70,21 @@ void KdaForward(const io::ModelConfig& cfg, const KdaWeights& w, int64_t kda_ind
   float* o = Grow(s->o, T * P);
   if (s->workers.size() < NumWorkers(pool)) s->workers.resize(NumWorkers(pool));
 
-  // 1. q, k, v projections (bf16 GEMMs).
-  Linear(x, T, w.q_proj, q_raw, pool);
-  Linear(x, T, w.k_proj, k_raw, pool);
-  Linear(x, T, w.v_proj, v_raw, pool);
+  // 1. Every projection of x under one fork-join (bf16 GEMMs): q, k, v, the decay gate's f_a, beta's b_proj
+  //    and the output gate (full rank, or its g_a); then the second halves of the low-rank gates.
+  const bool full_rank_gate = w.g_proj.data != nullptr;
+  float* gate_low_rank = Grow(s->gate_low_rank, T * K);
+  const kernels::MatMulJob projections[] = {
+      LinearJob(x, T, w.q_proj, q_raw),
+      LinearJob(x, T, w.k_proj, k_raw),
+      LinearJob(x, T, w.v_proj, v_raw),
+      LinearJob(x, T, w.f_a_proj, low_rank),
+      LinearJob(x, T, w.b_proj, beta),
+      full_rank_gate ? LinearJob(x, T, w.g_proj, out_gate) : LinearJob(x, T, w.g_a_proj, gate_low_rank)};
+  Linears(projections, std::size(projections), pool);
+  const kernels::MatMulJob second_halves[] = {LinearJob(low_rank, T, w.f_b_proj, g),
+                                              LinearJob(gate_low_rank, T, w.g_b_proj, out_gate)};
+  Linears(second_halves, full_rank_gate ? 1 : 2, pool);
 
   // 2. Short causal conv + SiLU per sequence, channels split over the pool; tails updated in place.
   constexpr int64_t kChannelsPerTask = 256;
@@ -92,8 +104,6 @@ void KdaForward(const io::ModelConfig& cfg, const KdaWeights& w, int64_t kda_ind
   }
 
   // 3. Decay gate g (fp32) from f = f_b(f_a(x)).
-  Linear(x, T, w.f_a_proj, low_rank, pool);
-  Linear(low_rank, T, w.f_b_proj, g, pool);
   for (int64_t t = 0; t < T; ++t) {
     for (int64_t h = 0; h < H; ++h) {
       for (int64_t d = 0; d < K; ++d) {
@@ -104,16 +114,8 @@ void KdaForward(const io::ModelConfig& cfg, const KdaWeights& w, int64_t kda_ind
       }
     }
   }
-  // 4. beta = sigmoid(b_proj x) (fp32).
-  Linear(x, T, w.b_proj, beta, pool);
+  // 4. beta = sigmoid(b_proj x) (fp32). (5. The output gate was projected in step 1.)
   for (int64_t i = 0; i < T * H; ++i) beta[i] = Sigmoid(beta[i]);
-  // 5. Output gate (full rank or low rank).
-  if (w.g_proj.data != nullptr) {
-    Linear(x, T, w.g_proj, out_gate, pool);
-  } else {
-    Linear(x, T, w.g_a_proj, low_rank, pool);
-    Linear(low_rank, T, w.g_b_proj, out_gate, pool);
-  }
 
   // 6. Delta rule per (sequence, head): the recurrence, or the chunked form for prefill chunks when asked.
   const float q_scale = 1.0f / std::sqrt(static_cast<float>(K));

@@ -20,7 +20,8 @@ struct KdaScratch {
   KdaPrefillForm prefill_form = KdaPrefillForm::kRecurrent;
   std::vector<float> q_raw, k_raw, v_raw;  // [T, P] pre-conv projections
   std::vector<float> q, k, v;              // [T, P] after conv + SiLU (bf16 values)
-  std::vector<float> low_rank;             // [T, K] f_a / g_a outputs
+  std::vector<float> low_rank;             // [T, K] f_a outputs
+  std::vector<float> gate_low_rank;        // [T, K] g_a outputs (low-rank output gate)
   std::vector<float> g;                    // [T, P] log decay (fp32)
   std::vector<float> beta;                 // [T, H] (fp32)
   std::vector<float> out_gate;             // [T, P]

@@ -42,6 +42,12 @@ inline kernels::MatMulJob LinearJob(const float* x, int64_t T, const Bf16Matrix&
                                   static_cast<size_t>(W.rows), y);
 }
 
+// Several Linear products under one fork-join (kernels::MatMulGroup), each y rounded as Linear rounds it.
+inline void Linears(const kernels::MatMulJob* jobs, size_t num_jobs, ThreadPool* pool) {
+  kernels::MatMulGroup(jobs, num_jobs, pool);
+  for (size_t j = 0; j < num_jobs; ++j) kernels::RoundToBf16(jobs[j].y, jobs[j].M * jobs[j].N);
+}
+
 // fn(task, worker) for task in [0, n): on the pool when there is one and the loop is worth a fork-join
 // (n * work_per_task >= kMinParallelWork multiply-adds), else inline (worker 0).
 inline constexpr int64_t kMinParallelWork = 1 << 16;

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "src/kernels/ops.h"
+#include "src/model/layer_util.h"
 
 namespace k3::model {
 
@@ -17,25 +18,30 @@ void MlaForward(const io::ModelConfig& cfg, const MlaWeights& w, int64_t mla_ind
   float* latent = Grow(s->latent, T * row_width);
   float* query = Grow(s->query, H * T * row_width);
   float* ctx = Grow(s->ctx, H * T * R);
-  float* head_in = Grow(s->head_in, T * std::max(nope, R));
-  float* head_out = Grow(s->head_out, T * std::max(R, Vh));
+  float* head_in = Grow(s->head_in, H * T * nope);
+  float* head_out = Grow(s->head_out, H * T * std::max(R, Vh));
   float* o = Grow(s->o, T * H * Vh);
+  float* gate = w.g_proj.data != nullptr ? Grow(s->gate, T * H * Vh) : nullptr;
   if (s->scores.size() < NumWorkers(pool)) s->scores.resize(NumWorkers(pool));
 
-  // 1. q = q_b(q_a_layernorm(q_a(x))) or q_proj(x): [T, H*Q].
-  if (cfg.q_lora_rank > 0) {
-    float* q_low = Grow(s->q_low, T * cfg.q_lora_rank);
-    Linear(x, T, w.q_a_proj, q_low, pool);
+  // 1. Every projection of x under one fork-join: q_a (or q), kv_a and the output gate; then
+  //    q = q_b(q_a_layernorm(q_a(x))) when q is low rank: [T, H*Q].
+  float* q_low = cfg.q_lora_rank > 0 ? Grow(s->q_low, T * cfg.q_lora_rank) : nullptr;
+  kernels::MatMulJob projections[3];
+  size_t num_projections = 0;
+  projections[num_projections++] =
+      q_low != nullptr ? LinearJob(x, T, w.q_a_proj, q_low) : LinearJob(x, T, w.q_proj, q);
+  projections[num_projections++] = LinearJob(x, T, w.kv_a_proj, latent);
+  if (gate != nullptr) projections[num_projections++] = LinearJob(x, T, w.g_proj, gate);
+  Linears(projections, num_projections, pool);
+  if (q_low != nullptr) {
     for (int64_t t = 0; t < T; ++t) {
       float* row = q_low + t * cfg.q_lora_rank;
       kernels::RmsNorm(row, w.q_a_norm.data(), cfg.q_lora_rank, cfg.rms_norm_eps, row);
     }
     Linear(q_low, T, w.q_b_proj, q, pool);
-  } else {
-    Linear(x, T, w.q_proj, q, pool);
   }
   // 2. Latent rows [c, k_pe]: c normalised, k_pe as projected; appended to each sequence's cache.
-  Linear(x, T, w.kv_a_proj, latent, pool);
   for (int64_t t = 0; t < T; ++t) {
     float* row = latent + t * row_width;
     kernels::RmsNorm(row, w.kv_a_norm.data(), R, cfg.rms_norm_eps, row);
@@ -46,14 +52,20 @@ void MlaForward(const io::ModelConfig& cfg, const MlaWeights& w, int64_t mla_ind
                   sizeof(float) * row_width);
     }
   }
-  // 3. Absorbed queries per head: [Wuk_h^T q_nope_h, q_pe_h] (fp32, not rounded).
+  // 3. Absorbed queries per head: [Wuk_h^T q_nope_h, q_pe_h] (fp32, not rounded); the H products in one
+  //    group.
+  s->head_jobs.clear();
   for (int64_t h = 0; h < H; ++h) {
     for (int64_t t = 0; t < T; ++t)
-      std::memcpy(head_in + t * nope, q + t * H * Q + h * Q, sizeof(float) * nope);
-    kernels::MatMulBf16(head_in, T, nope, w.key_up_transposed.data() + h * R * nope, R, head_out, pool);
+      std::memcpy(head_in + (h * T + t) * nope, q + t * H * Q + h * Q, sizeof(float) * nope);
+    s->head_jobs.push_back(kernels::MatMulJob::Bf16(
+        head_in + h * T * nope, T, nope, w.key_up_transposed.data() + h * R * nope, R, head_out + h * T * R));
+  }
+  kernels::MatMulGroup(s->head_jobs.data(), s->head_jobs.size(), pool);
+  for (int64_t h = 0; h < H; ++h) {
     for (int64_t t = 0; t < T; ++t) {
       float* dst = query + (h * T + t) * row_width;
-      std::memcpy(dst, head_out + t * R, sizeof(float) * R);
+      std::memcpy(dst, head_out + (h * T + t) * R, sizeof(float) * R);
       std::memcpy(dst + R, q + t * H * Q + h * Q + nope, sizeof(float) * Rp);
     }
   }
@@ -80,18 +92,21 @@ void MlaForward(const io::ModelConfig& cfg, const MlaWeights& w, int64_t mla_ind
       for (int64_t j = 0; j < visible; ++j) kernels::Axpy(scores[j], seg.state->MlaRow(mla_index, j), c, R);
     }
   });
-  // 5. o_h = bf16(Wuv_h ctx_h): Wuv_h is rows [h*(nope+Vh) + nope, (h+1)*(nope+Vh)) of kv_b.
+  // 5. o_h = bf16(Wuv_h ctx_h): Wuv_h is rows [h*(nope+Vh) + nope, (h+1)*(nope+Vh)) of kv_b; one group.
+  s->head_jobs.clear();
   for (int64_t h = 0; h < H; ++h) {
     const bf16* wuv = w.kv_b_proj.data + (h * (nope + Vh) + nope) * R;
-    kernels::MatMulBf16(ctx + h * T * R, T, R, wuv, Vh, head_out, pool);
+    s->head_jobs.push_back(kernels::MatMulJob::Bf16(ctx + h * T * R, T, R, wuv, Vh, head_out + h * T * Vh));
+  }
+  kernels::MatMulGroup(s->head_jobs.data(), s->head_jobs.size(), pool);
+  for (int64_t h = 0; h < H; ++h) {
     for (int64_t t = 0; t < T; ++t)
-      std::memcpy(o + t * H * Vh + h * Vh, head_out + t * Vh, sizeof(float) * Vh);
+      std::memcpy(o + t * H * Vh + h * Vh, head_out + (h * T + t) * Vh, sizeof(float) * Vh);
   }
   kernels::RoundToBf16(o, T * H * Vh);
-  // 6. Optional sigmoid output gate (fp32 product of the bf16 values, rounded once), then o_proj.
-  if (w.g_proj.data != nullptr) {
-    float* gate = Grow(s->gate, T * H * Vh);
-    Linear(x, T, w.g_proj, gate, pool);
+  // 6. Optional sigmoid output gate (projected in step 1; fp32 product of the bf16 values, rounded
+  //    once), then o_proj.
+  if (gate != nullptr) {
     for (int64_t i = 0; i < T * H * Vh; ++i) o[i] = RoundBf16(o[i] * Sigmoid(gate[i]));
   }
   Linear(o, T, w.o_proj, out, pool);

@@ -11,22 +11,24 @@
 
 #include "src/base/thread_pool.h"
 #include "src/io/model_config.h"
+#include "src/kernels/ops.h"
 #include "src/model/layer_util.h"
 #include "src/model/weights.h"
 
 namespace k3::model {
 
 struct MlaScratch {
-  std::vector<float> q_low;                // [T, q_lora]
-  std::vector<float> q;                    // [T, H*Q]
-  std::vector<float> latent;               // [T, R + Rp]
-  std::vector<float> query;                // [H, T, R + Rp] absorbed queries
-  std::vector<float> ctx;                  // [H, T, R]
-  std::vector<float> head_in;              // [T, max(nope, R)]
-  std::vector<float> head_out;             // [T, max(R, Vh)]
-  std::vector<float> o;                    // [T, H*Vh]
-  std::vector<float> gate;                 // [T, H*Vh]
-  std::vector<std::vector<float>> scores;  // per worker: [tokens in the sequence]
+  std::vector<float> q_low;                   // [T, q_lora]
+  std::vector<float> q;                       // [T, H*Q]
+  std::vector<float> latent;                  // [T, R + Rp]
+  std::vector<float> query;                   // [H, T, R + Rp] absorbed queries
+  std::vector<float> ctx;                     // [H, T, R]
+  std::vector<float> head_in;                 // [H, T, nope] q_nope per head
+  std::vector<float> head_out;                // [H, T, max(R, Vh)]
+  std::vector<kernels::MatMulJob> head_jobs;  // [H] the per-head products of one step, one group
+  std::vector<float> o;                       // [T, H*Vh]
+  std::vector<float> gate;                    // [T, H*Vh]
+  std::vector<std::vector<float>> scores;     // per worker: [tokens in the sequence]
 };
 
 // x: [T, D] (input_layernorm output) -> out: [T, D]. Writes each segment's latent rows into MLA cache

@@ -33,9 +33,7 @@ void MlpForward(const io::ModelConfig& cfg, const MlpWeights& w, const float* x,
   float* gate = Grow(scratch->gate, T * I);  // [T, I]
   float* up = Grow(scratch->up, T * I);      // [T, I]
   const kernels::MatMulJob gate_up[] = {LinearJob(x, T, w.gate, gate), LinearJob(x, T, w.up, up)};
-  kernels::MatMulGroup(gate_up, 2, pool);
-  kernels::RoundToBf16(gate, static_cast<size_t>(T * I));
-  kernels::RoundToBf16(up, static_cast<size_t>(T * I));
+  Linears(gate_up, 2, pool);
   GluActivation(cfg, gate, up, T * I, gate);
   Linear(gate, T, w.down, out, pool);
 }

@@ -48,21 +48,30 @@ void MoeForward(const io::ModelConfig& cfg, const MoeWeights& w, const float* x,
   const int64_t Lw = cfg.expert_io_dim();
   const bool latent = w.latent_down.data != nullptr;
 
-  // Router (fp32 logits of bf16 inputs and upcast bf16 weights).
+  // Every product of x under one fork-join: the router logits (fp32 logits of bf16 inputs and upcast bf16
+  // weights, not rounded), the expert inputs z [T, Lw] (the latent down-projection, or x itself) and the
+  // shared experts' gate and up [T, Is] (Linear products, rounded).
   float* logits = Grow(s->logits, T * E);
   int32_t* experts = Grow(s->experts, T * Ek);
   float* weights = Grow(s->weights, T * Ek);
-  kernels::MatMulBf16(x, T, D, w.router.data, E, logits, pool);
+  const float* z = latent ? Grow(s->z, T * Lw) : x;
+  const int64_t Is = w.has_shared ? w.shared.gate.rows : 0;
+  float* shared_gate = w.has_shared ? Grow(s->shared_mlp.gate, T * Is) : nullptr;
+  float* shared_up = w.has_shared ? Grow(s->shared_mlp.up, T * Is) : nullptr;
+  kernels::MatMulJob projections[4];
+  size_t num_projections = 0;
+  projections[num_projections++] = kernels::MatMulJob::Bf16(x, T, D, w.router.data, E, logits);
+  if (latent) projections[num_projections++] = LinearJob(x, T, w.latent_down, s->z.data());
+  if (w.has_shared) {
+    projections[num_projections++] = LinearJob(x, T, w.shared.gate, shared_gate);
+    projections[num_projections++] = LinearJob(x, T, w.shared.up, shared_up);
+  }
+  kernels::MatMulGroup(projections, num_projections, pool);
+  for (size_t j = 1; j < num_projections; ++j) {  // the Linear products; the router logits stay fp32
+    kernels::RoundToBf16(projections[j].y, projections[j].M * projections[j].N);
+  }
   RouteTokens(logits, T, E, w.correction_bias.data(), Ek, cfg.moe_renormalize, cfg.routed_scaling_factor,
               experts, weights);
-
-  // Expert inputs z: [T, Lw].
-  const float* z = x;
-  if (latent) {
-    float* zl = Grow(s->z, T * Lw);
-    Linear(x, T, w.latent_down, zl, pool);
-    z = zl;
-  }
 
   // Group (token, slot) pairs by expert (counting sort keeps token order inside an expert).
   int32_t* begin = Grow(s->expert_begin, E + 1);
@@ -98,22 +107,22 @@ void MoeForward(const io::ModelConfig& cfg, const MoeWeights& w, const float* x,
   }
   kernels::RoundToBf16(combined, T * Lw);
 
-  // Latent: RMSNorm then up-projection to D.
-  if (latent) {
-    if (!w.latent_norm.empty()) {
-      for (int64_t t = 0; t < T; ++t) {
-        kernels::RmsNorm(combined + t * Lw, w.latent_norm.data(), Lw, cfg.rms_norm_eps, combined + t * Lw);
-      }
+  // Latent: RMSNorm then up-projection to D; beside it the shared experts' down-projection of
+  // act(gate) * up (one fork-join); then the bf16 add.
+  if (latent && !w.latent_norm.empty()) {
+    for (int64_t t = 0; t < T; ++t) {
+      kernels::RmsNorm(combined + t * Lw, w.latent_norm.data(), Lw, cfg.rms_norm_eps, combined + t * Lw);
     }
-    Linear(combined, T, w.latent_up, out, pool);
-  } else {
-    std::memcpy(out, combined, sizeof(float) * T * D);
   }
-
-  // Shared experts on the full-width input; bf16 add.
+  if (!latent) std::memcpy(out, combined, sizeof(float) * T * D);
+  float* shared = w.has_shared ? Grow(s->shared_out, T * D) : nullptr;
+  if (w.has_shared) GluActivation(cfg, shared_gate, shared_up, T * Is, shared_gate);
+  kernels::MatMulJob outputs[2];
+  size_t num_outputs = 0;
+  if (latent) outputs[num_outputs++] = LinearJob(combined, T, w.latent_up, out);
+  if (w.has_shared) outputs[num_outputs++] = LinearJob(shared_gate, T, w.shared.down, shared);
+  Linears(outputs, num_outputs, pool);
   if (w.has_shared) {
-    float* shared = Grow(s->shared_out, T * D);
-    MlpForward(cfg, w.shared, x, T, &s->mlp, pool, shared);
     for (int64_t i = 0; i < T * D; ++i) out[i] = RoundBf16(out[i] + shared[i]);
   }
 }

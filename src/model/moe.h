@@ -34,7 +34,8 @@ struct MoeScratch {
   std::vector<float> slot_out;        // [T*Ek, Lw] expert outputs per (token, slot)
   std::vector<float> combined;        // [T, Lw]
   std::vector<float> shared_out;      // [T, D]
-  MlpScratch mlp;
+  MlpScratch mlp;                     // the routed experts' gate / up
+  MlpScratch shared_mlp;              // the shared experts' gate / up [T, Is]
 };
 
 // x: [T, D] (post_attention_layernorm output) -> out: [T, D].
