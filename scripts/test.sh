@@ -25,8 +25,8 @@
 # src/kernels are ready for CMAKE_UNITY_BUILD (a -fsyntax-only pass); the other folders are not checked.
 # 2026-12-03 (the landed run of 2026-12-02 took 2078 s): the fuzz build has line tables only
 # (-gline-tables-only instead of -g: 9.8 -> 8.1 CPU s on json_schema_grammar.cc), the fuzzers other than
-# the safetensors header run 30 s (4 -> ~2.3 min for 8 fuzzers two at a time), and the compat tests hold a
-# RESOURCE_LOCK instead of RUN_SERIAL, so unit tests run beside them (~77 s serial under ASan before).
+# the safetensors header run 30 s (4 -> ~2.3 min for 8 fuzzers two at a time). Running the compat tests
+# beside the unit tests (RESOURCE_LOCK instead of RUN_SERIAL) made the ASan ctest slower, 239 -> 349 s.
 # Measure a change in CPU seconds (user + sys), not wall time: the CI machine is shared. A compiler launcher
 # that logs each compile's CPU (`/usr/bin/time -a -o LOG -f "%U %S $out" "$@"` as CMAKE_CXX_COMPILER_LAUNCHER)
 # finds the slow translation units.
