@@ -11,9 +11,10 @@
 //   - prefill tokens/s on a long prompt, as GEMM FLOP/s (2 x active matrix parameters per token) vs the
 //     measured MatMulBf16 FLOP/s.
 // Machines running this are often shared, so every figure is the median of --repeats runs (prefill:
-// --prefill-repeats), and the load average (/proc/loadavg) is printed before and after.
+// --prefill-repeats), and the load average (/proc/loadavg) is printed before and after. With
+// --compare-bf16-paths 1 each decode repetition is paired with one on the fp32 path (ops.h).
 //   decode_bench --model DIR [--threads N] [--prompt-len 2048] [--decode-steps 32] [--repeats 5]
-//                [--prefill-repeats 3]
+//                [--prefill-repeats 3] [--compare-bf16-paths 1]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -29,6 +30,7 @@
 #include "src/base/file.h"
 #include "src/base/thread_pool.h"
 #include "src/io/dtype.h"
+#include "src/kernels/ops.h"
 #include "src/model/model.h"
 #include "src/model/tensors.h"
 
@@ -174,6 +176,7 @@ int main(int argc, char** argv) {
   std::string dir;
   size_t threads = 0;
   int64_t prompt_len = 2048, decode_steps = 32, repeats = 5, prefill_repeats = 3;
+  bool compare_bf16_paths = false;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
     if (flag == "--model")
@@ -186,13 +189,15 @@ int main(int argc, char** argv) {
       decode_steps = std::strtoll(argv[i + 1], nullptr, 10);
     else if (flag == "--repeats")
       repeats = std::strtoll(argv[i + 1], nullptr, 10);
+    else if (flag == "--compare-bf16-paths")
+      compare_bf16_paths = std::strtoll(argv[i + 1], nullptr, 10) != 0;
     else if (flag == "--prefill-repeats")
       prefill_repeats = std::strtoll(argv[i + 1], nullptr, 10);
   }
   if (dir.empty() || prompt_len < 1 || decode_steps < 1 || repeats < 1 || prefill_repeats < 0) {
     std::fprintf(stderr,
                  "usage: decode_bench --model DIR [--threads N] [--prompt-len 2048] [--decode-steps 32] "
-                 "[--repeats 5] [--prefill-repeats 3]\n");
+                 "[--repeats 5] [--prefill-repeats 3] [--compare-bf16-paths 1]\n");
     return 2;
   }
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // each figure appears as soon as it is measured
@@ -259,9 +264,11 @@ int main(int argc, char** argv) {
   // Decode at batch 1 after a 16-token prompt; one fresh sequence per repetition.
   // Each repetition measures the read bandwidth right before its decode run, so that both see the same
   // machine load; the ratio is the median of the per-repetition ratios.
-  std::vector<double> decode_tps, bandwidths, ratios;
-  for (int64_t r = 0; r < repeats; ++r) {
-    bandwidths.push_back(k3::bench::MeasureMemoryReadBandwidth(size_t{1} << 30, threads, 3));
+  // With --compare-bf16-paths each repetition also decodes with the bf16 dot products off (ops.h), right
+  // after (or, every other repetition, right before) the run with them, for an A/B in the same conditions.
+  const bool compare = compare_bf16_paths && k3::kernels::Bf16DotProductsActive();
+  auto decode_run = [&](int64_t r, bool dot_products) {
+    k3::kernels::SetBf16DotProducts(dot_products);
     std::vector<int32_t> prompt(16);
     for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = static_cast<int32_t>((i * 7919 + 13 + r) % vocab);
     auto state = model->NewSequenceState();
@@ -269,7 +276,18 @@ int main(int argc, char** argv) {
     const auto d0 = Clock::now();
     for (int64_t s = 0; s < decode_steps; ++s)
       Forward(*model, state.get(), {static_cast<int32_t>((s * 31 + r) % vocab)});
-    decode_tps.push_back(static_cast<double>(decode_steps) / Seconds(d0, Clock::now()));
+    const double tps = static_cast<double>(decode_steps) / Seconds(d0, Clock::now());
+    k3::kernels::SetBf16DotProducts(true);
+    return tps;
+  };
+  std::vector<double> decode_tps, bandwidths, ratios, fp32_tps, speedups;
+  for (int64_t r = 0; r < repeats; ++r) {
+    bandwidths.push_back(k3::bench::MeasureMemoryReadBandwidth(size_t{1} << 30, threads, 3));
+    const bool fp32_first = compare && r % 2 == 1;
+    if (fp32_first) fp32_tps.push_back(decode_run(r, false));
+    decode_tps.push_back(decode_run(r, true));
+    if (compare && !fp32_first) fp32_tps.push_back(decode_run(r, false));
+    if (compare) speedups.push_back(decode_tps.back() / fp32_tps.back());
     ratios.push_back(cost.decode_bytes * decode_tps.back() / 1e9 / bandwidths.back());
   }
   const double tokens_per_s = Median(decode_tps);
@@ -290,6 +308,12 @@ int main(int argc, char** argv) {
       tokens_per_s, Samples(decode_tps).c_str(), cost.decode_bytes / 1e6,
       cost.decode_bytes * tokens_per_s / 1e9, Median(bandwidths), Samples(bandwidths).c_str(),
       100.0 * Median(ratios), Samples(ratios).c_str());
+  if (compare) {
+    std::printf(
+        "decode batch 1 with bf16 dot products off (fp32 path), alternating with the runs above: median %.2f "
+        "tokens/s [%s]; dot products / fp32 path per repetition: median %.2fx [%s]\n",
+        Median(fp32_tps), Samples(fp32_tps).c_str(), Median(speedups), Samples(speedups).c_str());
+  }
 
   // Prefill one long prompt.
   if (prefill_repeats > 0) {

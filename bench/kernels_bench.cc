@@ -1,4 +1,5 @@
-// kernels_bench: throughput of MatMulBf16 and MatMulMxfp4 on K3 shapes at decode (M = 1, 4, 16) and
+// kernels_bench: throughput of MatMulBf16 (bf16 dot products and the fp32 path, where the CPU has the
+// former) and MatMulMxfp4 on K3 shapes at decode (M = 1, 4, 16) and
 // prefill-like (M = 64, 512) batch sizes, as ratios to this machine's limits measured in the same run:
 // weight bytes streamed per second vs memory read bandwidth (what bounds decode), and GFLOP/s vs the
 // matmul FLOP/s of a large cache-friendly MatMulBf16 (what bounds prefill).
@@ -35,24 +36,32 @@ struct Row {
 };
 
 // Calls run(copy) `calls` times over `copies` weight copies; the median seconds per call on each clock.
+// With two variants (`paths` = 2) the calls alternate between them (run(copy, path)), so both see the
+// same machine state: seconds[path][clock].
 template <class Run>
-void TimeCalls(size_t copies, size_t calls, size_t threads, const Run& run, double (&seconds)[2]) {
-  std::vector<double> samples[2];
-  run(copies - 1);  // warm-up (thread start-up, scratch growth)
-  for (size_t i = 0; i < calls; ++i) {
+void TimeCalls(size_t copies, size_t calls, size_t threads, size_t paths, const Run& run,
+               double (*seconds)[2]) {
+  std::vector<double> samples[2][2];
+  for (size_t path = 0; path < paths; ++path) run(copies - 1, path);  // warm-up (threads, scratch growth)
+  for (size_t i = 0; i < calls * paths; ++i) {
+    const size_t path = i % paths;
     const double wall = Now(Clock::kWall), cpu = Now(Clock::kCpu);
-    run(i % copies);
-    samples[0].push_back(Elapsed(Clock::kWall, wall, Now(Clock::kWall), threads));
-    samples[1].push_back(Elapsed(Clock::kCpu, cpu, Now(Clock::kCpu), threads));
+    run(i % copies, path);  // every call a different copy: none finds its weights in cache
+    samples[path][0].push_back(Elapsed(Clock::kWall, wall, Now(Clock::kWall), threads));
+    samples[path][1].push_back(Elapsed(Clock::kCpu, cpu, Now(Clock::kCpu), threads));
   }
-  seconds[0] = Median(samples[0]);
-  seconds[1] = Median(samples[1]);
+  for (size_t path = 0; path < paths; ++path) {
+    seconds[path][0] = Median(samples[path][0]);
+    seconds[path][1] = Median(samples[path][1]);
+  }
 }
 
 size_t CallsFor(size_t M) { return M <= 16 ? 60 : (M <= 64 ? 20 : 5); }
 
-// Default shape: an MLA / shared-expert projection at K3's hidden size 7168.
-Row RunBf16(size_t M, ThreadPool& pool, size_t K = 7168, size_t N = 2048) {
+// Default shape: an MLA / shared-expert projection at K3's hidden size 7168. x holds bf16 values, as the
+// model's activations do, so where the CPU has bf16 dot products (ops.h) they are used; the fp32 path is
+// then timed beside them, call for call, as a second row "bf16/f32".
+void RunBf16(size_t M, ThreadPool& pool, std::vector<Row>& rows, size_t K = 7168, size_t N = 2048) {
   const size_t weight_bytes = N * K * sizeof(bf16);
   const size_t copies = kStreamBytes / weight_bytes + 1;
   HugePageBuffer weights(copies * N * K * sizeof(bf16));
@@ -63,15 +72,24 @@ Row RunBf16(size_t M, ThreadPool& pool, size_t K = 7168, size_t N = 2048) {
   std::vector<float> x(M * K);
   for (float& v : x) v = RoundBf16(std::uniform_real_distribution<float>(-1, 1)(rng));
   std::vector<float> y(M * N);
-  Row row{"bf16", M, K, N, weight_bytes, {}};
+  const bool dot_products = kernels::Bf16DotProductsActive();
+  const size_t paths = dot_products ? 2 : 1;
+  double seconds[2][2] = {};
   TimeCalls(
-      copies, CallsFor(M), pool.num_threads(),
-      [&](size_t c) { kernels::MatMulBf16(x.data(), M, K, w + c * N * K, N, y.data(), &pool); }, row.seconds);
-  return row;
+      copies, CallsFor(M), pool.num_threads(), paths,
+      [&](size_t c, size_t path) {
+        kernels::SetBf16DotProducts(path == 0);
+        kernels::MatMulBf16(x.data(), M, K, w + c * N * K, N, y.data(), &pool);
+      },
+      seconds);
+  kernels::SetBf16DotProducts(true);
+  rows.push_back(
+      Row{dot_products ? "bf16/dp" : "bf16", M, K, N, weight_bytes, {seconds[0][0], seconds[0][1]}});
+  if (dot_products) rows.push_back(Row{"bf16/f32", M, K, N, weight_bytes, {seconds[1][0], seconds[1][1]}});
 }
 
 // Default shape: a routed expert's gate/up projection (spec §1.2, §3.3).
-Row RunMxfp4(size_t M, ThreadPool& pool, size_t K = 3584, size_t N = 3072) {
+void RunMxfp4(size_t M, ThreadPool& pool, std::vector<Row>& rows, size_t K = 3584, size_t N = 3072) {
   const size_t packed_bytes = N * K / 2, scale_bytes = N * K / 32;
   const size_t weight_bytes = packed_bytes + scale_bytes;
   const size_t copies = kStreamBytes / weight_bytes + 1;
@@ -84,15 +102,21 @@ Row RunMxfp4(size_t M, ThreadPool& pool, size_t K = 3584, size_t N = 3072) {
   std::vector<float> x(M * K);
   for (float& v : x) v = RoundBf16(std::uniform_real_distribution<float>(-1, 1)(rng));
   std::vector<float> y(M * N);
-  Row row{"mxfp4", M, K, N, weight_bytes, {}};
+  const bool dot_products = kernels::Bf16DotProductsActive();
+  const size_t paths = dot_products ? 2 : 1;
+  double seconds[2][2] = {};
   TimeCalls(
-      copies, CallsFor(M), pool.num_threads(),
-      [&](size_t c) {
+      copies, CallsFor(M), pool.num_threads(), paths,
+      [&](size_t c, size_t path) {
+        kernels::SetBf16DotProducts(path == 0);
         kernels::MatMulMxfp4(x.data(), M, K, packed + c * packed_bytes, scales + c * scale_bytes, N, y.data(),
                              &pool);
       },
-      row.seconds);
-  return row;
+      seconds);
+  kernels::SetBf16DotProducts(true);
+  rows.push_back(
+      Row{dot_products ? "mxfp4/dp" : "mxfp4", M, K, N, weight_bytes, {seconds[0][0], seconds[0][1]}});
+  if (dot_products) rows.push_back(Row{"mxfp4/f32", M, K, N, weight_bytes, {seconds[1][0], seconds[1][1]}});
 }
 
 void PrintTable(const char* title, const std::vector<Row>& rows, int clock, double bandwidth_gbps,
@@ -115,22 +139,24 @@ int Main(int argc, char** argv) {
   if (argc > 1) threads = std::strtoul(argv[1], nullptr, 10);
   ThreadPool pool(threads);
   threads = pool.num_threads();
-  std::printf("kernel target: %s, threads: %zu\n", kernels::KernelTargetName(), threads);
+  std::printf("kernel target: %s, bf16 dot products (AVX512_BF16): %s, threads: %zu\n",
+              kernels::KernelTargetName(), kernels::Bf16DotProductsActive() ? "yes" : "no", threads);
   const double bandwidth[2] = {MeasureMemoryReadBandwidth(kBandwidthBytes, threads, 7, Clock::kWall),
                                MeasureMemoryReadBandwidth(kBandwidthBytes, threads, 7, Clock::kCpu)};
   const double flops[2] = {MeasureMatMulFlops(threads, 5, Clock::kWall),
                            MeasureMatMulFlops(threads, 5, Clock::kCpu)};
   std::vector<Row> rows;
-  for (size_t M : {1, 4, 16, 64, 512}) rows.push_back(RunBf16(M, pool));
-  for (size_t M : {1, 4, 16, 64, 512}) rows.push_back(RunMxfp4(M, pool));
+  for (size_t M : {1, 4, 16, 64, 512}) RunBf16(M, pool, rows);
+  for (size_t M : {1, 4, 16, 64, 512}) RunMxfp4(M, pool, rows);
   // Decode-sized calls of mini-k3 (bench/decode): a 2048 x 2048 projection, a 1024 x 1024 expert.
-  rows.push_back(RunBf16(1, pool, 2048, 2048));
-  rows.push_back(RunMxfp4(1, pool, 1024, 1024));
+  RunBf16(1, pool, rows, 2048, 2048);
+  RunMxfp4(1, pool, rows, 1024, 1024);
   PrintTable("wall clock", rows, 0, bandwidth[0], flops[0]);
   PrintTable("CPU time per thread", rows, 1, bandwidth[1], flops[1]);
   std::printf(
-      "\nGB/s counts weight bytes (bf16: 2 per element; mxfp4: packed + scales) once per call. Limits: 1 GiB "
-      "streaming read; MatMulBf16 M=512 K=N=2048. All figures are medians.\n");
+      "\nGB/s counts weight bytes (bf16: 2 per element; mxfp4: packed + scales) once per call. /dp: bf16 dot "
+      "products; /f32: the fp32 path, timed call for call beside it. Limits: 1 GiB streaming read; "
+      "MatMulBf16 M=512 K=N=2048 (dot products where the CPU has them). All figures are medians.\n");
   return 0;
 }
 

@@ -1,6 +1,9 @@
 // Highway bodies of the matmul kernels (MatMulBf16, MatMulF32, MatMulMxfp4 of ops.h), compiled once per
 // SIMD target by matmul.cc through hwy/foreach_target.h. Model code never includes this file.
 //
+// On a CPU with bf16 dot products (AVX512_BF16; matmul_dpbf16.h) the rows of x that hold bf16 values
+// of bf16 and MXFP4 jobs are computed there instead; MatMulGroupImpl sorts rows between the two paths.
+//
 // Shape: y[M, N] = x[M, K] @ W[N, K]^T. Every call is a group of such jobs (MatMulGroup; the single
 // MatMul* calls are groups of one) run under one fork-join. Work is split over blocks of output rows n of
 // every job (one pool task each);
@@ -43,6 +46,7 @@
 #include "hwy/highway.h"
 #include "src/base/bf16.h"
 #include "src/base/thread_pool.h"
+#include "src/kernels/matmul_dpbf16.h"
 #include "src/kernels/ops.h"
 #include "src/kernels/scratch.h"
 
@@ -600,36 +604,64 @@ inline size_t WeightRowBytes(const MatMulJob& job) {
   return 0;
 }
 
-// One job's x in chunk layout, and the row block one pool task computes.
+// How each job's rows are computed. Bf16 jobs on a CPU with AVX512_BF16 (and MXFP4 jobs where it also
+// has AVX512_VBMI; matmul_dpbf16.h) take the bf16 dot-product path for the rows of x that hold bf16
+// values and this target's fp32 path for the others; a row's path depends only on its own values, so batching
+// never changes it. A job with both kinds of rows runs both paths over all rows, the fp32 one into a scratch
+// y, and keeps each row's own.
 struct JobLayout {
-  const float* xs;
+  const float* xs;  // x in this target's chunk layout (fp32 path)
   size_t row_stride, num_chunks;
+  const uint16_t* dp_xs;  // x as bf16, rows padded to whole dpbf16 chunks (dp path)
+  size_t dp_stride;
+  bool dp_rows, fp32_rows;  // whether any row takes the dp / the fp32 path
+  float* fp32_y;            // where the fp32 path writes: job.y, or scratch [M, N] when mixed
 };
 struct GroupTask {
   uint32_t job;
+  bool dp;  // the dp path (else this target's fp32 path)
   size_t n_begin, n_end;
 };
 
+// Whether every value of x row `row` [K] is a bf16 value (low 16 bits of its fp32 pattern zero).
+inline bool RowIsBf16(const float* row, size_t K) {
+  uint32_t low_bits = 0;
+  for (size_t k = 0; k < K; ++k) {
+    uint32_t bits;
+    std::memcpy(&bits, row + k, sizeof(bits));
+    low_bits |= bits & 0xFFFFu;
+  }
+  return low_bits == 0;
+}
+
 void MatMulGroupImpl(const MatMulJob* jobs, size_t num_jobs, ThreadPool* pool) {
   const size_t L = hn::Lanes(DMatMul());
+  const bool dp_bf16 = Bf16DotProductsActive();
+  const bool dp_mxfp4 = dp_bf16 && dpbf16::Mxfp4Supported();
   thread_local std::vector<JobLayout> layouts;
   thread_local std::vector<GroupTask> tasks;
-  thread_local std::vector<size_t> offsets;  // of each laid-out x in the scratch buffer
-  thread_local std::vector<size_t> source;   // the earlier job whose layout a job reuses (or itself)
+  thread_local std::vector<size_t> offsets;     // of each laid-out x (fp32 path) in the scratch buffer
+  thread_local std::vector<size_t> dp_offsets;  // of each bf16 x (dp path)
+  thread_local std::vector<size_t> y_offsets;   // of each mixed job's fp32-path y
+  thread_local std::vector<size_t> source;      // the earlier job whose layout a job reuses (or itself)
   layouts.assign(num_jobs, JobLayout{});
   offsets.assign(num_jobs, 0);
+  dp_offsets.assign(num_jobs, 0);
+  y_offsets.assign(num_jobs, 0);
   source.assign(num_jobs, 0);
   tasks.clear();
-  // x is laid out once per distinct (x, M, K, chunk) among the jobs: projections of one input share it.
+  // x is laid out once per distinct (x, M, K, kind) among the jobs: projections of one input share it.
   size_t scratch_floats = 0;
   for (size_t j = 0; j < num_jobs; ++j) {
     const MatMulJob& job = jobs[j];
+    JobLayout& layout = layouts[j];
     if (job.kind == WeightKind::kMxfp4) HWY_ASSERT(job.K % 32 == 0);
     size_t chunk = 0;
     WithWeights(job, [&](const auto& w) { chunk = std::decay_t<decltype(w)>::kVectorsPerChunk * L; });
-    const size_t num_chunks = (job.K + chunk - 1) / chunk;
-    layouts[j].num_chunks = num_chunks;
-    layouts[j].row_stride = num_chunks * chunk;
+    layout.num_chunks = (job.K + chunk - 1) / chunk;
+    layout.row_stride = layout.num_chunks * chunk;
+    const size_t dp_chunk = job.kind == WeightKind::kMxfp4 ? dpbf16::kMxfp4Block : dpbf16::kBf16Chunk;
+    layout.dp_stride = (job.K + dp_chunk - 1) / dp_chunk * dp_chunk;
     source[j] = j;
     for (size_t i = 0; i < j; ++i) {
       if (jobs[i].x == job.x && jobs[i].M == job.M && jobs[i].K == job.K && jobs[i].kind == job.kind) {
@@ -638,24 +670,66 @@ void MatMulGroupImpl(const MatMulJob* jobs, size_t num_jobs, ThreadPool* pool) {
       }
     }
     if (source[j] == j) {
-      offsets[j] = scratch_floats;
-      scratch_floats += job.M * layouts[j].row_stride;
+      layout.fp32_rows = true;
+      if ((dp_bf16 && job.kind == WeightKind::kBf16) || (dp_mxfp4 && job.kind == WeightKind::kMxfp4)) {
+        size_t bf16_rows = 0;
+        for (size_t m = 0; m < job.M; ++m) bf16_rows += RowIsBf16(job.x + m * job.K, job.K) ? 1 : 0;
+        layout.dp_rows = bf16_rows > 0;
+        layout.fp32_rows = bf16_rows < job.M;
+      }
+      if (layout.fp32_rows) {
+        offsets[j] = scratch_floats;
+        scratch_floats += job.M * layout.row_stride;
+      }
+      if (layout.dp_rows) {  // bf16 pairs in float slots, 64-byte aligned
+        dp_offsets[j] = scratch_floats;
+        scratch_floats += (job.M * layout.dp_stride / 2 + 15) / 16 * 16;
+      }
+    } else {
+      layout.dp_rows = layouts[source[j]].dp_rows;
+      layout.fp32_rows = layouts[source[j]].fp32_rows;
     }
     if (job.M == 0 || job.N == 0) continue;
+    if (layout.dp_rows && layout.fp32_rows) {
+      y_offsets[j] = scratch_floats;
+      scratch_floats += (job.M * job.N + 15) / 16 * 16;
+    }
     const size_t rows_per_task = RowsPerTask(job.M, job.N, WeightRowBytes(job));
     for (size_t n = 0; n < job.N; n += rows_per_task) {
-      tasks.push_back(GroupTask{static_cast<uint32_t>(j), n, std::min(job.N, n + rows_per_task)});
+      const size_t n_end = std::min(job.N, n + rows_per_task);
+      if (layout.dp_rows) tasks.push_back(GroupTask{static_cast<uint32_t>(j), true, n, n_end});
+      if (layout.fp32_rows) tasks.push_back(GroupTask{static_cast<uint32_t>(j), false, n, n_end});
     }
   }
   float* scratch = ThreadScratch(ScratchSlot::kMatMulInput, scratch_floats);
   for (size_t j = 0; j < num_jobs; ++j) {
     const MatMulJob& job = jobs[j];
-    layouts[j].xs = scratch + offsets[source[j]];
+    JobLayout& layout = layouts[j];
+    layout.xs = scratch + offsets[source[j]];
+    layout.dp_xs = reinterpret_cast<const uint16_t*>(scratch + dp_offsets[source[j]]);
+    layout.fp32_y = layout.dp_rows && layout.fp32_rows ? scratch + y_offsets[j] : job.y;
     if (source[j] != j) continue;
-    WithWeights(job, [&](const auto& w) {
-      using Weights = std::decay_t<decltype(w)>;
-      LayOutInput<Weights>(job.x, job.M, job.K, layouts[j].num_chunks, scratch + offsets[j]);
-    });
+    if (layout.fp32_rows) {
+      WithWeights(job, [&](const auto& w) {
+        using Weights = std::decay_t<decltype(w)>;
+        LayOutInput<Weights>(job.x, job.M, job.K, layout.num_chunks, scratch + offsets[j]);
+      });
+    }
+    if (layout.dp_rows) {  // the top half of each fp32 (exact for the rows that take this path)
+      uint16_t* dst = reinterpret_cast<uint16_t*>(scratch + dp_offsets[j]);
+      if (job.kind == WeightKind::kMxfp4) {
+        dpbf16::LayOutMxfp4Input(job.x, job.M, job.K, dst, layout.dp_stride);
+        continue;
+      }
+      for (size_t m = 0; m < job.M; ++m) {
+        for (size_t k = 0; k < job.K; ++k) {
+          uint32_t bits;
+          std::memcpy(&bits, job.x + m * job.K + k, sizeof(bits));
+          dst[m * layout.dp_stride + k] = static_cast<uint16_t>(bits >> 16);
+        }
+        std::fill(dst + m * layout.dp_stride + job.K, dst + (m + 1) * layout.dp_stride, uint16_t{0});
+      }
+    }
   }
   const GroupTask* task_list = tasks.data();
   const JobLayout* layout_list = layouts.data();
@@ -663,9 +737,20 @@ void MatMulGroupImpl(const MatMulJob* jobs, size_t num_jobs, ThreadPool* pool) {
     const GroupTask& task = task_list[t];
     const MatMulJob& job = jobs[task.job];
     const JobLayout& layout = layout_list[task.job];
+    if (task.dp && job.kind == WeightKind::kMxfp4) {
+      dpbf16::Mxfp4RowBlock(layout.dp_xs, job.M, layout.dp_stride, job.K, job.packed, job.scales, job.y,
+                            job.N, task.n_begin, task.n_end);
+      return;
+    }
+    if (task.dp) {
+      dpbf16::RowBlock(layout.dp_xs, job.M, layout.dp_stride, job.K,
+                       reinterpret_cast<const uint16_t*>(job.bf16_weights), job.y, job.N, task.n_begin,
+                       task.n_end);
+      return;
+    }
     WithWeights(job, [&](const auto& w) {
-      MatMulRowBlock(w, layout.xs, job.M, layout.row_stride, layout.num_chunks, job.y, job.N, task.n_begin,
-                     task.n_end);
+      MatMulRowBlock(w, layout.xs, job.M, layout.row_stride, layout.num_chunks, layout.fp32_y, job.N,
+                     task.n_begin, task.n_end);
     });
   };
   const size_t num_tasks = tasks.size();
@@ -673,6 +758,16 @@ void MatMulGroupImpl(const MatMulJob* jobs, size_t num_jobs, ThreadPool* pool) {
     for (size_t t = 0; t < num_tasks; ++t) run_task(t);
   } else {
     pool->ParallelFor(num_tasks, [&](size_t t, size_t /*worker*/) { run_task(t); });
+  }
+  for (size_t j = 0; j < num_jobs; ++j) {  // mixed jobs: the fp32 path's result for its own rows
+    const MatMulJob& job = jobs[j];
+    const JobLayout& layout = layouts[j];
+    if (job.N == 0 || layout.fp32_y == job.y) continue;
+    for (size_t m = 0; m < job.M; ++m) {
+      if (!RowIsBf16(job.x + m * job.K, job.K)) {
+        std::copy(layout.fp32_y + m * job.N, layout.fp32_y + (m + 1) * job.N, job.y + m * job.N);
+      }
+    }
   }
 }
 

@@ -1,6 +1,8 @@
-// Dispatching entry points of the matmul kernels (ops.h): MatMulBf16, MatMulF32, MatMulMxfp4, MatMulGroup.
+// Dispatching entry points of the matmul kernels (ops.h): MatMulBf16, MatMulF32, MatMulMxfp4, MatMulGroup,
+// and the switch of the bf16 dot-product path (matmul_dpbf16.h).
 // Compiles matmul-inl.h once per SIMD target (hwy/foreach_target.h) and calls the best one the CPU
 // supports at run time, so the binary is built for the baseline ISA (no -march=native).
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 
@@ -14,6 +16,15 @@
 
 #if HWY_ONCE
 namespace k3::kernels {
+namespace {
+std::atomic<bool> bf16_dot_products_enabled{true};
+}  // namespace
+
+bool Bf16DotProductsActive() {
+  return bf16_dot_products_enabled.load(std::memory_order_relaxed) && dpbf16::Supported();
+}
+
+void SetBf16DotProducts(bool enabled) { bf16_dot_products_enabled.store(enabled, std::memory_order_relaxed); }
 
 HWY_EXPORT(MatMulBf16Impl);
 HWY_EXPORT(MatMulF32Impl);

@@ -49,6 +49,17 @@ void ForEachTarget(const std::function<void()>& body) {
   hwy::SetSupportedTargetsForTest(0);
 }
 
+// Runs `body` with the bf16 dot-product path on (where the CPU has it) and off (MatMulBf16 and bf16 jobs
+// of MatMulGroup then take each target's fp32 path for every row).
+void ForEachBf16Path(const std::function<void()>& body) {
+  for (bool dot_products : {true, false}) {
+    SetBf16DotProducts(dot_products);
+    SCOPED_TRACE(dot_products && Bf16DotProductsActive() ? "bf16 dot products" : "fp32 path");
+    body();
+  }
+  SetBf16DotProducts(true);
+}
+
 std::vector<float> RandomFloats(std::mt19937& rng, size_t n, float lo, float hi) {
   std::uniform_real_distribution<float> dist(lo, hi);
   std::vector<float> v(n);
@@ -432,14 +443,16 @@ TEST(Mxfp4Test, MatMulWithOneHotInputsReproducesEveryByte) {
   std::vector<float> x(K * K, 0.0f);  // identity: row m is one-hot at m
   for (size_t m = 0; m < K; ++m) x[m * K + m] = 1.0f;
   ThreadPool pool(2);
-  ForEachTarget([&] {
-    std::vector<float> y(K * N);
-    MatMulMxfp4(x.data(), K, K, packed.data(), scales.data(), N, y.data(), &pool);
-    std::vector<float> row(K);
-    for (size_t n = 0; n < N; ++n) {
-      DequantMxfp4Row(packed.data() + n * K / 2, scales.data() + n * K / 32, K, row.data());
-      for (size_t k = 0; k < K; ++k) ASSERT_EQ(y[k * N + n], row[k]) << "n=" << n << " k=" << k;
-    }
+  ForEachBf16Path([&] {
+    ForEachTarget([&] {
+      std::vector<float> y(K * N);
+      MatMulMxfp4(x.data(), K, K, packed.data(), scales.data(), N, y.data(), &pool);
+      std::vector<float> row(K);
+      for (size_t n = 0; n < N; ++n) {
+        DequantMxfp4Row(packed.data() + n * K / 2, scales.data() + n * K / 32, K, row.data());
+        for (size_t k = 0; k < K; ++k) ASSERT_EQ(y[k * N + n], row[k]) << "n=" << n << " k=" << k;
+      }
+    });
   });
 }
 
@@ -526,26 +539,28 @@ void CheckThreadAndBatchInvariance(size_t M, size_t K, size_t N, const float* x,
 
 TEST(MatMulTest, Bf16MatchesReference) {
   std::mt19937 rng(12);
-  ForEachTarget([&] {
-    for (const Shape& s : MatMulShapes(1)) {
-      const size_t ox = s.K % 4, ow = (s.K + 1) % 4, oy = s.N % 4;
-      std::vector<float> x = RandomBf16Values(rng, s.M * s.K + ox, -2.0f, 2.0f);
-      std::vector<bf16> w = RandomBf16(rng, s.N * s.K + ow, -1.0f, 1.0f);
-      std::vector<float> y(s.M * s.N + oy, 99.0f), ref(s.M * s.N);
-      MatMulBf16(x.data() + ox, s.M, s.K, w.data() + ow, s.N, y.data() + oy, nullptr);
-      scalar::MatMulBf16(x.data() + ox, s.M, s.K, w.data() + ow, s.N, ref.data());
-      for (size_t i = 0; i < oy; ++i) ASSERT_EQ(y[i], 99.0f);
-      std::vector<float> got(y.begin() + oy, y.end());
-      ExpectMatMulClose(
-          got, ref, x.data() + ox, s.M, s.K, s.N,
-          [&](size_t n, size_t k) { return Bf16ToFloat(w[ow + n * s.K + k]); }, "bf16");
-      CheckThreadAndBatchInvariance(
-          s.M, s.K, s.N, x.data() + ox,
-          [&](const float* xx, size_t M, float* yy, ThreadPool* pool) {
-            MatMulBf16(xx, M, s.K, w.data() + ow, s.N, yy, pool);
-          },
-          got);
-    }
+  ForEachBf16Path([&] {
+    ForEachTarget([&] {
+      for (const Shape& s : MatMulShapes(1)) {
+        const size_t ox = s.K % 4, ow = (s.K + 1) % 4, oy = s.N % 4;
+        std::vector<float> x = RandomBf16Values(rng, s.M * s.K + ox, -2.0f, 2.0f);
+        std::vector<bf16> w = RandomBf16(rng, s.N * s.K + ow, -1.0f, 1.0f);
+        std::vector<float> y(s.M * s.N + oy, 99.0f), ref(s.M * s.N);
+        MatMulBf16(x.data() + ox, s.M, s.K, w.data() + ow, s.N, y.data() + oy, nullptr);
+        scalar::MatMulBf16(x.data() + ox, s.M, s.K, w.data() + ow, s.N, ref.data());
+        for (size_t i = 0; i < oy; ++i) ASSERT_EQ(y[i], 99.0f);
+        std::vector<float> got(y.begin() + oy, y.end());
+        ExpectMatMulClose(
+            got, ref, x.data() + ox, s.M, s.K, s.N,
+            [&](size_t n, size_t k) { return Bf16ToFloat(w[ow + n * s.K + k]); }, "bf16");
+        CheckThreadAndBatchInvariance(
+            s.M, s.K, s.N, x.data() + ox,
+            [&](const float* xx, size_t M, float* yy, ThreadPool* pool) {
+              MatMulBf16(xx, M, s.K, w.data() + ow, s.N, yy, pool);
+            },
+            got);
+      }
+    });
   });
 }
 
@@ -574,31 +589,33 @@ TEST(MatMulTest, F32MatchesReference) {
 
 TEST(MatMulTest, Mxfp4MatchesReference) {
   std::mt19937 rng(14);
-  ForEachTarget([&] {
-    for (const Shape& s : MatMulShapes(32)) {
-      const size_t ox = (s.N + 1) % 4, op = s.N % 4, os = (s.N + 2) % 4;
-      std::vector<float> x = RandomBf16Values(rng, s.M * s.K + ox, -2.0f, 2.0f);
-      std::vector<uint8_t> packed(s.N * s.K / 2 + op), scales(s.N * s.K / 32 + os);
-      for (uint8_t& b : packed) b = static_cast<uint8_t>(rng());
-      for (uint8_t& b : scales) b = static_cast<uint8_t>(118 + rng() % 12);
-      std::vector<float> got(s.M * s.N), ref(s.M * s.N);
-      const uint8_t* p = packed.data() + op;
-      const uint8_t* sc = scales.data() + os;
-      MatMulMxfp4(x.data() + ox, s.M, s.K, p, sc, s.N, got.data(), nullptr);
-      scalar::MatMulMxfp4(x.data() + ox, s.M, s.K, p, sc, s.N, ref.data());
-      std::vector<float> dequant(s.N * s.K);
-      for (size_t n = 0; n < s.N; ++n)
-        DequantMxfp4Row(p + n * s.K / 2, sc + n * s.K / 32, s.K, &dequant[n * s.K]);
-      ExpectMatMulClose(
-          got, ref, x.data() + ox, s.M, s.K, s.N, [&](size_t n, size_t k) { return dequant[n * s.K + k]; },
-          "mxfp4");
-      CheckThreadAndBatchInvariance(
-          s.M, s.K, s.N, x.data() + ox,
-          [&](const float* xx, size_t M, float* yy, ThreadPool* pool) {
-            MatMulMxfp4(xx, M, s.K, p, sc, s.N, yy, pool);
-          },
-          got);
-    }
+  ForEachBf16Path([&] {
+    ForEachTarget([&] {
+      for (const Shape& s : MatMulShapes(32)) {
+        const size_t ox = (s.N + 1) % 4, op = s.N % 4, os = (s.N + 2) % 4;
+        std::vector<float> x = RandomBf16Values(rng, s.M * s.K + ox, -2.0f, 2.0f);
+        std::vector<uint8_t> packed(s.N * s.K / 2 + op), scales(s.N * s.K / 32 + os);
+        for (uint8_t& b : packed) b = static_cast<uint8_t>(rng());
+        for (uint8_t& b : scales) b = static_cast<uint8_t>(118 + rng() % 12);
+        std::vector<float> got(s.M * s.N), ref(s.M * s.N);
+        const uint8_t* p = packed.data() + op;
+        const uint8_t* sc = scales.data() + os;
+        MatMulMxfp4(x.data() + ox, s.M, s.K, p, sc, s.N, got.data(), nullptr);
+        scalar::MatMulMxfp4(x.data() + ox, s.M, s.K, p, sc, s.N, ref.data());
+        std::vector<float> dequant(s.N * s.K);
+        for (size_t n = 0; n < s.N; ++n)
+          DequantMxfp4Row(p + n * s.K / 2, sc + n * s.K / 32, s.K, &dequant[n * s.K]);
+        ExpectMatMulClose(
+            got, ref, x.data() + ox, s.M, s.K, s.N, [&](size_t n, size_t k) { return dequant[n * s.K + k]; },
+            "mxfp4");
+        CheckThreadAndBatchInvariance(
+            s.M, s.K, s.N, x.data() + ox,
+            [&](const float* xx, size_t M, float* yy, ThreadPool* pool) {
+              MatMulMxfp4(xx, M, s.K, p, sc, s.N, yy, pool);
+            },
+            got);
+      }
+    });
   });
 }
 
@@ -619,43 +636,111 @@ TEST(MatMulTest, EmptyShapes) {
 // each job's y bit for bit as its single call, with and without a pool.
 TEST(MatMulTest, GroupEqualsSingleCalls) {
   std::mt19937 rng(15);
-  ForEachTarget([&] {
-    const std::vector<float> x1 = RandomBf16Values(rng, 3 * 67, -2.0f, 2.0f);
-    const std::vector<float> x2 = RandomBf16Values(rng, 2 * 64, -2.0f, 2.0f);
-    const std::vector<float> x3 = RandomFloats(rng, 17 * 33, -2.0f, 2.0f);
-    const std::vector<bf16> wa = RandomBf16(rng, 9 * 67, -1.0f, 1.0f);
-    const std::vector<bf16> wb = RandomBf16(rng, 130 * 67, -1.0f, 1.0f);
-    const std::vector<float> wd = RandomFloats(rng, 6 * 33, -1.0f, 1.0f);
-    std::vector<uint8_t> packed(70 * 32), scales(70 * 2);
-    for (uint8_t& b : packed) b = static_cast<uint8_t>(rng());
-    for (uint8_t& b : scales) b = static_cast<uint8_t>(118 + rng() % 12);
-    struct Out {
-      std::vector<float> single, grouped;
-    };
-    std::vector<Out> outs(6);
-    const size_t sizes[6] = {3 * 9, 3 * 130, 2 * 70, 17 * 6, 0, 0};
-    for (size_t i = 0; i < 6; ++i) outs[i].single.assign(sizes[i], 0.0f);
-    MatMulBf16(x1.data(), 3, 67, wa.data(), 9, outs[0].single.data(), nullptr);
-    MatMulBf16(x1.data(), 3, 67, wb.data(), 130, outs[1].single.data(), nullptr);
-    MatMulMxfp4(x2.data(), 2, 64, packed.data(), scales.data(), 70, outs[2].single.data(), nullptr);
-    MatMulF32(x3.data(), 17, 33, wd.data(), 6, outs[3].single.data(), nullptr);
-    ThreadPool pool2(2), pool3(3);
-    for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &pool2, &pool3}) {
-      for (Out& out : outs) out.grouped.assign(out.single.size() + 1, 77.0f);  // + 1: nothing past y
-      const MatMulJob jobs[] = {
-          MatMulJob::Bf16(x1.data(), 3, 67, wa.data(), 9, outs[0].grouped.data()),
-          MatMulJob::Bf16(x1.data(), 3, 67, wb.data(), 130, outs[1].grouped.data()),
-          MatMulJob::Mxfp4(x2.data(), 2, 64, packed.data(), scales.data(), 70, outs[2].grouped.data()),
-          MatMulJob::F32(x3.data(), 17, 33, wd.data(), 6, outs[3].grouped.data()),
-          MatMulJob::Bf16(x1.data(), 0, 67, wa.data(), 9, outs[4].grouped.data()),  // M = 0
-          MatMulJob::Bf16(x1.data(), 3, 67, wa.data(), 0, outs[5].grouped.data()),  // N = 0
+  ForEachBf16Path([&] {
+    ForEachTarget([&] {
+      const std::vector<float> x1 = RandomBf16Values(rng, 3 * 67, -2.0f, 2.0f);
+      const std::vector<float> x2 = RandomBf16Values(rng, 2 * 64, -2.0f, 2.0f);
+      const std::vector<float> x3 = RandomFloats(rng, 17 * 33, -2.0f, 2.0f);
+      const std::vector<bf16> wa = RandomBf16(rng, 9 * 67, -1.0f, 1.0f);
+      const std::vector<bf16> wb = RandomBf16(rng, 130 * 67, -1.0f, 1.0f);
+      const std::vector<float> wd = RandomFloats(rng, 6 * 33, -1.0f, 1.0f);
+      std::vector<uint8_t> packed(70 * 32), scales(70 * 2);
+      for (uint8_t& b : packed) b = static_cast<uint8_t>(rng());
+      for (uint8_t& b : scales) b = static_cast<uint8_t>(118 + rng() % 12);
+      struct Out {
+        std::vector<float> single, grouped;
       };
-      MatMulGroup(jobs, 6, pool);
-      for (size_t i = 0; i < 6; ++i) {
-        const std::vector<float>& got = outs[i].grouped;
-        ASSERT_TRUE(std::equal(outs[i].single.begin(), outs[i].single.end(), got.begin()))
-            << "job " << i << " threads=" << (pool ? pool->num_threads() : 1);
-        ASSERT_EQ(got.back(), 77.0f) << "job " << i << " wrote past its y";
+      std::vector<Out> outs(6);
+      const size_t sizes[6] = {3 * 9, 3 * 130, 2 * 70, 17 * 6, 0, 0};
+      for (size_t i = 0; i < 6; ++i) outs[i].single.assign(sizes[i], 0.0f);
+      MatMulBf16(x1.data(), 3, 67, wa.data(), 9, outs[0].single.data(), nullptr);
+      MatMulBf16(x1.data(), 3, 67, wb.data(), 130, outs[1].single.data(), nullptr);
+      MatMulMxfp4(x2.data(), 2, 64, packed.data(), scales.data(), 70, outs[2].single.data(), nullptr);
+      MatMulF32(x3.data(), 17, 33, wd.data(), 6, outs[3].single.data(), nullptr);
+      ThreadPool pool2(2), pool3(3);
+      for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &pool2, &pool3}) {
+        for (Out& out : outs) out.grouped.assign(out.single.size() + 1, 77.0f);  // + 1: nothing past y
+        const MatMulJob jobs[] = {
+            MatMulJob::Bf16(x1.data(), 3, 67, wa.data(), 9, outs[0].grouped.data()),
+            MatMulJob::Bf16(x1.data(), 3, 67, wb.data(), 130, outs[1].grouped.data()),
+            MatMulJob::Mxfp4(x2.data(), 2, 64, packed.data(), scales.data(), 70, outs[2].grouped.data()),
+            MatMulJob::F32(x3.data(), 17, 33, wd.data(), 6, outs[3].grouped.data()),
+            MatMulJob::Bf16(x1.data(), 0, 67, wa.data(), 9, outs[4].grouped.data()),  // M = 0
+            MatMulJob::Bf16(x1.data(), 3, 67, wa.data(), 0, outs[5].grouped.data()),  // N = 0
+        };
+        MatMulGroup(jobs, 6, pool);
+        for (size_t i = 0; i < 6; ++i) {
+          const std::vector<float>& got = outs[i].grouped;
+          ASSERT_TRUE(std::equal(outs[i].single.begin(), outs[i].single.end(), got.begin()))
+              << "job " << i << " threads=" << (pool ? pool->num_threads() : 1);
+          ASSERT_EQ(got.back(), 77.0f) << "job " << i << " wrote past its y";
+        }
+      }
+    });
+  });
+}
+
+// A batch whose rows are partly bf16 values and partly not (rows 1 and 4 carry fp32 noise): with the
+// dot-product path active the job runs both paths; each row must still equal that row computed alone,
+// with and without a pool, and the reference.
+TEST(MatMulTest, Bf16MixedRowsEqualEachRowAlone) {
+  std::mt19937 rng(16);
+  ForEachBf16Path([&] {
+    for (const Shape& s : {Shape{6, 67, 9}, Shape{6, 608, 130}, Shape{40, 96, 21}}) {
+      std::vector<float> x = RandomBf16Values(rng, s.M * s.K, -2.0f, 2.0f);
+      const std::vector<float> noise = RandomFloats(rng, 2 * s.K, -2.0f, 2.0f);
+      std::copy(noise.begin(), noise.begin() + s.K, x.begin() + 1 * s.K);
+      std::copy(noise.begin() + s.K, noise.end(), x.begin() + 4 * s.K);
+      const std::vector<bf16> w = RandomBf16(rng, s.N * s.K, -1.0f, 1.0f);
+      std::vector<float> got(s.M * s.N, 5.0f), ref(s.M * s.N);
+      MatMulBf16(x.data(), s.M, s.K, w.data(), s.N, got.data(), nullptr);
+      scalar::MatMulBf16(x.data(), s.M, s.K, w.data(), s.N, ref.data());
+      ExpectMatMulClose(
+          got, ref, x.data(), s.M, s.K, s.N, [&](size_t n, size_t k) { return Bf16ToFloat(w[n * s.K + k]); },
+          "mixed bf16");
+      ThreadPool pool2(2);
+      std::vector<float> pooled(s.M * s.N);
+      MatMulBf16(x.data(), s.M, s.K, w.data(), s.N, pooled.data(), &pool2);
+      ASSERT_EQ(pooled, got) << "M=" << s.M;
+      for (size_t m = 0; m < s.M; ++m) {
+        std::vector<float> row(s.N);
+        MatMulBf16(x.data() + m * s.K, 1, s.K, w.data(), s.N, row.data(), nullptr);
+        ASSERT_TRUE(std::equal(row.begin(), row.end(), got.begin() + m * s.N)) << "row " << m << " M=" << s.M;
+      }
+    }
+  });
+}
+
+// The same for MXFP4 weights (K a multiple of 32 but not of 128, and of 128).
+TEST(MatMulTest, Mxfp4MixedRowsEqualEachRowAlone) {
+  std::mt19937 rng(17);
+  ForEachBf16Path([&] {
+    for (const Shape& s : {Shape{6, 96, 9}, Shape{6, 608, 130}, Shape{40, 1024, 21}}) {
+      std::vector<float> x = RandomBf16Values(rng, s.M * s.K, -2.0f, 2.0f);
+      const std::vector<float> noise = RandomFloats(rng, 2 * s.K, -2.0f, 2.0f);
+      std::copy(noise.begin(), noise.begin() + s.K, x.begin() + 1 * s.K);
+      std::copy(noise.begin() + s.K, noise.end(), x.begin() + 4 * s.K);
+      std::vector<uint8_t> packed(s.N * s.K / 2), scales(s.N * s.K / 32);
+      for (uint8_t& b : packed) b = static_cast<uint8_t>(rng());
+      for (uint8_t& b : scales) b = static_cast<uint8_t>(118 + rng() % 12);
+      std::vector<float> got(s.M * s.N, 5.0f), ref(s.M * s.N);
+      MatMulMxfp4(x.data(), s.M, s.K, packed.data(), scales.data(), s.N, got.data(), nullptr);
+      scalar::MatMulMxfp4(x.data(), s.M, s.K, packed.data(), scales.data(), s.N, ref.data());
+      std::vector<float> dequant(s.N * s.K);
+      for (size_t n = 0; n < s.N; ++n)
+        DequantMxfp4Row(packed.data() + n * s.K / 2, scales.data() + n * s.K / 32, s.K,
+                        dequant.data() + n * s.K);
+      ExpectMatMulClose(
+          got, ref, x.data(), s.M, s.K, s.N, [&](size_t n, size_t k) { return dequant[n * s.K + k]; },
+          "mixed mxfp4");
+      ThreadPool pool2(2);
+      std::vector<float> pooled(s.M * s.N);
+      MatMulMxfp4(x.data(), s.M, s.K, packed.data(), scales.data(), s.N, pooled.data(), &pool2);
+      ASSERT_EQ(pooled, got) << "M=" << s.M;
+      for (size_t m = 0; m < s.M; ++m) {
+        std::vector<float> row(s.N);
+        MatMulMxfp4(x.data() + m * s.K, 1, s.K, packed.data(), scales.data(), s.N, row.data(), nullptr);
+        ASSERT_TRUE(std::equal(row.begin(), row.end(), got.begin() + m * s.N)) << "row " << m << " M=" << s.M;
       }
     }
   });

@@ -1,0 +1,171 @@
+// VDPBF16PS matmul over bf16 weights, and the CPU feature checks (matmul_dpbf16.h). Compiled with the
+// baseline flags: only the functions below carry the AVX-512 target attribute (dpbf16-inl.h), so no inline
+// function of a shared header is ever emitted with AVX-512 instructions, and callers reach them only
+// after Supported().
+//
+// Work of one call: output rows n in [n_begin, n_end) for every x row, in register tiles of up to
+// kMaxTileM x rows by kN weight rows (kN = 1 at M = 1: one weight row is streamed at a time, which kept
+// more reads in flight than four interleaved rows; kN = 4 otherwise, so a loaded weight vector serves up
+// to four x rows). For M > kUnblockedMaxM (prefill) K is cut into blocks of kBlockChunks chunks and x into
+// blocks of kBlockM rows so both stay in L2; the tiles' accumulators wait in a per-thread buffer between
+// K blocks. None of this changes the order in which a y[m, n] accumulates (see the header).
+#include "src/kernels/matmul_dpbf16.h"
+
+#include <algorithm>
+
+#include "src/kernels/dpbf16-inl.h"
+#include "src/kernels/scratch.h"
+
+namespace k3::kernels::dpbf16 {
+
+#if K3_HAVE_DPBF16
+namespace {
+
+constexpr size_t kChunk = kBf16Chunk;
+constexpr size_t kMaxTileM = 4;   // x rows per register tile
+constexpr size_t kWideTileN = 4;  // weight rows per register tile when M > 1
+constexpr size_t kBlockChunks = kBlockElements / kChunk;
+
+struct Tile {
+  const uint16_t* x[kMaxTileM];   // x rows (padded to whole chunks)
+  float* y[kMaxTileM];            // &y[m, n0]
+  const uint16_t* w[kWideTileN];  // weight rows; past N the last valid row repeats (not stored)
+  size_t n_valid;                 // 1..kN
+};
+
+// Chunks [c_begin, c_end) of a kM x kN tile. `partial` [kM * kN * kLanes] holds the accumulators between
+// K blocks (unused when the whole K is one block). The chunk at `full_chunks` (present when K % 32 != 0)
+// is read with a masked load, so nothing past a weight row is touched. The last block writes y.
+template <size_t kM, size_t kN>
+K3_DPBF16_TARGET inline void RunTile(const Tile& t, size_t c_begin, size_t c_end, size_t full_chunks,
+                                     size_t K, float* partial, bool first_block, bool last_block) {
+  __m512 acc[kM][kN];
+  for (size_t i = 0; i < kM; ++i) {
+    for (size_t j = 0; j < kN; ++j) {
+      acc[i][j] = first_block ? _mm512_setzero_ps() : _mm512_load_ps(partial + (i * kN + j) * kLanes);
+    }
+  }
+  const size_t c_full_end = std::min(c_end, full_chunks);
+  size_t c = c_begin;
+  for (; c < c_full_end; ++c) {
+    __m512bh xv[kM];
+    for (size_t i = 0; i < kM; ++i) xv[i] = (__m512bh)_mm512_loadu_si512(t.x[i] + c * kChunk);
+    for (size_t j = 0; j < kN; ++j) {
+      const __m512bh wv = (__m512bh)_mm512_loadu_si512(t.w[j] + c * kChunk);
+      for (size_t i = 0; i < kM; ++i) acc[i][j] = _mm512_dpbf16_ps(acc[i][j], xv[i], wv);
+    }
+  }
+  if (c < c_end) {  // the partial last chunk of each row
+    const __mmask32 mask = static_cast<__mmask32>((uint64_t{1} << (K - c * kChunk)) - 1);
+    for (size_t j = 0; j < kN; ++j) {
+      const __m512bh wv = (__m512bh)_mm512_maskz_loadu_epi16(mask, t.w[j] + c * kChunk);
+      for (size_t i = 0; i < kM; ++i) {
+        acc[i][j] = _mm512_dpbf16_ps(acc[i][j], (__m512bh)_mm512_loadu_si512(t.x[i] + c * kChunk), wv);
+      }
+    }
+  }
+  for (size_t i = 0; i < kM; ++i) {
+    // j runs to the constant kN (a runtime bound would force acc out of registers).
+    for (size_t j = 0; j < kN; ++j) {
+      if (last_block) {
+        const float sum = SumOfLanes(acc[i][j]);
+        if (j < t.n_valid) t.y[i][j] = sum;
+      } else {
+        _mm512_store_ps(partial + (i * kN + j) * kLanes, acc[i][j]);
+      }
+    }
+  }
+}
+
+template <size_t kN>
+K3_DPBF16_TARGET void RowBlockTiles(const uint16_t* xs, size_t M, size_t x_stride, size_t K,
+                                    const uint16_t* W, float* y, size_t N, size_t n_begin, size_t n_end) {
+  const size_t num_chunks = (K + kChunk - 1) / kChunk;
+  const size_t full_chunks = K / kChunk;
+  const bool blocked = M > kUnblockedMaxM;
+  const size_t chunks_per_block = blocked ? kBlockChunks : num_chunks;
+  const size_t rows_per_m_block = blocked ? kBlockM : M;
+  const size_t n_tiles = (n_end - n_begin + kN - 1) / kN;
+  const size_t m_tiles_per_block = (rows_per_m_block + kMaxTileM - 1) / kMaxTileM;
+  constexpr size_t kTileFloats = kMaxTileM * kN * kLanes;
+  float* partial_base =
+      blocked ? ThreadScratch(ScratchSlot::kMatMulAccumulators, m_tiles_per_block * n_tiles * kTileFloats)
+              : nullptr;
+  for (size_t m_block = 0; m_block < M; m_block += rows_per_m_block) {
+    const size_t m_block_end = std::min(M, m_block + rows_per_m_block);
+    size_t c0 = 0;
+    do {  // K blocks; runs once when K == 0 so that y is written (zeros)
+      const size_t c1 = std::min(num_chunks, c0 + chunks_per_block);
+      const bool first_block = c0 == 0;
+      const bool last_block = c1 == num_chunks;
+      for (size_t nt = 0; nt < n_tiles; ++nt) {
+        const size_t n0 = n_begin + nt * kN;
+        Tile t;
+        t.n_valid = std::min(kN, n_end - n0);
+        for (size_t j = 0; j < kN; ++j) t.w[j] = W + (n0 + std::min(j, t.n_valid - 1)) * K;
+        size_t mt = 0;
+        for (size_t m0 = m_block; m0 < m_block_end; m0 += kMaxTileM, ++mt) {
+          const size_t rows = std::min(kMaxTileM, m_block_end - m0);
+          for (size_t i = 0; i < rows; ++i) {
+            t.x[i] = xs + (m0 + i) * x_stride;
+            t.y[i] = y + (m0 + i) * N + n0;
+          }
+          float* partial = blocked ? partial_base + (mt * n_tiles + nt) * kTileFloats : nullptr;
+          switch (rows) {
+            case 1:
+              RunTile<1, kN>(t, c0, c1, full_chunks, K, partial, first_block, last_block);
+              break;
+            case 2:
+              RunTile<2, kN>(t, c0, c1, full_chunks, K, partial, first_block, last_block);
+              break;
+            case 3:
+              RunTile<3, kN>(t, c0, c1, full_chunks, K, partial, first_block, last_block);
+              break;
+            default:
+              RunTile<4, kN>(t, c0, c1, full_chunks, K, partial, first_block, last_block);
+              break;
+          }
+        }
+      }
+      c0 = c1;
+    } while (c0 < num_chunks);
+  }
+}
+
+}  // namespace
+
+bool Supported() {
+  static const bool supported = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
+           __builtin_cpu_supports("avx512bf16");
+  }();
+  return supported;
+}
+
+bool Mxfp4Supported() {
+  static const bool supported = Supported() && __builtin_cpu_supports("avx512vbmi");
+  return supported;
+}
+
+void RowBlock(const uint16_t* xs, size_t M, size_t x_stride, size_t K, const uint16_t* W, float* y, size_t N,
+              size_t n_begin, size_t n_end) {
+  if (M == 0 || n_begin >= n_end) return;
+  if (M == 1) {
+    RowBlockTiles<1>(xs, M, x_stride, K, W, y, N, n_begin, n_end);
+  } else {
+    RowBlockTiles<kWideTileN>(xs, M, x_stride, K, W, y, N, n_begin, n_end);
+  }
+}
+
+#else  // no AVX512_BF16 code in this build
+
+bool Supported() { return false; }
+bool Mxfp4Supported() { return false; }
+
+void RowBlock(const uint16_t*, size_t, size_t, size_t, const uint16_t*, float*, size_t, size_t, size_t) {}
+
+#endif
+
+}  // namespace k3::kernels::dpbf16

@@ -1,0 +1,241 @@
+// VDPBF16PS matmul over MXFP4 weights (matmul_dpbf16.h, spec §3.3). Compiled with the baseline flags;
+// only the functions below carry AVX-512 target attributes (dpbf16-inl.h), and MatMulGroup calls them
+// only after Mxfp4Supported().
+//
+// A block of 128 elements of a weight row is 64 packed bytes (4 scale groups of 16 bytes) and is read with
+// one load. It becomes four bf16 vectors, each holding element pairs of all four groups: lane l of vector
+// q holds the pair p = 4q + l % 4 of group g = l / 4 (elements 32g + 2p and 2p + 1, i.e. the low and high
+// nibble of packed byte 16g + p). Per vector: a byte permute copies each lane's packed byte into its four
+// bytes, a per-word shift brings the high nibble down in the upper bf16, a ternary-logic op keeps the
+// nibble and adds which byte of the bf16 is wanted, and a second byte permute reads that byte of the E2M1
+// value's bf16 pattern from a 32-byte table. The four vectors' dot products with x (laid out the same way
+// by LayOutMxfp4Input) go into one temporary whose lane l belongs to group l / 4, so a single FMA applies
+// the four groups' scales: acc += temporary * [s0 x4, s1 x4, s2 x4, s3 x4].
+//
+// Tiles: up to kMaxTileM x rows by 4 weight rows (four independent accumulator chains even at M = 1; this
+// kernel is bounded by its operations more than by memory). Blocking for M > kUnblockedMaxM as in
+// matmul_dpbf16.cc. A last block with fewer than four groups is read with a masked load; its missing
+// groups decode to zeros against zero x.
+#include <algorithm>
+#include <cstring>
+
+#include "src/base/bf16.h"
+#include "src/kernels/dpbf16-inl.h"
+#include "src/kernels/matmul_dpbf16.h"
+#include "src/kernels/ops.h"
+#include "src/kernels/scratch.h"
+
+namespace k3::kernels::dpbf16 {
+
+// Slot of element k of a block in the laid-out x: block b, vector q, lane l, half h (0: even element).
+void LayOutMxfp4Input(const float* x, size_t M, size_t K, uint16_t* xs, size_t x_stride) {
+  for (size_t m = 0; m < M; ++m) {
+    const float* src = x + m * K;
+    uint16_t* dst = xs + m * x_stride;
+    std::fill(dst, dst + x_stride, uint16_t{0});
+    for (size_t k = 0; k < K; ++k) {
+      const size_t block = k / kMxfp4Block, in_block = k % kMxfp4Block;
+      const size_t group = in_block / 32, pair = (in_block % 32) / 2, half = in_block % 2;
+      const size_t q = pair / 4, lane = group * 4 + pair % 4;
+      uint32_t bits;
+      std::memcpy(&bits, src + k, sizeof(bits));
+      dst[block * kMxfp4Block + q * 32 + lane * 2 + half] = static_cast<uint16_t>(bits >> 16);
+    }
+  }
+}
+
+#if K3_HAVE_DPBF16
+namespace {
+
+constexpr size_t kMaxTileM = 4;  // x rows per register tile
+constexpr size_t kTileN = 4;     // weight rows per register tile
+constexpr size_t kBlocksPerKBlock = kBlockElements / kMxfp4Block;
+
+// Byte tables of the decode, built once in plain code.
+struct DecodeTables {
+  alignas(64) uint8_t spread[4][64];   // vector q: byte 4l + t <- packed byte 16 (l / 4) + 4q + l % 4
+  alignas(64) uint16_t shift[32];      // per 16-bit word: 0 for the low bf16 of a lane, 4 for the high one
+  alignas(64) uint8_t low_nibble[64];  // 0x0F
+  alignas(64) uint8_t which_byte[64];  // 0x10 in odd bytes: table index 16 + code reads the high byte
+  alignas(64) uint8_t bf16_bytes[64];  // [code]: low byte of bf16(E2M1(code)); [16 + code]: high byte
+  alignas(64) uint32_t group_of_lane[16];  // l / 4
+  DecodeTables() {
+    for (size_t q = 0; q < 4; ++q) {
+      for (size_t l = 0; l < 16; ++l) {
+        for (size_t t = 0; t < 4; ++t)
+          spread[q][4 * l + t] = static_cast<uint8_t>(16 * (l / 4) + 4 * q + l % 4);
+      }
+    }
+    for (size_t w = 0; w < 32; ++w) shift[w] = static_cast<uint16_t>(4 * (w % 2));
+    for (size_t b = 0; b < 64; ++b) {
+      low_nibble[b] = 0x0F;
+      which_byte[b] = b % 2 == 1 ? 0x10 : 0x00;
+      bf16_bytes[b] = 0;
+    }
+    for (uint8_t code = 0; code < 16; ++code) {
+      const uint16_t bits = FloatToBf16(E2M1ToFloat(code)).bits;
+      bf16_bytes[code] = static_cast<uint8_t>(bits & 0xFF);
+      bf16_bytes[16 + code] = static_cast<uint8_t>(bits >> 8);
+    }
+    for (uint32_t l = 0; l < 16; ++l) group_of_lane[l] = l / 4;
+  }
+};
+const DecodeTables& Tables() {
+  static const DecodeTables tables;
+  return tables;
+}
+
+struct Constants {
+  __m512i spread[4], shift, low_nibble, which_byte, bf16_bytes, group_of_lane;
+};
+
+K3_DPBF16_VBMI_TARGET inline Constants LoadConstants() {
+  const DecodeTables& t = Tables();
+  Constants c;
+  for (size_t q = 0; q < 4; ++q) c.spread[q] = _mm512_load_si512(t.spread[q]);
+  c.shift = _mm512_load_si512(t.shift);
+  c.low_nibble = _mm512_load_si512(t.low_nibble);
+  c.which_byte = _mm512_load_si512(t.which_byte);
+  c.bf16_bytes = _mm512_load_si512(t.bf16_bytes);
+  c.group_of_lane = _mm512_load_si512(t.group_of_lane);
+  return c;
+}
+
+// Vector q of a block's 64 packed bytes as 32 bf16 weights (see the top of the file).
+K3_DPBF16_VBMI_TARGET inline __m512bh DecodeVector(const Constants& c, __m512i packed, size_t q) {
+  const __m512i copies = _mm512_permutexvar_epi8(c.spread[q], packed);
+  const __m512i nibbles = _mm512_srlv_epi16(copies, c.shift);
+  // (nibbles & 0x0F) | which_byte
+  const __m512i index = _mm512_ternarylogic_epi32(nibbles, c.low_nibble, c.which_byte, 0xEA);
+  return (__m512bh)_mm512_permutexvar_epi8(index, c.bf16_bytes);
+}
+
+// 2^(s - 127) of four E8M0 bytes (little-endian in `four`), each repeated over its group's four lanes.
+// s = 0 is the subnormal 2^-127 (bit pattern 0x00400000, which max() supplies); s = 255 is inf.
+K3_DPBF16_VBMI_TARGET inline __m512 GroupScales(const Constants& c, uint32_t four) {
+  const __m512i bytes = _mm512_cvtepu8_epi32(_mm_cvtsi32_si128(static_cast<int>(four)));
+  const __m512i per_lane = _mm512_permutexvar_epi32(c.group_of_lane, bytes);
+  const __m512i bits = _mm512_max_epi32(_mm512_slli_epi32(per_lane, 23), _mm512_set1_epi32(0x00400000));
+  return _mm512_castsi512_ps(bits);
+}
+
+struct Tile {
+  const uint16_t* x[kMaxTileM];   // laid-out x rows
+  float* y[kMaxTileM];            // &y[m, n0]
+  const uint8_t* packed[kTileN];  // weight rows; past N the last valid row repeats (not stored)
+  const uint8_t* scales[kTileN];
+  size_t n_valid;
+};
+
+// Blocks [b_begin, b_end) of a kM x kTileN tile; `partial` as in matmul_dpbf16.cc.
+template <size_t kM>
+K3_DPBF16_VBMI_TARGET inline void RunTile(const Constants& c, const Tile& t, size_t b_begin, size_t b_end,
+                                          size_t K, float* partial, bool first_block, bool last_block) {
+  __m512 acc[kM][kTileN];
+  for (size_t i = 0; i < kM; ++i) {
+    for (size_t j = 0; j < kTileN; ++j) {
+      acc[i][j] = first_block ? _mm512_setzero_ps() : _mm512_load_ps(partial + (i * kTileN + j) * kLanes);
+    }
+  }
+  const size_t full_blocks = K / kMxfp4Block;
+  for (size_t b = b_begin; b < b_end; ++b) {
+    const size_t groups = b < full_blocks ? 4 : (K % kMxfp4Block) / 32;
+    const __mmask64 byte_mask = groups == 4 ? ~__mmask64{0} : (__mmask64{1} << (16 * groups)) - 1;
+    for (size_t j = 0; j < kTileN; ++j) {
+      const __m512i packed = _mm512_maskz_loadu_epi8(byte_mask, t.packed[j] + b * 64);
+      uint32_t four = 0;
+      std::memcpy(&four, t.scales[j] + b * 4, groups);
+      const __m512 scale = GroupScales(c, four);
+      __m512bh w[4];
+      for (size_t q = 0; q < 4; ++q) w[q] = DecodeVector(c, packed, q);
+      for (size_t i = 0; i < kM; ++i) {
+        const uint16_t* x = t.x[i] + b * kMxfp4Block;
+        __m512 dot = _mm512_setzero_ps();
+        for (size_t q = 0; q < 4; ++q)
+          dot = _mm512_dpbf16_ps(dot, (__m512bh)_mm512_loadu_si512(x + q * 32), w[q]);
+        acc[i][j] = _mm512_fmadd_ps(dot, scale, acc[i][j]);
+      }
+    }
+  }
+  for (size_t i = 0; i < kM; ++i) {
+    for (size_t j = 0; j < kTileN; ++j) {
+      if (last_block) {
+        const float sum = SumOfLanes(acc[i][j]);
+        if (j < t.n_valid) t.y[i][j] = sum;
+      } else {
+        _mm512_store_ps(partial + (i * kTileN + j) * kLanes, acc[i][j]);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+K3_DPBF16_VBMI_TARGET void Mxfp4RowBlock(const uint16_t* xs, size_t M, size_t x_stride, size_t K,
+                                         const uint8_t* packed, const uint8_t* scales, float* y, size_t N,
+                                         size_t n_begin, size_t n_end) {
+  if (M == 0 || n_begin >= n_end) return;
+  const Constants c = LoadConstants();
+  const size_t num_blocks = (K + kMxfp4Block - 1) / kMxfp4Block;
+  const bool blocked = M > kUnblockedMaxM;
+  const size_t blocks_per_k_block = blocked ? kBlocksPerKBlock : num_blocks;
+  const size_t rows_per_m_block = blocked ? kBlockM : M;
+  const size_t n_tiles = (n_end - n_begin + kTileN - 1) / kTileN;
+  const size_t m_tiles_per_block = (rows_per_m_block + kMaxTileM - 1) / kMaxTileM;
+  constexpr size_t kTileFloats = kMaxTileM * kTileN * kLanes;
+  float* partial_base =
+      blocked ? ThreadScratch(ScratchSlot::kMatMulAccumulators, m_tiles_per_block * n_tiles * kTileFloats)
+              : nullptr;
+  for (size_t m_block = 0; m_block < M; m_block += rows_per_m_block) {
+    const size_t m_block_end = std::min(M, m_block + rows_per_m_block);
+    size_t b0 = 0;
+    do {  // K blocks; runs once when K == 0 so that y is written (zeros)
+      const size_t b1 = std::min(num_blocks, b0 + blocks_per_k_block);
+      const bool first_block = b0 == 0;
+      const bool last_block = b1 == num_blocks;
+      for (size_t nt = 0; nt < n_tiles; ++nt) {
+        const size_t n0 = n_begin + nt * kTileN;
+        Tile t;
+        t.n_valid = std::min(kTileN, n_end - n0);
+        for (size_t j = 0; j < kTileN; ++j) {
+          const size_t n = n0 + std::min(j, t.n_valid - 1);
+          t.packed[j] = packed + n * (K / 2);
+          t.scales[j] = scales + n * (K / 32);
+        }
+        size_t mt = 0;
+        for (size_t m0 = m_block; m0 < m_block_end; m0 += kMaxTileM, ++mt) {
+          const size_t rows = std::min(kMaxTileM, m_block_end - m0);
+          for (size_t i = 0; i < rows; ++i) {
+            t.x[i] = xs + (m0 + i) * x_stride;
+            t.y[i] = y + (m0 + i) * N + n0;
+          }
+          float* partial = blocked ? partial_base + (mt * n_tiles + nt) * kTileFloats : nullptr;
+          switch (rows) {
+            case 1:
+              RunTile<1>(c, t, b0, b1, K, partial, first_block, last_block);
+              break;
+            case 2:
+              RunTile<2>(c, t, b0, b1, K, partial, first_block, last_block);
+              break;
+            case 3:
+              RunTile<3>(c, t, b0, b1, K, partial, first_block, last_block);
+              break;
+            default:
+              RunTile<4>(c, t, b0, b1, K, partial, first_block, last_block);
+              break;
+          }
+        }
+      }
+      b0 = b1;
+    } while (b0 < num_blocks);
+  }
+}
+
+#else  // no AVX512_BF16 code in this build
+
+void Mxfp4RowBlock(const uint16_t*, size_t, size_t, size_t, const uint8_t*, const uint8_t*, float*, size_t,
+                   size_t, size_t) {}
+
+#endif
+
+}  // namespace k3::kernels::dpbf16
