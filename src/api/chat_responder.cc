@@ -114,10 +114,13 @@ struct ChatResponder::Impl {
     if (plan.stream && !roles_sent) {
       roles_sent = true;
       for (size_t i = 0; i < choices.size(); ++i) {
-        out.push_back(DumpJson(Chunk({{{"index", i},
-                                       {"delta", {{"role", "assistant"}, {"content", ""}}},
-                                       {"logprobs", nullptr},
-                                       {"finish_reason", nullptr}}})));
+        // json::array(...) spelled out: a braced list holding one json initialises a json parameter
+        // as a copy of that element under clang and as a one-element array under g++.
+        out.push_back(
+            DumpJson(Chunk(nlohmann::json::array({{{"index", i},
+                                                   {"delta", {{"role", "assistant"}, {"content", ""}}},
+                                                   {"logprobs", nullptr},
+                                                   {"finish_reason", nullptr}}}))));
       }
     }
     Choice& choice = choices[event.choice];
@@ -152,7 +155,7 @@ struct ChatResponder::Impl {
         choice.unsent_logprobs = nlohmann::json::array();
       }
       if (finished) entry["stop_reason"] = StopReasonJson(choice.stop_reason, plan.stop_token_ids, plan.stop);
-      out.push_back(DumpJson(Chunk({std::move(entry)})));
+      out.push_back(DumpJson(Chunk(nlohmann::json::array({std::move(entry)}))));
     }
     if (event.request_done) {
       usage = event.usage;

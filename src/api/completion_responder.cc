@@ -99,8 +99,10 @@ struct CompletionResponder::Impl {
       if (stream) out.push_back(ErrorBody(*failure));
     }
     if (stream && (!text.empty() || finished || !event.logprobs.empty())) {
-      out.push_back(
-          DumpJson(Body({ChoiceJson(event.choice, std::move(text), std::move(logprob_json), choice)})));
+      // json::array(...) spelled out: a braced list holding one json initialises a json parameter as a
+      // copy of that element under clang and as a one-element array under g++.
+      out.push_back(DumpJson(Body(nlohmann::json::array(
+          {ChoiceJson(event.choice, std::move(text), std::move(logprob_json), choice)}))));
     }
     if (event.request_done) {
       usage = event.usage;
