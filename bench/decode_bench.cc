@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "bench/machine_limits.h"
+#include "src/base/check.h"
 #include "src/base/file.h"
 #include "src/base/thread_pool.h"
 #include "src/io/dtype.h"
@@ -160,7 +161,7 @@ TokenCost CostPerToken(const k3::io::ModelConfig& cfg) {
 void Forward(k3::model::Model& model, k3::model::SequenceState* state, const std::vector<int32_t>& ids) {
   k3::model::SequenceBatchItem item{state, ids, false};
   k3::model::ForwardOutput out;
-  model.Forward(std::span<const k3::model::SequenceBatchItem>(&item, 1), &out);
+  K3_CHECK_OK(model.Forward(std::span<const k3::model::SequenceBatchItem>(&item, 1), &out));
 }
 
 std::string Samples(const std::vector<double>& v) {

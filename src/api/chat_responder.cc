@@ -142,7 +142,7 @@ struct ChatResponder::Impl {
     }
     nlohmann::json delta_json = Apply(choice, event.choice, delta);
     if (event.finish == engine::FinishReason::kError && !failure) {
-      failure = EngineFailure(event.error);
+      failure = EngineFailure(event.error, event.unavailable);
       if (plan.stream) out.push_back(ErrorBody(*failure));
     }
     if (plan.stream && (!delta_json.empty() || finished || !choice.unsent_logprobs.empty())) {

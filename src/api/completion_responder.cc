@@ -95,7 +95,7 @@ struct CompletionResponder::Impl {
       choice.stop_reason = event.stop_reason;
     }
     if (event.finish == engine::FinishReason::kError && !failure) {
-      failure = EngineFailure(event.error);
+      failure = EngineFailure(event.error, event.unavailable);
       if (stream) out.push_back(ErrorBody(*failure));
     }
     if (stream && (!text.empty() || finished || !event.logprobs.empty())) {

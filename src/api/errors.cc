@@ -48,10 +48,10 @@ ApiError MaxTokensTooLarge(int64_t max_tokens, int64_t prompt_tokens, int64_t ma
   return error;
 }
 
-ApiError EngineFailure(const std::string& message) {
+ApiError EngineFailure(const std::string& message, bool unavailable) {
   ApiError error;
-  error.http_status = 500;
-  error.type = "internal_server_error";
+  error.http_status = unavailable ? 503 : 500;
+  error.type = unavailable ? "service_unavailable" : "internal_server_error";
   error.message = message.empty() ? "the engine failed while generating this request" : message;
   return error;
 }

@@ -18,7 +18,8 @@ ApiError PromptTooLong(int64_t prompt_tokens, int64_t max_model_len, const std::
 ApiError MaxTokensTooLarge(int64_t max_tokens, int64_t prompt_tokens, int64_t max_model_len);
 
 // 500 internal_server_error for a choice the engine ended with an error.
-ApiError EngineFailure(const std::string& message);
+// 500, or 503 when the model itself is unavailable (a sharded model lost a rank).
+ApiError EngineFailure(const std::string& message, bool unavailable = false);
 
 // {"error": {...}} as an nlohmann value (ErrorBody serialises it).
 nlohmann::json ErrorJson(const ApiError& error);

@@ -37,18 +37,21 @@ Result<KvCacheLayout> PlanKvCache(const io::ModelConfig& cfg, const KvCacheOptio
   return l;
 }
 
-Result<std::unique_ptr<KvCache>> KvCache::Create(const io::ModelConfig& cfg, const KvCacheOptions& options) {
+Result<std::unique_ptr<KvCache>> KvCache::Create(const io::ModelConfig& cfg, const KvCacheOptions& options,
+                                                 std::shared_ptr<model::StateOpLog> log) {
   K3_ASSIGN_OR_RETURN(KvCacheLayout layout, PlanKvCache(cfg, options));
-  return std::unique_ptr<KvCache>(new KvCache(cfg, options, layout));
+  return std::unique_ptr<KvCache>(new KvCache(cfg, options, layout, std::move(log)));
 }
 
-KvCache::KvCache(const io::ModelConfig& cfg, const KvCacheOptions& options, const KvCacheLayout& layout)
+KvCache::KvCache(const io::ModelConfig& cfg, const KvCacheOptions& options, const KvCacheLayout& layout,
+                 std::shared_ptr<model::StateOpLog> log)
     : cfg_(cfg),
+      log_(std::move(log)),
       layout_(layout),
       block_tokens_(options.block_tokens),
       pool_(layout.num_blocks, std::max<int64_t>(layout.block_bytes / int64_t{sizeof(float)}, 1)) {
   if (layout.max_snapshots > 0) {
-    prefix_ = std::make_unique<PrefixCache>(&pool_, block_tokens_, layout.max_snapshots);
+    prefix_ = std::make_unique<PrefixCache>(&pool_, block_tokens_, layout.max_snapshots, log_);
   }
 }
 
@@ -64,7 +67,7 @@ void KvCache::ReleaseSlots(int64_t n) {
 }
 
 std::unique_ptr<model::ModelSequenceState> KvCache::NewState() const {
-  auto state = std::make_unique<model::ModelSequenceState>(cfg_);
+  auto state = std::make_unique<model::ModelSequenceState>(cfg_, log_);
   state->SetExternalMlaBlocks(block_tokens_);
   return state;
 }
@@ -85,6 +88,7 @@ bool KvCache::Reserve(model::ModelSequenceState* state, int64_t tokens) {
     const int32_t id = *pool_.Allocate();
     std::memcpy(pool_.data(id), pool_.data(old_id),
                 sizeof(float) * static_cast<size_t>(pool_.block_floats()));
+    if (log_ != nullptr) log_->CopyBlock(old_id, id);
     state->ReplaceBlock(b, id, pool_.data(id));
     pool_.UnrefSequence(old_id);
   }

@@ -44,7 +44,10 @@ Result<KvCacheLayout> PlanKvCache(const io::ModelConfig& cfg, const KvCacheOptio
 
 class KvCache {
  public:
-  static Result<std::unique_ptr<KvCache>> Create(const io::ModelConfig& cfg, const KvCacheOptions& options);
+  // cfg: what one state holds (Model::state_config()). `log`: the model's StateOpLog when it is sharded
+  // (states, clones, snapshot copies and copy-on-write block copies are recorded there), else null.
+  static Result<std::unique_ptr<KvCache>> Create(const io::ModelConfig& cfg, const KvCacheOptions& options,
+                                                 std::shared_ptr<model::StateOpLog> log = nullptr);
 
   const KvCacheLayout& layout() const { return layout_; }
   int64_t block_tokens() const { return block_tokens_; }
@@ -72,9 +75,11 @@ class KvCache {
   PrefixCache* prefix() { return prefix_.get(); }  // null when prefix caching is off
 
  private:
-  KvCache(const io::ModelConfig& cfg, const KvCacheOptions& options, const KvCacheLayout& layout);
+  KvCache(const io::ModelConfig& cfg, const KvCacheOptions& options, const KvCacheLayout& layout,
+          std::shared_ptr<model::StateOpLog> log);
 
   io::ModelConfig cfg_;
+  std::shared_ptr<model::StateOpLog> log_;
   KvCacheLayout layout_;
   int64_t block_tokens_;
   BlockPool pool_;

@@ -1,6 +1,7 @@
 // KvCache tests: budget split, block reservation, copy-on-write after a fork, release, snapshots with LRU
 // eviction, and that a paged state gives the same logits as a standalone one.
 #include "src/cache/kv_cache.h"
+#include "src/base/check.h"
 
 #include <vector>
 
@@ -159,13 +160,13 @@ TEST(KvCache, PagedStateGivesTheSameLogitsAsAStandaloneOne) {
   auto paged = (*cache)->NewState();
   model::ForwardOutput want, got;
   model::SequenceBatchItem item{standalone.get(), prompt, true};
-  (*m)->Forward(std::span<const model::SequenceBatchItem>(&item, 1), &want);
+  K3_CHECK_OK((*m)->Forward(std::span<const model::SequenceBatchItem>(&item, 1), &want));
   // Paged: in chunks of 3, 5 and 3 tokens.
   std::vector<float> logits;
   for (auto [from, n] : std::vector<std::pair<int, int>>{{0, 3}, {3, 5}, {8, 3}}) {
     ASSERT_TRUE((*cache)->Reserve(paged.get(), from + n));
     model::SequenceBatchItem chunk{paged.get(), std::span<const int32_t>(prompt.data() + from, n), true};
-    (*m)->Forward(std::span<const model::SequenceBatchItem>(&chunk, 1), &got);
+    K3_CHECK_OK((*m)->Forward(std::span<const model::SequenceBatchItem>(&chunk, 1), &got));
     logits.insert(logits.end(), got.logits.begin(), got.logits.end());
   }
   EXPECT_EQ(logits, want.logits);

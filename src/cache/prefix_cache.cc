@@ -37,8 +37,9 @@ std::vector<uint64_t> ChainedBlockHashes(std::span<const int32_t> tokens, int64_
   return out;
 }
 
-PrefixCache::PrefixCache(BlockPool* pool, int64_t block_tokens, int64_t max_snapshots)
-    : pool_(pool), block_tokens_(block_tokens), max_snapshots_(max_snapshots) {}
+PrefixCache::PrefixCache(BlockPool* pool, int64_t block_tokens, int64_t max_snapshots,
+                         std::shared_ptr<model::StateOpLog> log)
+    : pool_(pool), log_(std::move(log)), block_tokens_(block_tokens), max_snapshots_(max_snapshots) {}
 
 PrefixCache::~PrefixCache() {
   while (EvictOne()) {
@@ -69,6 +70,7 @@ void PrefixCache::Insert(std::span<const int32_t> tokens, const model::ModelSequ
   snap.tokens.assign(tokens.begin(), tokens.end());
   snap.kda.reserve(static_cast<size_t>(state.num_kda_layers()));
   for (int64_t i = 0; i < state.num_kda_layers(); ++i) snap.kda.push_back(state.kda(i));
+  if (log_ != nullptr) snap.slot = log_->Snapshot(state.slot());
   const int64_t blocks = (state.num_tokens() + block_tokens_ - 1) / block_tokens_;
   for (int64_t b = 0; b < blocks; ++b) {
     snap.blocks.push_back(state.block_id(b));
@@ -99,6 +101,7 @@ int64_t PrefixCache::Restore(std::span<const int32_t> tokens, model::ModelSequen
       if (!std::ranges::equal(snap.tokens, tokens.first(p))) continue;
       if (p == n && snap.logits.empty()) continue;  // the last token's logits would be missing
       for (int64_t i = 0; i < state->num_kda_layers(); ++i) state->kda(i) = snap.kda[i];
+      if (log_ != nullptr) log_->CopyKda(snap.slot, state->slot());
       for (int32_t id : snap.blocks) {
         pool_->RefSequence(id);
         state->AppendBlock(id, pool_->data(id));
@@ -129,6 +132,7 @@ void PrefixCache::Drop(Lru::iterator it) {
   if (--positions_[static_cast<int64_t>(it->tokens.size())] == 0)
     positions_.erase(static_cast<int64_t>(it->tokens.size()));
   for (int32_t id : it->blocks) pool_->UnrefCache(id);
+  if (log_ != nullptr) log_->Free(it->slot);
   lru_.erase(it);
 }
 

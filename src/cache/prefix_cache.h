@@ -24,7 +24,9 @@ namespace k3::cache {
 class PrefixCache {
  public:
   // At most `max_snapshots` snapshots are kept (each costs one KDA state).
-  PrefixCache(BlockPool* pool, int64_t block_tokens, int64_t max_snapshots);
+  // `log` (sharded models): a snapshot's KDA copy gets a slot there, so the other ranks keep one too.
+  PrefixCache(BlockPool* pool, int64_t block_tokens, int64_t max_snapshots,
+              std::shared_ptr<model::StateOpLog> log = nullptr);
   ~PrefixCache();
 
   int64_t num_snapshots() const { return static_cast<int64_t>(lru_.size()); }
@@ -49,6 +51,7 @@ class PrefixCache {
     std::vector<model::KdaLayerState> kda;
     std::vector<int32_t> blocks;  // cache references, covering [0, tokens.size())
     std::vector<float> logits;    // empty unless taken at a prompt end
+    int32_t slot = -1;            // its slot in log_ (sharded models)
   };
   using Lru = std::list<Snapshot>;  // front: most recently used
 
@@ -56,6 +59,7 @@ class PrefixCache {
   void Drop(Lru::iterator it);
 
   BlockPool* pool_;
+  std::shared_ptr<model::StateOpLog> log_;
   int64_t block_tokens_;
   int64_t max_snapshots_;
   Lru lru_;

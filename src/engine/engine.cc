@@ -33,12 +33,13 @@ Result<std::unique_ptr<Engine>> Engine::Create(model::Model* model, const tokeni
   if (options.max_waiting < 0) return InvalidArgument("max_waiting must be >= 0");
   if (options.kv_cache_bytes <= 0) options.kv_cache_bytes = int64_t{1} << 30;
   const io::ModelConfig& cfg = model->config();
-  cache::KvCacheOptions cache_options;
+  cache::KvCacheOptions cache_options;  // sized for what this rank's states hold
   cache_options.bytes = options.kv_cache_bytes;
   cache_options.block_tokens = options.block_tokens;
   cache_options.max_seqs = options.max_num_seqs;
   cache_options.prefix_caching = options.enable_prefix_caching;
-  K3_ASSIGN_OR_RETURN(std::unique_ptr<cache::KvCache> kv, cache::KvCache::Create(cfg, cache_options));
+  K3_ASSIGN_OR_RETURN(std::unique_ptr<cache::KvCache> kv,
+                      cache::KvCache::Create(model->state_config(), cache_options, model->state_log()));
   int64_t limit = kv->max_tokens_per_sequence();
   if (cfg.max_position_embeddings > 0) limit = std::min(limit, cfg.max_position_embeddings);
   if (options.max_model_len == 0) {

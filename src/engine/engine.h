@@ -35,23 +35,23 @@ struct SamplingParams {
   float presence_penalty = 0.0f;
   float frequency_penalty = 0.0f;
   float repetition_penalty = 1.0f;
-  std::optional<uint64_t> seed;  // set: the choice's samples are reproducible (choice i uses seed + i)
-  std::vector<std::string> stop;          // stop strings (not included in the output text)
-  std::vector<int32_t> stop_token_ids;    // extra ids that end a choice (included in tokens, not text)
-  int64_t max_tokens = 0;                 // 0: up to max_model_len - prompt length
+  std::optional<uint64_t> seed;         // set: the choice's samples are reproducible (choice i uses seed + i)
+  std::vector<std::string> stop;        // stop strings (not included in the output text)
+  std::vector<int32_t> stop_token_ids;  // extra ids that end a choice (included in tokens, not text)
+  int64_t max_tokens = 0;               // 0: up to max_model_len - prompt length
   bool ignore_eos = false;
-  int64_t min_tokens = 0;                 // eos / stop ids masked until this many tokens
-  int32_t logprobs = -1;                  // -1: none; k >= 0: the sampled token's logprob + top k
+  int64_t min_tokens = 0;                             // eos / stop ids masked until this many tokens
+  int32_t logprobs = -1;                              // -1: none; k >= 0: the sampled token's logprob + top k
   std::vector<std::pair<int32_t, float>> logit_bias;  // added to logits before sampling
-  int32_t n = 1;                          // choices, each its own sequence (prompt shared via cache)
+  int32_t n = 1;  // choices, each its own sequence (prompt shared via cache)
 };
 
 struct Request {
-  std::vector<int32_t> prompt;                      // rendered ids, non-empty
+  std::vector<int32_t> prompt;  // rendered ids, non-empty
   SamplingParams sampling;
-  std::vector<int32_t> eos_token_ids;               // end a choice unless ignore_eos (e.g. <|end_of_msg|>)
+  std::vector<int32_t> eos_token_ids;                 // end a choice unless ignore_eos (e.g. <|end_of_msg|>)
   std::unique_ptr<chat::TokenConstraint> constraint;  // optional; cloned per choice
-  std::string client_id;                            // X-Request-Id / log tag (may be empty)
+  std::string client_id;                              // X-Request-Id / log tag (may be empty)
 };
 
 enum class FinishReason { kNone, kStop, kLength, kAbort, kError };
@@ -63,8 +63,8 @@ struct TopLogprob {
 };
 struct TokenLogprob {
   int32_t token = 0;
-  float logprob = 0.0f;          // of the sampled token, from the distribution before sampling filters
-  std::vector<TopLogprob> top;   // k most likely, descending
+  float logprob = 0.0f;         // of the sampled token, from the distribution before sampling filters
+  std::vector<TopLogprob> top;  // k most likely, descending
 };
 
 // Usage of the whole request (all choices).
@@ -76,36 +76,40 @@ struct Usage {
 
 // Delivered in order per request, on the engine thread. Keep the callback short (copy and post).
 struct Event {
-  int32_t choice = 0;                  // 0 .. n-1
-  std::vector<int32_t> tokens;         // tokens generated since the previous event of this choice
-  std::string text;                    // their text (UTF-8 complete; stop strings cut; held-back bytes
-                                       // of a possible stop-string prefix come later)
-  std::vector<TokenLogprob> logprobs;  // one per token when requested
+  int32_t choice = 0;                         // 0 .. n-1
+  std::vector<int32_t> tokens;                // tokens generated since the previous event of this choice
+  std::string text;                           // their text (UTF-8 complete; stop strings cut; held-back bytes
+                                              // of a possible stop-string prefix come later)
+  std::vector<TokenLogprob> logprobs;         // one per token when requested
   FinishReason finish = FinishReason::kNone;  // set on the choice's last event
-  std::string stop_reason;             // the matched stop string or stop id (as decimal text), if any
-  std::string error;                   // with kError
-  bool request_done = false;           // last event of the whole request (all choices finished)
-  Usage usage;                         // filled when request_done
+  std::string stop_reason;                    // the matched stop string or stop id (as decimal text), if any
+  std::string error;                          // with kError
+  bool unavailable = false;   // with kError: the model itself failed (HTTP 503), not the request
+  bool request_done = false;  // last event of the whole request (all choices finished)
+  Usage usage;                // filled when request_done
 };
 using EventCallback = std::function<void(const Event&)>;
 
 struct EngineOptions {
-  int64_t max_model_len = 0;           // 0: the model's context (config) capped by the cache
-  int32_t max_num_seqs = 64;           // running sequences
+  int64_t max_model_len = 0;              // 0: the model's context (config) capped by the cache
+  int32_t max_num_seqs = 64;              // running sequences
   int64_t max_num_batched_tokens = 2048;  // tokens per step (prefill chunks + decodes)
-  int64_t kv_cache_bytes = 0;          // MLA blocks + KDA slots + snapshots; 0: 1 GiB
-  int32_t block_tokens = 16;           // MLA cache block size
+  int64_t kv_cache_bytes = 0;             // MLA blocks + KDA slots + snapshots; 0: 1 GiB
+  int32_t block_tokens = 16;              // MLA cache block size
   bool enable_prefix_caching = true;
   int64_t prefix_snapshot_interval = 256;  // KDA state snapshot every N prompt tokens
-  int32_t max_waiting = 1024;          // queued requests beyond this: Submit fails (HTTP 429)
+  int32_t max_waiting = 1024;              // queued requests beyond this: Submit fails (HTTP 429)
+  // Called once on the engine thread when a forward fails (a sharded model lost a rank); the engine has
+  // failed every request and stops. The server answers 503 from then on and exits non-zero.
+  std::function<void(const Status&)> on_fatal;
 };
 
 struct EngineMetrics {
   int64_t num_running = 0;
   int64_t num_waiting = 0;
-  double kv_cache_usage = 0.0;         // 0..1, blocks + slots in use by running sequences
-  int64_t prefix_cache_queries = 0;    // tokens looked up (cumulative)
-  int64_t prefix_cache_hits = 0;       // tokens found (cumulative)
+  double kv_cache_usage = 0.0;       // 0..1, blocks + slots in use by running sequences
+  int64_t prefix_cache_queries = 0;  // tokens looked up (cumulative)
+  int64_t prefix_cache_hits = 0;     // tokens found (cumulative)
   int64_t prompt_tokens_total = 0;
   int64_t generation_tokens_total = 0;
   int64_t preemptions_total = 0;

@@ -54,6 +54,9 @@ class EngineImpl final : public Engine {
   void Preempt(Sequence* seq);
   void Fork(RequestState* req);
   void SampleAndEmit(Sequence* seq, std::span<const float> logits);
+  // The model failed (a lost rank): every request ends with an error event marked unavailable, the
+  // engine stops and options_.on_fatal hears why.
+  void FailAll(const Status& cause);
   void FinishSequence(Sequence* seq, Event* event, FinishReason reason);
   void Emit(Sequence* seq, Event event);
   void RemoveFinished();
@@ -74,6 +77,7 @@ class EngineImpl final : public Engine {
   uint64_t next_id_ = 1;
   bool stopping_ = false;
   bool drain_ = true;
+  Status fatal_;  // why the engine stopped on its own (a failed forward)
   std::mt19937_64 seed_source_;
   EngineMetrics metrics_;
 

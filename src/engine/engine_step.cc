@@ -131,7 +131,10 @@ void EngineImpl::Step() {
         {seq->state.get(), std::span<const int32_t>(seq->tokens.data() + done, seq->chunk), false});
     batch.push_back(seq);
   }
-  if (!items.empty()) model_->Forward(items, &forward_out_);
+  if (!items.empty()) {
+    const Status forward = model_->Forward(items, &forward_out_);
+    if (!forward.ok()) return FailAll(forward);
+  }
 
   // Sequences whose every token is processed sample now: from this step's logits or restored ones.
   std::vector<std::pair<Sequence*, std::span<const float>>> to_sample;
@@ -168,6 +171,33 @@ void EngineImpl::Step() {
     }
   }
   RemoveFinished();
+}
+
+void EngineImpl::FailAll(const Status& cause) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    fatal_ = cause;
+    stopping_ = true;
+    drain_ = false;
+    while (!incoming_.empty()) {
+      std::unique_ptr<RequestState> req = std::move(incoming_.front());
+      incoming_.pop_front();
+      waiting_.push_back(req->choices[0].get());
+      requests_.emplace(req->id, std::move(req));
+    }
+  }
+  for (auto& [id, req] : requests_) {
+    for (auto& seq : req->choices) {
+      if (seq->finished) continue;
+      Event event;
+      event.error = "the model is unavailable: " + cause.message();
+      event.unavailable = true;
+      FinishSequence(seq.get(), &event, FinishReason::kError);
+      Emit(seq.get(), std::move(event));
+    }
+  }
+  RemoveFinished();
+  if (options_.on_fatal) options_.on_fatal(cause);
 }
 
 void EngineImpl::SampleAndEmit(Sequence* seq, std::span<const float> logits) {

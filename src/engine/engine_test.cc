@@ -21,6 +21,7 @@
 #include "src/engine/sampler.h"
 #include "src/model/greedy.h"
 #include "src/model/testing/random_model.h"
+#include "src/model/testing/thread_group.h"
 
 namespace k3::engine {
 namespace {
@@ -252,6 +253,79 @@ TEST(Engine, ResultsDoNotDependOnConcurrency) {
   auto together = RunAll(*engine, MixedRequests());
   ExpectSameResults(alone, together);
   EXPECT_EQ(engine->Metrics().generation_tokens_total, 8 * 10 + 28);
+}
+
+// Rank 0 schedules, caches and samples; the other ranks mirror its state operations. A mixed workload
+// (chunked prefills beside decodes, greedy and seeded sampling, n = 2, a prefix-cache hit, a cancel)
+// gives the same tokens on 2 and 4 thread ranks (TP and EP) as in one process.
+TEST(Engine, ShardedAcrossRanksGivesTheSameResults) {
+  auto workload = [](Engine& engine) {
+    std::vector<Request> reqs = MixedRequests();
+    SamplingParams two = SeededParams(9, 77);
+    two.n = 2;
+    reqs.push_back(MakeRequest(Prompt(3, 40), two));
+    std::vector<RequestResult> out = RunAll(engine, std::move(reqs));
+    std::vector<Request> again;  // the same prompt once more: served from the prefix cache
+    again.push_back(MakeRequest(Prompt(3, 40), GreedyParams(6)));
+    out.push_back(RunAll(engine, std::move(again))[0]);
+    return out;
+  };
+  EngineOptions options;
+  options.max_num_batched_tokens = 16;
+  options.prefix_snapshot_interval = 16;
+  std::vector<RequestResult> want;
+  {
+    auto engine = MakeEngine(options);
+    want = workload(*engine);
+  }
+  EXPECT_GT(want.back().usage.cached_prompt_tokens, 0);
+  auto tensors = model::testing::MakeRandomTensors(F().cfg, 11);
+  for (auto [world, ep] : {std::pair{2, false}, std::pair{4, false}, std::pair{2, true}}) {
+    SCOPED_TRACE(testing::Message() << "world " << world << (ep ? " EP" : " TP"));
+    model::testing::ThreadGroup group(F().cfg, tensors, world, ep);
+    auto engine = Engine::Create(&group.leader(), F().tok.get(), options);
+    ASSERT_TRUE(engine.ok());
+    std::vector<RequestResult> got = workload(**engine);
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < want.size(); ++i) {
+      for (const auto& [choice, w] : want[i].choices) {
+        EXPECT_EQ(got[i].choices[choice].tokens, w.tokens) << "request " << i << " choice " << choice;
+        EXPECT_EQ(got[i].choices[choice].text, w.text) << "request " << i << " choice " << choice;
+      }
+      EXPECT_EQ(got[i].usage.cached_prompt_tokens, want[i].usage.cached_prompt_tokens) << "request " << i;
+    }
+    // A cancelled request frees its slot on every rank (the workers see the frees in the next plan).
+    Collector c;
+    auto id = (*engine)->Submit(MakeRequest(Prompt(5, 30), GreedyParams(500)), c.Callback(0));
+    ASSERT_TRUE(id.ok());
+    (*engine)->Cancel(*id);
+    c.Wait(1);
+    auto after = RunAll(**engine, MixedRequests());
+    EXPECT_EQ(after[0].choices[0].tokens, want[0].choices[0].tokens);
+    engine->reset();
+    const Status workers = group.Finish();  // a worker that missed a free or a clone would have failed
+    EXPECT_TRUE(workers.ok()) << workers.ToString();
+  }
+}
+
+// A model whose forward fails (a lost rank) fails every request with an unavailable error and stops.
+TEST(Engine, LostRankFailsEveryRequestAndStops) {
+  auto tensors = model::testing::MakeRandomTensors(F().cfg, 11);
+  model::testing::ThreadGroup group(F().cfg, tensors, 2, false);
+  ASSERT_TRUE(group.Finish().ok());  // the worker has left: the next plan cannot be sent
+  Status fatal;
+  EngineOptions options;
+  options.on_fatal = [&](const Status& s) { fatal = s; };
+  auto engine = Engine::Create(&group.leader(), F().tok.get(), options);
+  ASSERT_TRUE(engine.ok());
+  Collector c;
+  auto id = (*engine)->Submit(MakeRequest(Prompt(1, 8), GreedyParams(4)), c.Callback(0));
+  ASSERT_TRUE(id.ok());
+  c.Wait(1);
+  EXPECT_EQ(c.Get(0).choices[0].finish, FinishReason::kError);
+  (*engine)->Shutdown(true);
+  EXPECT_FALSE((*engine)->Alive());
+  EXPECT_FALSE(fatal.ok());
 }
 
 TEST(Engine, PreemptionByRecomputeKeepsResults) {

@@ -30,7 +30,7 @@ Result<std::vector<int32_t>> GreedyGenerate(Model& model, std::span<const int32_
   auto state = model.NewSequenceState();
   ForwardOutput out;
   SequenceBatchItem item{state.get(), prompt, /*all_logits=*/true};
-  model.Forward(std::span<const SequenceBatchItem>(&item, 1), &out);
+  K3_RETURN_IF_ERROR(model.Forward(std::span<const SequenceBatchItem>(&item, 1), &out));
   for (int64_t i = 0; i < out.rows; ++i) {
     if (on_step) on_step(i, prompt[i], std::span<const float>(out.logits.data() + i * N, N));
   }
@@ -41,7 +41,7 @@ Result<std::vector<int32_t>> GreedyGenerate(Model& model, std::span<const int32_
     generated.push_back(next);
     if (step + 1 == max_new) break;  // the last token's successor is not needed
     SequenceBatchItem decode{state.get(), std::span<const int32_t>(&generated.back(), 1), false};
-    model.Forward(std::span<const SequenceBatchItem>(&decode, 1), &out);
+    K3_RETURN_IF_ERROR(model.Forward(std::span<const SequenceBatchItem>(&decode, 1), &out));
     last = std::span<const float>(out.logits.data(), N);
     if (on_step) on_step(state->num_tokens() - 1, next, last);
   }

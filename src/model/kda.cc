@@ -54,7 +54,8 @@ void GatherHead(const float* src, int64_t stride, int64_t offset, int64_t n, int
 }  // namespace
 
 void KdaForward(const io::ModelConfig& cfg, const KdaWeights& w, int64_t kda_index, const float* x, int64_t T,
-                std::span<const SequenceSegment> segments, KdaScratch* s, ThreadPool* pool, float* out) {
+                std::span<const SequenceSegment> segments, KdaScratch* s, ThreadPool* pool, float* out,
+                Collectives* collectives) {
   const int64_t H = cfg.kda_num_heads, K = cfg.kda_head_dim, V = cfg.kda_head_dim, P = cfg.kda_proj_dim();
   const int64_t W = cfg.short_conv_kernel_size;
   float* q_raw = Grow(s->q_raw, T * P);
@@ -158,7 +159,7 @@ void KdaForward(const io::ModelConfig& cfg, const KdaWeights& w, int64_t kda_ind
       kernels::GatedRmsNorm(oh, out_gate + t * P + h * V, w.o_norm.data(), V, cfg.rms_norm_eps, oh);
     }
   }
-  Linear(o, T, w.o_proj, out, pool);
+  RowParallelLinear(o, T, w.o_proj, out, pool, collectives);
 }
 
 }  // namespace k3::model

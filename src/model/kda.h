@@ -35,8 +35,9 @@ struct KdaScratch {
 };
 
 // x: [T, D] (input_layernorm output, bf16 values) -> out: [T, D]. Advances each segment's KDA state of
-// layer slot `kda_index` by its rows.
+// layer slot `kda_index` by its rows. Sharded: the rank's heads; o_proj is row-parallel.
 void KdaForward(const io::ModelConfig& cfg, const KdaWeights& w, int64_t kda_index, const float* x, int64_t T,
-                std::span<const SequenceSegment> segments, KdaScratch* scratch, ThreadPool* pool, float* out);
+                std::span<const SequenceSegment> segments, KdaScratch* scratch, ThreadPool* pool, float* out,
+                Collectives* collectives = nullptr);
 
 }  // namespace k3::model

@@ -9,6 +9,7 @@
 
 #include "src/base/thread_pool.h"
 #include "src/kernels/ops.h"
+#include "src/model/collectives.h"
 #include "src/model/sequence_state.h"
 #include "src/model/weights.h"
 
@@ -33,6 +34,16 @@ Tp* Grow(std::vector<Tp>& buffer, size_t n) {
 inline void Linear(const float* x, int64_t T, const Bf16Matrix& W, float* y, ThreadPool* pool) {
   kernels::MatMulBf16(x, static_cast<size_t>(T), static_cast<size_t>(W.cols), W.data,
                       static_cast<size_t>(W.rows), y, pool);
+  kernels::RoundToBf16(y, static_cast<size_t>(T * W.rows));
+}
+
+// Linear for a row-parallel W (each rank holds a slice of W's columns and of x's): the partial products
+// are summed over the ranks before the bf16 rounding, as one process rounds the whole product.
+inline void RowParallelLinear(const float* x, int64_t T, const Bf16Matrix& W, float* y, ThreadPool* pool,
+                              Collectives* collectives) {
+  kernels::MatMulBf16(x, static_cast<size_t>(T), static_cast<size_t>(W.cols), W.data,
+                      static_cast<size_t>(W.rows), y, pool);
+  if (collectives != nullptr) collectives->AllReduceSum(y, T * W.rows);
   kernels::RoundToBf16(y, static_cast<size_t>(T * W.rows));
 }
 

@@ -11,7 +11,8 @@
 namespace k3::model {
 
 void MlaForward(const io::ModelConfig& cfg, const MlaWeights& w, int64_t mla_index, const float* x, int64_t T,
-                std::span<const SequenceSegment> segments, MlaScratch* s, ThreadPool* pool, float* out) {
+                std::span<const SequenceSegment> segments, MlaScratch* s, ThreadPool* pool, float* out,
+                Collectives* collectives) {
   const int64_t H = cfg.mla_num_heads, nope = cfg.qk_nope_head_dim, Rp = cfg.qk_rope_head_dim;
   const int64_t Q = nope + Rp, R = cfg.kv_lora_rank, Vh = cfg.v_head_dim, row_width = R + Rp;
   float* q = Grow(s->q, T * H * Q);
@@ -109,7 +110,7 @@ void MlaForward(const io::ModelConfig& cfg, const MlaWeights& w, int64_t mla_ind
   if (gate != nullptr) {
     for (int64_t i = 0; i < T * H * Vh; ++i) o[i] = RoundBf16(o[i] * Sigmoid(gate[i]));
   }
-  Linear(o, T, w.o_proj, out, pool);
+  RowParallelLinear(o, T, w.o_proj, out, pool, collectives);
 }
 
 }  // namespace k3::model

@@ -34,6 +34,7 @@ struct MlaScratch {
 // x: [T, D] (input_layernorm output) -> out: [T, D]. Writes each segment's latent rows into MLA cache
 // slot `mla_index` at positions [start_pos, start_pos + rows) (the caller reserved them).
 void MlaForward(const io::ModelConfig& cfg, const MlaWeights& w, int64_t mla_index, const float* x, int64_t T,
-                std::span<const SequenceSegment> segments, MlaScratch* scratch, ThreadPool* pool, float* out);
+                std::span<const SequenceSegment> segments, MlaScratch* scratch, ThreadPool* pool, float* out,
+                Collectives* collectives = nullptr);
 
 }  // namespace k3::model

@@ -1,6 +1,8 @@
 // GLU MLP and one routed expert (spec §2.2, §2.5 step 2).
 #include "src/model/mlp.h"
 
+#include <algorithm>
+
 #include "src/kernels/ops.h"
 #include "src/model/layer_util.h"
 
@@ -28,14 +30,14 @@ void GluActivation(const io::ModelConfig& cfg, const float* a, const float* b, i
 }
 
 void MlpForward(const io::ModelConfig& cfg, const MlpWeights& w, const float* x, int64_t T,
-                MlpScratch* scratch, ThreadPool* pool, float* out) {
+                MlpScratch* scratch, ThreadPool* pool, float* out, Collectives* collectives) {
   const int64_t I = w.gate.rows;
   float* gate = Grow(scratch->gate, T * I);  // [T, I]
   float* up = Grow(scratch->up, T * I);      // [T, I]
   const kernels::MatMulJob gate_up[] = {LinearJob(x, T, w.gate, gate), LinearJob(x, T, w.up, up)};
   Linears(gate_up, 2, pool);
   GluActivation(cfg, gate, up, T * I, gate);
-  Linear(gate, T, w.down, out, pool);
+  RowParallelLinear(gate, T, w.down, out, pool, collectives);
 }
 
 void ExpertsForward(const io::ModelConfig& cfg, const std::vector<ExpertWeights>& experts,
@@ -44,14 +46,18 @@ void ExpertsForward(const io::ModelConfig& cfg, const std::vector<ExpertWeights>
   const int64_t E = static_cast<int64_t>(experts.size());
   const int64_t R = row_begin[E];
   if (R == 0) return;
-  const int64_t I = experts[0].gate.rows, Lw = experts[0].gate.cols;
+  const int64_t Lw = cfg.expert_io_dim();
+  int64_t I = 0;  // this rank's part of the expert width (the same for every expert it holds)
+  for (const ExpertWeights& e : experts) I = std::max(I, e.gate.rows);
+  std::fill(out, out + R * Lw, 0.0f);
+  if (I == 0) return;
   float* gate = Grow(scratch->gate, R * I);  // [R, I]
   float* up = Grow(scratch->up, R * I);      // [R, I]
   thread_local std::vector<kernels::MatMulJob> jobs;
   jobs.clear();
   for (int64_t e = 0; e < E; ++e) {
     const int64_t M = row_begin[e + 1] - row_begin[e];
-    if (M == 0) continue;
+    if (M == 0 || experts[e].gate.rows == 0) continue;
     const float* xe = x + row_begin[e] * Lw;
     jobs.push_back(ExpertJob(xe, M, experts[e].gate, gate + row_begin[e] * I));
     jobs.push_back(ExpertJob(xe, M, experts[e].up, up + row_begin[e] * I));
@@ -63,11 +69,10 @@ void ExpertsForward(const io::ModelConfig& cfg, const std::vector<ExpertWeights>
   jobs.clear();
   for (int64_t e = 0; e < E; ++e) {
     const int64_t M = row_begin[e + 1] - row_begin[e];
-    if (M > 0)
+    if (M > 0 && experts[e].down.rows > 0)
       jobs.push_back(ExpertJob(gate + row_begin[e] * I, M, experts[e].down, out + row_begin[e] * Lw));
   }
   kernels::MatMulGroup(jobs.data(), jobs.size(), pool);
-  kernels::RoundToBf16(out, static_cast<size_t>(R * Lw));
 }
 
 }  // namespace k3::model

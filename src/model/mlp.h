@@ -7,6 +7,7 @@
 
 #include "src/base/thread_pool.h"
 #include "src/io/model_config.h"
+#include "src/model/collectives.h"
 #include "src/model/weights.h"
 
 namespace k3::model {
@@ -21,12 +22,14 @@ void GluActivation(const io::ModelConfig& cfg, const float* a, const float* b, i
 
 // x: [T, D] -> out: [T, D].
 void MlpForward(const io::ModelConfig& cfg, const MlpWeights& w, const float* x, int64_t T,
-                MlpScratch* scratch, ThreadPool* pool, float* out);
+                MlpScratch* scratch, ThreadPool* pool, float* out, Collectives* collectives = nullptr);
 
 // The selected routed experts of a MoE layer on their tokens, all under one fork-join per matrix stage
 // (gate and up of every expert, then every down): x: [R, Lw] with expert e's rows at
-// [row_begin[e], row_begin[e + 1]) -> out: [R, Lw] in the same rows (MXFP4 or bf16 weights, bf16
-// outputs). Each row equals that expert applied to the row alone.
+// [row_begin[e], row_begin[e + 1]) -> out: [R, Lw] in the same rows (MXFP4 or bf16 weights; fp32
+// outputs, which the caller rounds to bf16 once the ranks' parts are summed). Each row equals that expert
+// applied to the row alone. An expert this rank holds no part of (rows == 0: another rank's in EP mode,
+// or an empty slice of I in TP mode) leaves zeros in its rows.
 void ExpertsForward(const io::ModelConfig& cfg, const std::vector<ExpertWeights>& experts,
                     const int32_t* row_begin, const float* x, MlpScratch* scratch, ThreadPool* pool,
                     float* out);

@@ -12,6 +12,7 @@
 #include <set>
 
 #include "src/base/check.h"
+#include "src/dist/communicator.h"
 #include "src/kernels/ops.h"
 #include "src/model/attn_res.h"
 #include "src/model/kda.h"
@@ -67,17 +68,25 @@ Status CheckSupported(const io::ModelConfig& cfg) {
 class ModelImpl final : public Model {
  public:
   ModelImpl(io::ModelConfig cfg, std::unique_ptr<ModelWeights> weights, std::shared_ptr<const void> storage,
-            ThreadPool* pool)
-      : cfg_(std::move(cfg)), weights_(std::move(weights)), storage_(std::move(storage)), pool_(pool) {
+            ThreadPool* pool, const Parallelism& parallelism)
+      : cfg_(std::move(cfg)),
+        local_cfg_(LocalConfig(cfg_, parallelism.shard)),
+        shard_(parallelism.shard),
+        weights_(std::move(weights)),
+        storage_(std::move(storage)),
+        pool_(pool),
+        collectives_(parallelism.comm) {
     bank_capacity_ =
         cfg_.has_attn_res() ? (cfg_.num_layers + cfg_.attn_res_block_size - 1) / cfg_.attn_res_block_size : 0;
   }
 
   const io::ModelConfig& config() const override { return cfg_; }
+  const io::ModelConfig& state_config() const override { return local_cfg_; }
+  const ShardSpec& shard() const override { return shard_; }
   std::unique_ptr<SequenceState> NewSequenceState() const override {
-    return std::make_unique<ModelSequenceState>(cfg_);
+    return std::make_unique<ModelSequenceState>(local_cfg_);
   }
-  void Forward(std::span<const SequenceBatchItem> batch, ForwardOutput* out) override;
+  Status Forward(std::span<const SequenceBatchItem> batch, ForwardOutput* out) override;
   void SetKdaPrefillForm(KdaPrefillForm form) override { s_.kda.prefill_form = form; }
 
  private:
@@ -85,18 +94,20 @@ class ModelImpl final : public Model {
   void Attention(const LayerWeights& layer, int64_t T, std::span<const SequenceSegment> segments) {
     float* a = Grow(s_.sublayer, T * cfg_.hidden_size);
     if (layer.attention == io::AttentionKind::kKda) {
-      KdaForward(cfg_, layer.kda, layer.kda_index, s_.normed.data(), T, segments, &s_.kda, pool_, a);
+      KdaForward(local_cfg_, layer.kda, layer.kda_index, s_.normed.data(), T, segments, &s_.kda, pool_, a,
+                 &collectives_);
     } else {
-      MlaForward(cfg_, layer.mla, layer.mla_index, s_.normed.data(), T, segments, &s_.mla, pool_, a);
+      MlaForward(local_cfg_, layer.mla, layer.mla_index, s_.normed.data(), T, segments, &s_.mla, pool_, a,
+                 &collectives_);
     }
   }
   // FFN sub-block of `layer` on normed [T, D] -> s_.sublayer.
   void Ffn(const LayerWeights& layer, int64_t T) {
     float* f = Grow(s_.sublayer, T * cfg_.hidden_size);
     if (layer.ffn == io::FfnKind::kDense) {
-      MlpForward(cfg_, layer.mlp, s_.normed.data(), T, &s_.mlp, pool_, f);
+      MlpForward(local_cfg_, layer.mlp, s_.normed.data(), T, &s_.mlp, pool_, f, &collectives_);
     } else {
-      MoeForward(cfg_, layer.moe, s_.normed.data(), T, &s_.moe, pool_, f);
+      MoeForward(local_cfg_, layer.moe, s_.normed.data(), T, &s_.moe, pool_, f, &collectives_);
     }
   }
   // normed[t] = RMSNorm(src[t]; w) for every row.
@@ -125,15 +136,20 @@ class ModelImpl final : public Model {
   }
 
   io::ModelConfig cfg_;
+  io::ModelConfig local_cfg_;  // the rank's heads (LocalConfig); cfg_ in one process
+  ShardSpec shard_;
   std::unique_ptr<ModelWeights> weights_;
   std::shared_ptr<const void> storage_;
   ThreadPool* pool_;
-  int64_t bank_capacity_ = 0;  // B: frozen entries per token at most
+  Collectives collectives_;
+  std::vector<float> local_logits_;  // [rows, N/t] (sharded)
+  std::vector<float> gathered_;      // [t, rows, N/t] (rank 0)
+  int64_t bank_capacity_ = 0;        // B: frozen entries per token at most
   ForwardScratch s_;
   std::vector<int64_t> all_rows_;  // 0..T-1
 };
 
-void ModelImpl::Forward(std::span<const SequenceBatchItem> batch, ForwardOutput* out) {
+Status ModelImpl::Forward(std::span<const SequenceBatchItem> batch, ForwardOutput* out) {
   const int64_t D = cfg_.hidden_size, N = cfg_.vocab_size, B = bank_capacity_;
   K3_CHECK(!batch.empty());
 
@@ -220,21 +236,40 @@ void ModelImpl::Forward(std::span<const SequenceBatchItem> batch, ForwardOutput*
                      final_rows + i * D);
   }
   out->rows = rows;
-  out->logits.resize(static_cast<size_t>(rows * N));
-  kernels::MatMulBf16(final_rows, rows, D, weights_->lm_head.data, N, out->logits.data(), pool_);
+  if (!collectives_.sharded()) {
+    out->logits.resize(static_cast<size_t>(rows * N));
+    kernels::MatMulBf16(final_rows, rows, D, weights_->lm_head.data, N, out->logits.data(), pool_);
+  } else {  // vocabulary-split lm_head: rank 0 gathers the ranks' column blocks
+    const int64_t local_n = weights_->lm_head.rows;
+    float* local = Grow(local_logits_, rows * local_n);
+    kernels::MatMulBf16(final_rows, rows, D, weights_->lm_head.data, local_n, local, pool_);
+    if (collectives_.rank() == 0) out->logits.resize(static_cast<size_t>(rows * N));
+    collectives_.GatherColumns(local, rows, local_n, &gathered_, out->logits.data());
+  }
 
   for (const SequenceSegment& seg : segments) seg.state->Advance(seg.rows);
+  return collectives_.status();
 }
 
 }  // namespace
 
 Result<std::unique_ptr<Model>> Model::FromTensors(
     const io::ModelConfig& cfg, const std::function<const io::TensorView*(const std::string&)>& lookup,
-    std::shared_ptr<const void> storage, ThreadPool* pool) {
+    std::shared_ptr<const void> storage, ThreadPool* pool, const Parallelism& parallelism) {
   K3_RETURN_IF_ERROR(CheckSupported(cfg));
+  K3_RETURN_IF_ERROR(CheckShardable(cfg, parallelism.shard));
+  if (parallelism.comm != nullptr && (parallelism.comm->rank() != parallelism.shard.rank ||
+                                      parallelism.comm->world_size() != parallelism.shard.world)) {
+    return Internal("the communicator is rank {} of {} but the shard is rank {} of {}",
+                    parallelism.comm->rank(), parallelism.comm->world_size(), parallelism.shard.rank,
+                    parallelism.shard.world);
+  }
+  if (parallelism.shard.sharded() && parallelism.comm == nullptr)
+    return Internal("a sharded model needs a communicator");
   K3_ASSIGN_OR_RETURN(std::unique_ptr<ModelWeights> weights, BindWeights(cfg, lookup));
+  ShardWeights(cfg, parallelism.shard, weights.get());
   return std::unique_ptr<Model>(
-      std::make_unique<ModelImpl>(cfg, std::move(weights), std::move(storage), pool));
+      std::make_unique<ModelImpl>(cfg, std::move(weights), std::move(storage), pool, parallelism));
 }
 
 }  // namespace k3::model

@@ -7,12 +7,13 @@
 
 namespace k3::model {
 
-Result<std::unique_ptr<Model>> Model::Load(const std::string& dir, ThreadPool* pool) {
+Result<std::unique_ptr<Model>> Model::Load(const std::string& dir, ThreadPool* pool,
+                                           const Parallelism& parallelism) {
   K3_ASSIGN_OR_RETURN(io::ModelConfig cfg, io::LoadModelConfig(dir));
   K3_ASSIGN_OR_RETURN(std::unique_ptr<io::Checkpoint> opened, io::Checkpoint::Open(dir));
   std::shared_ptr<const io::Checkpoint> checkpoint(std::move(opened));
   auto lookup = [&checkpoint](const std::string& name) { return checkpoint->Find(name); };
-  auto model = FromTensors(cfg, lookup, checkpoint, pool);
+  auto model = FromTensors(cfg, lookup, checkpoint, pool, parallelism);
   if (!model.ok()) return model.status().WithPrefix(dir);
   return model;
 }

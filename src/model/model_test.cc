@@ -2,6 +2,7 @@
 // chunking a prompt, batching sequences, and cloning states do not change logits; loading reports
 // missing tensors and dtype/shape mismatches by name.
 #include "src/model/model.h"
+#include "src/base/check.h"
 
 #include <cmath>
 #include <numeric>
@@ -35,7 +36,7 @@ std::vector<float> LogitsInPieces(Model& model, const std::vector<int32_t>& prom
   for (int64_t len : pieces) {
     SequenceBatchItem item{state.get(), std::span<const int32_t>(prompt.data() + pos, len), true};
     ForwardOutput out;
-    model.Forward(std::span<const SequenceBatchItem>(&item, 1), &out);
+    K3_CHECK_OK(model.Forward(std::span<const SequenceBatchItem>(&item, 1), &out));
     EXPECT_EQ(out.rows, len);
     all.insert(all.end(), out.logits.begin(), out.logits.end());
     pos += len;
@@ -99,11 +100,11 @@ TEST_P(ModelTest, BatchingDoesNotChangeLogits) {
     auto state = (*model)->NewSequenceState();
     ForwardOutput out;
     SequenceBatchItem item{state.get(), prompts[0], false};
-    (*model)->Forward(std::span<const SequenceBatchItem>(&item, 1), &out);
+    K3_CHECK_OK((*model)->Forward(std::span<const SequenceBatchItem>(&item, 1), &out));
     alone.push_back(out.logits);
     for (int s = 0; s < kSteps; ++s) {
       SequenceBatchItem step{state.get(), std::span<const int32_t>(&decode_ids[s], 1), false};
-      (*model)->Forward(std::span<const SequenceBatchItem>(&step, 1), &out);
+      K3_CHECK_OK((*model)->Forward(std::span<const SequenceBatchItem>(&step, 1), &out));
       alone.push_back(out.logits);
     }
   }
@@ -123,7 +124,7 @@ TEST_P(ModelTest, BatchingDoesNotChangeLogits) {
       }
     }
     ForwardOutput out;
-    (*model)->Forward(items, &out);
+    K3_CHECK_OK((*model)->Forward(items, &out));
     ASSERT_EQ(out.rows, static_cast<int64_t>(items.size()));
     // Row 0 is sequence 0.
     EXPECT_LE(MaxRowRelativeError(out.logits.data(), alone[step].data(), 1, cfg.vocab_size), 1e-5)
@@ -139,22 +140,22 @@ TEST_P(ModelTest, CloneContinuesIdentically) {
   auto state = (*model)->NewSequenceState();
   ForwardOutput out;
   SequenceBatchItem item{state.get(), prompt, false};
-  (*model)->Forward(std::span<const SequenceBatchItem>(&item, 1), &out);
+  K3_CHECK_OK((*model)->Forward(std::span<const SequenceBatchItem>(&item, 1), &out));
   auto copy = state->Clone();
   EXPECT_EQ(copy->num_tokens(), 9);
   const int32_t next = 17;
   ForwardOutput a, b;
   SequenceBatchItem step_a{state.get(), std::span<const int32_t>(&next, 1), false};
-  (*model)->Forward(std::span<const SequenceBatchItem>(&step_a, 1), &a);
+  K3_CHECK_OK((*model)->Forward(std::span<const SequenceBatchItem>(&step_a, 1), &a));
   // The original advanced; the copy did not share its storage.
   SequenceBatchItem step_b{copy.get(), std::span<const int32_t>(&next, 1), false};
-  (*model)->Forward(std::span<const SequenceBatchItem>(&step_b, 1), &b);
+  K3_CHECK_OK((*model)->Forward(std::span<const SequenceBatchItem>(&step_b, 1), &b));
   EXPECT_EQ(a.logits, b.logits);
   // A different history gives different logits (the state matters).
   auto fresh = (*model)->NewSequenceState();
   ForwardOutput c;
   SequenceBatchItem step_c{fresh.get(), std::span<const int32_t>(&next, 1), false};
-  (*model)->Forward(std::span<const SequenceBatchItem>(&step_c, 1), &c);
+  K3_CHECK_OK((*model)->Forward(std::span<const SequenceBatchItem>(&step_c, 1), &c));
   EXPECT_GT(MaxRowRelativeError(c.logits.data(), a.logits.data(), 1, cfg.vocab_size), 1e-3);
 }
 

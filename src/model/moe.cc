@@ -43,7 +43,7 @@ void RouteTokens(const float* logits, int64_t T, int64_t E, const float* correct
 }
 
 void MoeForward(const io::ModelConfig& cfg, const MoeWeights& w, const float* x, int64_t T, MoeScratch* s,
-                ThreadPool* pool, float* out) {
+                ThreadPool* pool, float* out, Collectives* collectives) {
   const int64_t D = cfg.hidden_size, E = cfg.num_experts, Ek = cfg.num_experts_per_token;
   const int64_t Lw = cfg.expert_io_dim();
   const bool latent = w.latent_down.data != nullptr;
@@ -92,6 +92,10 @@ void MoeForward(const io::ModelConfig& cfg, const MoeWeights& w, const float* x,
     std::memcpy(gathered + r * Lw, z + (order[r] / Ek) * Lw, sizeof(float) * Lw);
   }
   ExpertsForward(cfg, w.experts, begin, gathered, &s->mlp, pool, expert_out);
+  // Sharded: each rank holds its experts' rows (EP; zeros elsewhere, so the sum is exact) or a partial
+  // sum over its slice of every expert's width (TP). Summed before the rounding, then rounded once.
+  if (collectives != nullptr) collectives->AllReduceSum(expert_out, R * Lw);
+  kernels::RoundToBf16(expert_out, static_cast<size_t>(R * Lw));
   float* slot_out = Grow(s->slot_out, R * Lw);
   for (int64_t r = 0; r < R; ++r) {
     std::memcpy(slot_out + order[r] * Lw, expert_out + r * Lw, sizeof(float) * Lw);
@@ -121,7 +125,12 @@ void MoeForward(const io::ModelConfig& cfg, const MoeWeights& w, const float* x,
   size_t num_outputs = 0;
   if (latent) outputs[num_outputs++] = LinearJob(combined, T, w.latent_up, out);
   if (w.has_shared) outputs[num_outputs++] = LinearJob(shared_gate, T, w.shared.down, shared);
-  Linears(outputs, num_outputs, pool);
+  kernels::MatMulGroup(outputs, num_outputs, pool);
+  if (latent) kernels::RoundToBf16(out, static_cast<size_t>(T * D));
+  if (w.has_shared) {  // the shared experts' down projection is row-parallel
+    if (collectives != nullptr) collectives->AllReduceSum(shared, T * D);
+    kernels::RoundToBf16(shared, static_cast<size_t>(T * D));
+  }
   if (w.has_shared) {
     for (int64_t i = 0; i < T * D; ++i) out[i] = RoundBf16(out[i] + shared[i]);
   }

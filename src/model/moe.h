@@ -11,6 +11,7 @@
 
 #include "src/base/thread_pool.h"
 #include "src/io/model_config.h"
+#include "src/model/collectives.h"
 #include "src/model/mlp.h"
 #include "src/model/weights.h"
 
@@ -40,6 +41,6 @@ struct MoeScratch {
 
 // x: [T, D] (post_attention_layernorm output) -> out: [T, D].
 void MoeForward(const io::ModelConfig& cfg, const MoeWeights& w, const float* x, int64_t T,
-                MoeScratch* scratch, ThreadPool* pool, float* out);
+                MoeScratch* scratch, ThreadPool* pool, float* out, Collectives* collectives = nullptr);
 
 }  // namespace k3::model

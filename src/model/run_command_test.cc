@@ -13,6 +13,7 @@
 
 #include <gtest/gtest.h>
 
+#include "src/base/check.h"
 #include "src/model/model.h"
 #include "src/model/testing/random_model.h"
 
@@ -87,8 +88,8 @@ TEST_F(RunCommandTest, LoadsWhatWasWrittenAndRuns) {
   auto sa = (*loaded)->NewSequenceState();
   auto sb = (*in_memory)->NewSequenceState();
   SequenceBatchItem ia{sa.get(), prompt, true}, ib{sb.get(), prompt, true};
-  (*loaded)->Forward(std::span(&ia, 1), &a);
-  (*in_memory)->Forward(std::span(&ib, 1), &b);
+  K3_CHECK_OK((*loaded)->Forward(std::span(&ia, 1), &a));
+  K3_CHECK_OK((*in_memory)->Forward(std::span(&ib, 1), &b));
   EXPECT_EQ(a.logits, b.logits);
 
   const CommandResult r = RunK3("--model " + dir + " --prompt-ids 1,2,3 --max-new 3 --threads 1");

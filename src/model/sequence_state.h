@@ -10,11 +10,16 @@
 // grows them on demand; a paged state (SetExternalMlaBlocks) gets its blocks from an external pool
 // (src/cache), which appends them before each Forward, counts references and does copy-on-write.
 // MLA rows are reached only through MlaRow().
+//
+// A state made with a StateOpLog (rank 0 of a sharded model) has a slot id; its creation, clones and
+// destruction are recorded there so the other ranks mirror them (step_plan.h).
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <vector>
+
+#include "src/model/state_log.h"
 
 #include "src/base/check.h"
 #include "src/io/model_config.h"
@@ -32,7 +37,14 @@ class ModelSequenceState final : public SequenceState {
   // Block size of standalone states.
   static constexpr int64_t kStandaloneBlockTokens = 64;
 
-  explicit ModelSequenceState(const io::ModelConfig& cfg);
+  explicit ModelSequenceState(const io::ModelConfig& cfg, std::shared_ptr<StateOpLog> log = nullptr);
+  ~ModelSequenceState() override;
+  ModelSequenceState(const ModelSequenceState&) = delete;
+  ModelSequenceState& operator=(const ModelSequenceState&) = delete;
+
+  // Slot id in the op log (-1 without one) and the log itself (null in one process).
+  int32_t slot() const { return slot_; }
+  StateOpLog* op_log() const { return log_.get(); }
 
   int64_t num_tokens() const override { return num_tokens_; }
   // Standalone: a deep copy. Paged: KDA state copied, the block table shared (the pool's owner counts
@@ -89,6 +101,8 @@ class ModelSequenceState final : public SequenceState {
   std::vector<float*> blocks_;                   // block table: memory of each block
   std::vector<int32_t> block_ids_;               // paged: pool ids of blocks_
   std::vector<std::unique_ptr<float[]>> owned_;  // standalone: the blocks themselves
+  std::shared_ptr<StateOpLog> log_;
+  int32_t slot_ = -1;
 };
 
 }  // namespace k3::model

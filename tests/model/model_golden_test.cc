@@ -39,6 +39,7 @@
 
 #include "hwy/targets.h"
 
+#include "src/base/check.h"
 #include "src/base/thread_pool.h"
 #include "src/model/generator.h"
 #include "src/model/model.h"
@@ -366,7 +367,7 @@ TEST_P(ModelGoldenTest, PrefillLogitsMatchReference) {
     auto state = model_->NewSequenceState();
     model::SequenceBatchItem item{state.get(), p.ids, /*all_logits=*/true};
     model::ForwardOutput out;
-    model_->Forward({&item, 1}, &out);
+    K3_CHECK_OK(model_->Forward({&item, 1}, &out));
     ASSERT_EQ(out.rows, static_cast<int64_t>(p.ids.size()));
     ASSERT_EQ(out.logits.size(), p.ids.size() * golden_.vocab);
     ExpectPromptRows(p, pi, 0, out.logits.data(), out.rows, "prefill");
@@ -384,7 +385,7 @@ TEST_P(ModelGoldenTest, TokenByTokenDecodeOfPromptMatchesReference) {
     model::ForwardOutput out;
     for (size_t pos = 0; pos < p.ids.size(); ++pos) {
       model::SequenceBatchItem item{state.get(), {&p.ids[pos], 1}, /*all_logits=*/false};
-      model_->Forward({&item, 1}, &out);
+      K3_CHECK_OK(model_->Forward({&item, 1}, &out));
       ASSERT_EQ(out.rows, 1);
       ExpectPromptRows(p, pi, static_cast<int64_t>(pos), out.logits.data(), 1, "token-by-token decode");
     }
@@ -408,13 +409,13 @@ TEST_P(ModelGoldenTest, GreedyContinuationMatchesReference) {
     auto state = model_->NewSequenceState();
     model::SequenceBatchItem item{state.get(), p.ids, /*all_logits=*/false};
     model::ForwardOutput out;
-    model_->Forward({&item, 1}, &out);
+    K3_CHECK_OK(model_->Forward({&item, 1}, &out));
     ASSERT_EQ(out.rows, 1);
     std::vector<int32_t> generated = {Argmax(out.logits.data(), vocab)};
     for (size_t step = 1; step < p.continuation.size(); ++step) {
       const int32_t token = p.continuation[step - 1];
       model::SequenceBatchItem next{state.get(), {&token, 1}, /*all_logits=*/false};
-      model_->Forward({&next, 1}, &out);
+      K3_CHECK_OK(model_->Forward({&next, 1}, &out));
       ASSERT_EQ(out.rows, 1);
       const GoldenStep& gs = p.steps[step - 1];
       double num = 0;
@@ -443,11 +444,11 @@ TEST_P(ModelGoldenTest, ChunkedPrefillMatchesReference) {
     const std::span<const int32_t> ids(p.ids);
     model::ForwardOutput out;
     model::SequenceBatchItem first{state.get(), ids.first(half), /*all_logits=*/true};
-    model_->Forward({&first, 1}, &out);
+    K3_CHECK_OK(model_->Forward({&first, 1}, &out));
     ASSERT_EQ(out.rows, static_cast<int64_t>(half));
     ExpectPromptRows(p, pi, 0, out.logits.data(), out.rows, "chunked prefill (first half)");
     model::SequenceBatchItem second{state.get(), ids.subspan(half), /*all_logits=*/true};
-    model_->Forward({&second, 1}, &out);
+    K3_CHECK_OK(model_->Forward({&second, 1}, &out));
     ASSERT_EQ(out.rows, static_cast<int64_t>(p.ids.size() - half));
     ExpectPromptRows(p, pi, static_cast<int64_t>(half), out.logits.data(), out.rows,
                      "chunked prefill (second half)");
@@ -462,7 +463,7 @@ TEST_P(ModelGoldenTest, BatchedPrefillMatchesReference) {
     items.push_back(model::SequenceBatchItem{states.back().get(), p.ids, /*all_logits=*/true});
   }
   model::ForwardOutput out;
-  model_->Forward(items, &out);
+  K3_CHECK_OK(model_->Forward(items, &out));
   int64_t row = 0;
   for (size_t pi = 0; pi < golden_.prompts.size(); ++pi) {
     const GoldenPrompt& p = golden_.prompts[pi];

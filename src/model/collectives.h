@@ -1,0 +1,42 @@
+// Collectives: the forward pass's view of its tensor-parallel group. Layers call it at the seams of the
+// layout (shard.h): after a row-parallel product (all-reduce of the partial sums before the bf16
+// rounding the reference does there) and for the vocabulary-split lm_head (gather to rank 0).
+//
+// In one process (no communicator) every call is a no-op, so the layers have one code path. A failed
+// collective (a lost rank, a timeout) is kept in status(); later calls do nothing, the forward pass
+// runs to its end on meaningless numbers and Forward returns the status.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "src/base/status.h"
+#include "src/dist/communicator.h"
+
+namespace k3::model {
+
+class Collectives {
+ public:
+  explicit Collectives(dist::Communicator* comm = nullptr) : comm_(comm) {}
+
+  bool sharded() const { return comm_ != nullptr && comm_->world_size() > 1; }
+  int rank() const { return comm_ == nullptr ? 0 : comm_->rank(); }
+  int world() const { return comm_ == nullptr ? 1 : comm_->world_size(); }
+  dist::Communicator* communicator() const { return comm_; }
+
+  // x [n] = sum over ranks of x (fp32, same order on every rank).
+  void AllReduceSum(float* x, int64_t n);
+  // Rank 0 gets out [rows, world * cols] whose column block r is rank r's local [rows, cols]; other
+  // ranks' out is untouched. `gathered` is scratch.
+  void GatherColumns(const float* local, int64_t rows, int64_t cols, std::vector<float>* gathered,
+                     float* out);
+
+  const Status& status() const { return status_; }
+  void ClearStatusForTest() { status_ = OkStatus(); }
+
+ private:
+  dist::Communicator* comm_;
+  Status status_;
+};
+
+}  // namespace k3::model

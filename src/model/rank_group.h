@@ -1,0 +1,75 @@
+// One model across ranks (spec/distributed.md, "One engine step across ranks").
+//
+//   rank 0:   auto leader = std::make_unique<LeaderModel>(std::move(local), comm);  // a Model
+//             engine over leader; leader->Shutdown() at the end
+//   rank > 0: Status s = RunWorker(*local, *comm);    // until rank 0 shuts down or the group breaks
+//
+// LeaderModel wraps rank 0's shard. Its states record what happens to them (StateOpLog); each Forward
+// sends one StepPlan (the ops since the last plan + the batch by slot id) to every rank, then runs the
+// local forward, whose collectives the workers join. While idle it sends a heartbeat plan every
+// `heartbeat` so a worker waiting for work can tell a quiet leader from a dead one. A failed send or
+// collective is sticky: every later Forward returns it and `on_failure` hears it once.
+//
+// RunWorker keeps a mirror of rank 0's slots (its own heads' KDA states; the replicated MLA blocks),
+// applies each plan's ops, and runs the same forward. A malformed plan, an unknown slot or block, a
+// sequence gap or a lost peer ends it with a Status; it never aborts on what it receives.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "src/dist/communicator.h"
+#include "src/model/model.h"
+
+namespace k3::model {
+
+class LeaderModel final : public Model {
+ public:
+  LeaderModel(std::unique_ptr<Model> local, dist::Communicator* comm,
+              std::chrono::milliseconds heartbeat = std::chrono::seconds(5),
+              std::function<void(const Status&)> on_failure = nullptr);
+  ~LeaderModel() override;
+
+  const io::ModelConfig& config() const override { return local_->config(); }
+  const io::ModelConfig& state_config() const override { return local_->state_config(); }
+  const ShardSpec& shard() const override { return local_->shard(); }
+  std::unique_ptr<SequenceState> NewSequenceState() const override;
+  Status Forward(std::span<const SequenceBatchItem> batch, ForwardOutput* out) override;
+  std::shared_ptr<StateOpLog> state_log() const override { return log_; }
+  void SetKdaPrefillForm(KdaPrefillForm form) override { local_->SetKdaPrefillForm(form); }
+
+  // Tells every worker to leave its loop (success) and stops the heartbeat. Idempotent.
+  Status Shutdown();
+
+ private:
+  // comm_mu_ held.
+  Status Send(StepPlan plan);
+  void Fail(const Status& status);
+  void HeartbeatLoop();
+
+  std::unique_ptr<Model> local_;
+  dist::Communicator* comm_;
+  std::chrono::milliseconds heartbeat_;
+  std::function<void(const Status&)> on_failure_;
+  std::shared_ptr<StateOpLog> log_ = std::make_shared<StateOpLog>();
+
+  std::mutex comm_mu_;  // one plan (and its forward) at a time on the communicator
+  uint64_t sequence_ = 0;
+  Status failed_;
+  bool shut_down_ = false;
+  std::chrono::steady_clock::time_point last_sent_ = std::chrono::steady_clock::now();
+
+  std::mutex heartbeat_mu_;
+  std::condition_variable heartbeat_cv_;
+  bool stop_heartbeat_ = false;
+  std::thread heartbeat_thread_;
+};
+
+// Runs rank > 0 of a group until rank 0 shuts it down (Ok) or the group fails (the Status says why).
+Status RunWorker(Model& local, dist::Communicator& comm);
+
+}  // namespace k3::model

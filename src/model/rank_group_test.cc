@@ -1,0 +1,171 @@
+// The sharded forward pass and the step protocol, with ranks as threads (ThreadCommunicators): for the
+// K3 and Kimi Linear variants, 2 and 4 ranks, TP and EP, logits of every prompt position and the greedy
+// continuation equal one process's (1e-5 relative L2); clones (n > 1) and malformed plans. The same with
+// ranks as processes over Gloo is tests/dist.
+#include "src/model/rank_group.h"
+
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "src/base/check.h"
+#include "src/model/greedy.h"
+#include "src/model/sequence_state.h"
+#include "src/model/step_plan.h"
+#include "src/model/testing/random_model.h"
+#include "src/model/testing/thread_communicator.h"
+#include "src/model/testing/thread_group.h"
+
+namespace k3::model {
+namespace {
+
+using testing::MaxRowRelativeError;
+
+std::vector<int32_t> Prompt(int64_t n, int32_t vocab) {
+  std::vector<int32_t> ids(n);
+  uint32_t x = 12345;
+  for (int32_t& id : ids) {
+    x = x * 1664525u + 1013904223u;
+    id = static_cast<int32_t>((x >> 8) % static_cast<uint32_t>(vocab));
+  }
+  return ids;
+}
+
+using testing::ThreadGroup;
+
+std::vector<float> AllLogits(Model& model, std::span<const int32_t> prompt) {
+  auto state = model.NewSequenceState();
+  SequenceBatchItem item{state.get(), prompt, true};
+  ForwardOutput out;
+  K3_CHECK_OK(model.Forward(std::span<const SequenceBatchItem>(&item, 1), &out));
+  return out.logits;
+}
+
+struct Case {
+  const char* name;
+  io::ModelConfig (*config)();
+  int world;
+  bool ep;
+};
+
+class ShardedEqualsOneProcess : public ::testing::TestWithParam<Case> {};
+
+TEST_P(ShardedEqualsOneProcess, LogitsAndGreedy) {
+  const Case& c = GetParam();
+  const io::ModelConfig cfg = c.config();
+  ASSERT_TRUE(CheckShardable(cfg, ShardSpec{0, c.world, c.ep}).ok());
+  auto tensors = testing::MakeRandomTensors(cfg, 7);
+  auto lookup = [tensors](const std::string& name) { return tensors->Find(name); };
+  auto single = Model::FromTensors(cfg, lookup, tensors, nullptr);
+  ASSERT_TRUE(single.ok()) << single.status().ToString();
+  const std::vector<int32_t> prompt = Prompt(19, static_cast<int32_t>(cfg.vocab_size));
+  const std::vector<float> want = AllLogits(**single, prompt);
+  auto want_greedy = GreedyGenerate(**single, prompt, 12, nullptr);
+  ASSERT_TRUE(want_greedy.ok());
+
+  ThreadGroup group(cfg, tensors, c.world, c.ep);
+  const std::vector<float> got = AllLogits(group.leader(), prompt);
+  ASSERT_EQ(got.size(), want.size());
+  EXPECT_LT(MaxRowRelativeError(got.data(), want.data(), 19, cfg.vocab_size), 1e-5);
+  auto got_greedy = GreedyGenerate(group.leader(), prompt, 12, nullptr);
+  ASSERT_TRUE(got_greedy.ok()) << got_greedy.status().ToString();
+  EXPECT_EQ(*got_greedy, *want_greedy);
+
+  // A clone continues like its original (the workers replay the clone).
+  auto state = group.leader().NewSequenceState();
+  SequenceBatchItem first{state.get(), std::span<const int32_t>(prompt).first(10), false};
+  ForwardOutput out;
+  ASSERT_TRUE(group.leader().Forward(std::span(&first, 1), &out).ok());
+  auto copy = state->Clone();
+  SequenceBatchItem both[] = {{state.get(), std::span<const int32_t>(prompt).subspan(10, 9), false},
+                              {copy.get(), std::span<const int32_t>(prompt).subspan(10, 9), false}};
+  ASSERT_TRUE(group.leader().Forward(both, &out).ok());
+  ASSERT_EQ(out.rows, 2);
+  const float* last = want.data() + 18 * cfg.vocab_size;
+  EXPECT_LT(MaxRowRelativeError(out.logits.data(), last, 1, cfg.vocab_size), 1e-5);
+  EXPECT_LT(MaxRowRelativeError(out.logits.data() + cfg.vocab_size, last, 1, cfg.vocab_size), 1e-5);
+  state.reset();
+  copy.reset();
+  EXPECT_TRUE(group.Finish().ok()) << group.Finish().ToString();
+}
+
+INSTANTIATE_TEST_SUITE_P(Layouts, ShardedEqualsOneProcess,
+                         ::testing::Values(Case{"K3Tp2", testing::TinyK3Config, 2, false},
+                                           Case{"K3Tp4", testing::TinyK3Config, 4, false},
+                                           Case{"K3Ep2", testing::TinyK3Config, 2, true},
+                                           Case{"K3Ep4", testing::TinyK3Config, 4, true},
+                                           Case{"LinearTp2", testing::TinyKimiLinearConfig, 2, false},
+                                           Case{"LinearTp4", testing::TinyKimiLinearConfig, 4, false},
+                                           Case{"LinearEp4", testing::TinyKimiLinearConfig, 4, true}),
+                         [](const ::testing::TestParamInfo<Case>& info) { return info.param.name; });
+
+TEST(ShardTest, RefusesWhatDoesNotDivide) {
+  io::ModelConfig cfg = testing::TinyK3Config();
+  Status s = CheckShardable(cfg, ShardSpec{0, 3, false});
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("--tensor-parallel-size 3"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("heads (4)"), std::string::npos) << s.message();
+  cfg.num_experts = 6;
+  s = CheckShardable(cfg, ShardSpec{0, 4, true});
+  EXPECT_NE(s.message().find("--enable-expert-parallel"), std::string::npos) << s.message();
+  EXPECT_TRUE(CheckShardable(cfg, ShardSpec{0, 4, false}).ok());
+}
+
+TEST(ShardTest, SplitRangeCoversEveryUnitOnce) {
+  for (int world : {1, 2, 3, 4, 8}) {
+    int64_t next = 0;
+    for (int r = 0; r < world; ++r) {
+      Range range = SplitRange(64, 32, r, world);
+      EXPECT_EQ(range.begin, next);
+      EXPECT_EQ(range.begin % 32, 0);
+      next = range.end;
+    }
+    EXPECT_EQ(next, 64);
+  }
+}
+
+TEST(StepPlanTest, RoundTripsAndRefusesMalformed) {
+  StepPlan plan;
+  plan.sequence = 42;
+  plan.ops = {{StateOpKind::kNew, 3, 0}, {StateOpKind::kCopyBlock, 1, 2}, {StateOpKind::kFree, 3, 0}};
+  plan.items.push_back(StepItem{5, 17, true, 16, {1, 2, 3}, {7, 8}});
+  const std::string bytes = EncodeStepPlan(plan);
+  auto decoded = DecodeStepPlan(bytes);
+  ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+  EXPECT_EQ(*decoded, plan);
+  for (size_t n = 0; n < bytes.size(); ++n) EXPECT_FALSE(DecodeStepPlan(bytes.substr(0, n)).ok()) << n;
+  EXPECT_FALSE(DecodeStepPlan(bytes + "x").ok());
+  std::string bad = bytes;
+  bad[0] = 'X';
+  EXPECT_NE(DecodeStepPlan(bad).status().message().find("magic"), std::string::npos);
+  bad = bytes;
+  bad[4] = 9;  // version
+  EXPECT_NE(DecodeStepPlan(bad).status().message().find("version"), std::string::npos);
+  bad = bytes;
+  bad[4 + 4 + 1 + 8] = static_cast<char>(0xff);  // op count far past the end
+  EXPECT_FALSE(DecodeStepPlan(bad).ok());
+}
+
+// A worker fed a plan that names a slot it never saw ends with an error instead of crashing.
+TEST(RankGroupTest, WorkerRefusesUnknownSlot) {
+  const io::ModelConfig cfg = testing::TinyKimiLinearConfig();
+  auto tensors = testing::MakeRandomTensors(cfg, 3);
+  auto lookup = [tensors](const std::string& name) { return tensors->Find(name); };
+  auto comms = testing::MakeThreadCommunicators(2);
+  auto worker =
+      Model::FromTensors(cfg, lookup, tensors, nullptr, Parallelism{ShardSpec{1, 2, false}, comms[1].get()});
+  ASSERT_TRUE(worker.ok());
+  Status result;
+  std::thread t([&] { result = RunWorker(**worker, *comms[1]); });
+  StepPlan plan;
+  plan.sequence = 1;
+  plan.items.push_back(StepItem{9, 0, false, 0, {1}, {}});
+  std::string bytes = EncodeStepPlan(plan);
+  ASSERT_TRUE(dist::BroadcastBytes(*comms[0], &bytes, 0, kMaxPlanBytes).ok());
+  t.join();
+  EXPECT_FALSE(result.ok());
+  EXPECT_NE(result.message().find("slot 9"), std::string::npos) << result.message();
+}
+
+}  // namespace
+}  // namespace k3::model

@@ -1,0 +1,62 @@
+// StateOpLog: slot ids and the op record (state_log.h).
+#include "src/model/state_log.h"
+
+#include "src/base/check.h"
+
+namespace k3::model {
+
+int32_t StateOpLog::Allocate() {
+  ++live_;
+  if (!free_ids_.empty()) {
+    const int32_t id = free_ids_.back();
+    free_ids_.pop_back();
+    return id;
+  }
+  K3_CHECK(next_id_ < kMaxSlotId);
+  return next_id_++;
+}
+
+int32_t StateOpLog::New() {
+  std::lock_guard<std::mutex> lock(mu_);
+  const int32_t id = Allocate();
+  ops_.push_back({StateOpKind::kNew, id, 0});
+  return id;
+}
+
+int32_t StateOpLog::Clone(int32_t source) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const int32_t id = Allocate();
+  ops_.push_back({StateOpKind::kClone, source, id});
+  return id;
+}
+
+void StateOpLog::CopyKda(int32_t source, int32_t target) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ops_.push_back({StateOpKind::kCopyKda, source, target});
+}
+
+void StateOpLog::Free(int32_t slot) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ops_.push_back({StateOpKind::kFree, slot, 0});
+  free_ids_.push_back(slot);
+  --live_;
+}
+
+void StateOpLog::CopyBlock(int32_t source, int32_t target) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ops_.push_back({StateOpKind::kCopyBlock, source, target});
+}
+
+std::vector<StateOp> StateOpLog::Drain() {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<StateOp> out;
+  out.swap(ops_);
+  return out;
+}
+
+int32_t StateOpLog::live_slots() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return live_;
+}
+
+}  // namespace k3::model

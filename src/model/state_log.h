@@ -1,0 +1,44 @@
+// StateOpLog: rank 0's record of what happened to its sequence states since the last step plan, so the
+// other ranks of a sharded model can do the same to their shards (step_plan.h).
+//
+// Every ModelSequenceState made with a log gets a slot id from it; creating, cloning and destroying
+// the state, copying KDA states into or out of a prefix snapshot and copy-on-write block copies are
+// recorded as StateOps. Drain() hands them to the next plan in the order they happened. Slot ids are
+// reused after Free (the free comes first in the op order, so a worker never confuses two states).
+// Thread-safe (states may die on another thread after the engine stops).
+#pragma once
+
+#include <cstdint>
+#include <mutex>
+#include <vector>
+
+#include "src/model/step_plan.h"
+
+namespace k3::model {
+
+class StateOpLog {
+ public:
+  // A new slot holding an empty state.
+  int32_t New();
+  // A new slot holding a copy of `source` (returns it).
+  int32_t Clone(int32_t source);
+  // A new slot holding only `source`'s KDA state (a prefix snapshot); same op as Clone on the wire.
+  int32_t Snapshot(int32_t source) { return Clone(source); }
+  void CopyKda(int32_t source, int32_t target);
+  void Free(int32_t slot);
+  void CopyBlock(int32_t source, int32_t target);
+
+  std::vector<StateOp> Drain();
+  int32_t live_slots() const;
+
+ private:
+  int32_t Allocate();  // mu_ held
+
+  mutable std::mutex mu_;
+  std::vector<StateOp> ops_;
+  std::vector<int32_t> free_ids_;
+  int32_t next_id_ = 0;
+  int32_t live_ = 0;
+};
+
+}  // namespace k3::model
