@@ -1,7 +1,12 @@
 // k3 run: one prompt (token ids) through the engine from the command line, for debugging and goldens.
-//   k3 run [--model DIR] --prompt-ids 1,2,3 [--max-new N] [--threads N]
+//   k3 run [--model DIR] --prompt-ids 1,2,3 [--max-new N] [--threads N] [--dump-logits FILE.npy]
+//          [--tensor-parallel-size T [--enable-expert-parallel] ...]
 // Prints, for every prompt position and every generated step, the token fed and the top-5 next tokens
 // with their logits, then the greedy continuation. Without --model, the embedded tiny-k3 is used.
+// --dump-logits writes every row (prompt positions, then generated steps) as a float32 .npy [rows, vocab].
+// With the parallelism flags of `k3 serve` the model is split over ranks exactly as the server splits it
+// (the node's other ranks are started as child processes), so logits can be compared from the command
+// line.
 #include <charconv>
 #include <cstdio>
 #include <memory>
@@ -12,9 +17,12 @@
 
 #include "apps/k3/commands.h"
 #include "apps/k3/embedded_model.h"
+#include "apps/k3/version.h"
 #include "src/base/thread_pool.h"
+#include "src/io/npy.h"
 #include "src/model/greedy.h"
 #include "src/model/model.h"
+#include "src/model/rank_group.h"
 
 namespace k3::app {
 namespace {
@@ -57,6 +65,8 @@ void RegisterRunCommand(CLI::App& app) {
     std::string prompt_ids;
     int64_t max_new = 8;
     int threads = 0;
+    std::string dump_logits;
+    dist::GroupFlags group;
   };
   auto flags = std::make_shared<Flags>();
   CLI::App* cmd =
@@ -65,6 +75,9 @@ void RegisterRunCommand(CLI::App& app) {
   cmd->add_option("--prompt-ids", flags->prompt_ids, "comma-separated token ids")->required();
   cmd->add_option("--max-new", flags->max_new, "greedy tokens to generate")->capture_default_str();
   cmd->add_option("--threads", flags->threads, "worker threads (0: all cores)")->capture_default_str();
+  cmd->add_option("--dump-logits", flags->dump_logits,
+                  "write every row's logits (prompt positions, then steps) as float32 .npy [rows, vocab]");
+  AddGroupFlags(cmd, &flags->group, "Distributed (as k3 serve)");
   cmd->callback([flags] {
     auto prompt = ParsePromptIds(flags->prompt_ids);
     if (!prompt.ok()) return FailCommand("run", prompt.status().message(), 2);
@@ -76,17 +89,49 @@ void RegisterRunCommand(CLI::App& app) {
       if (!embedded.ok()) return FailCommand("run", embedded.status().ToString());
       dir = *embedded;
     }
-    ThreadPool pool(static_cast<size_t>(flags->threads));
-    auto model = model::Model::Load(dir, &pool);
-    if (!model.ok()) return FailCommand("run", model.status().ToString());
+    auto group = ResolveGroupFromFlags(flags->group);
+    if (!group.ok()) return FailCommand("run", group.status().message(), 2);
+    const int threads = group->world > 1 ? DefaultThreadsPerRank(*group, flags->threads) : flags->threads;
+    auto local_ranks = StartLocalRanks(*group, "run");
+    if (!local_ranks.ok()) return FailCommand("run", local_ranks.status().ToString());
+    std::string fingerprint;
+    if (group->world > 1) {
+      auto fp = dist::GroupFingerprint(K3_VERSION_STRING, dir);
+      if (!fp.ok()) return FailCommand("run", fp.status().ToString());
+      fingerprint = *fp;
+    }
+    ThreadPool pool(static_cast<size_t>(threads));
+    auto member = model::JoinGroupAndLoad(dir, &pool, *group, fingerprint, nullptr);
+    if (!member.ok()) return FailCommand("run", member.status().ToString(), group->world > 1 ? 3 : 1);
+    if (*local_ranks != nullptr) (*local_ranks)->ExpectExit();
+    if (!group->serves_http()) {  // ranks > 0 follow rank 0's steps
+      Status done = model::RunWorker(*member->model, *member->comm);
+      if (!done.ok()) return FailCommand("run", fmt::format("rank {}: {}", group->rank, done.ToString()), 3);
+      return;
+    }
     const int64_t prompt_len = static_cast<int64_t>(prompt->size());
+    std::vector<float> rows;
+    int64_t num_rows = 0;
     auto generated = model::GreedyGenerate(
-        **model, *prompt, flags->max_new, [&](int64_t pos, int32_t token, std::span<const float> logits) {
+        *member->model, *prompt, flags->max_new, [&](int64_t pos, int32_t token, std::span<const float> logits) {
           const char* kind = pos < prompt_len ? "pos" : "step";
           std::printf("%s %lld token %d: %s\n", kind, static_cast<long long>(pos), token,
                       FormatTop(logits).c_str());
+          if (!flags->dump_logits.empty()) {
+            rows.insert(rows.end(), logits.begin(), logits.end());
+            ++num_rows;
+          }
         });
+    if (member->leader != nullptr) {
+      const Status shut = member->leader->Shutdown();
+      if (!shut.ok() && generated.ok()) return FailCommand("run", shut.ToString(), 3);
+    }
     if (!generated.ok()) return FailCommand("run", generated.status().message(), 2);
+    if (!flags->dump_logits.empty()) {
+      const int64_t vocab = member->model->config().vocab_size;
+      Status written = io::WriteNpyFloat32(flags->dump_logits, rows.data(), {num_rows, vocab});
+      if (!written.ok()) return FailCommand("run", written.ToString());
+    }
     std::string ids;
     for (int32_t id : *generated) ids += fmt::format("{}{}", ids.empty() ? "" : ",", id);
     std::printf("greedy: %s\n", ids.c_str());

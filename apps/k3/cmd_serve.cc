@@ -76,8 +76,8 @@ void RegisterServeCommand(CLI::App& app) {
     std::string reasoning_parser = "kimi_k3";
     // Accepted for vLLM compatibility.
     bool enable_auto_tool_choice = false;
-    int tensor_parallel_size = 1;
-    int pipeline_parallel_size = 1;
+    dist::GroupFlags group;
+    bool dry_run = false;
     bool trust_remote_code = false;
     std::string load_format = "auto";
     std::string moe_backend = "auto";
@@ -132,9 +132,6 @@ void RegisterServeCommand(CLI::App& app) {
       cmd->add_flag("--enable-auto-tool-choice", f->enable_auto_tool_choice,
                     "accepted (tool_choice auto is on whenever a tool-call parser is set)")
           ->group(compat);
-  cmd->add_option("--tensor-parallel-size", f->tensor_parallel_size, "1 only (one process)")->group(compat);
-  cmd->add_option("--pipeline-parallel-size", f->pipeline_parallel_size, "1 only (one process)")
-      ->group(compat);
   cmd->add_flag("--trust-remote-code", f->trust_remote_code, "accepted (no remote code is ever run)")
       ->group(compat);
   cmd->add_option("--load-format", f->load_format,
@@ -149,6 +146,10 @@ void RegisterServeCommand(CLI::App& app) {
       ->group(compat);
   cmd->add_option("--dtype", f->dtype, "auto only (weights are used as shipped)")->group(compat);
   cmd->add_flag("--disable-log-requests", f->disable_log_requests, "accepted")->group(compat);
+
+  AddGroupFlags(cmd, &f->group, "Distributed (vLLM's multiprocessing executor flags)");
+  cmd->add_flag("--dry-run", f->dry_run,
+                "check the command line (flags, parallel layout, LWS environment), print the plan and exit");
 
   cmd->callback([f, auto_tool_choice] {
     auto fail = [](const std::string& message) { FailCommand("serve", message, 2); };
@@ -167,13 +168,8 @@ void RegisterServeCommand(CLI::App& app) {
     if (auto_tool_choice->count() > 0 && f->tool_call_parser == "none") {
       return fail("--enable-auto-tool-choice needs a tool-call parser (--tool-call-parser kimi_k3)");
     }
-    if (f->tensor_parallel_size != 1 || f->pipeline_parallel_size != 1) {
-      return fail(fmt::format(
-          "--tensor-parallel-size {} --pipeline-parallel-size {}: k3 serve runs one process for now; "
-          "multi-process (tensor / pipeline parallel) serving is not there yet. Use 1, or `k3 render "
-          "--engine vllm` for a multi-GPU vLLM deployment",
-          f->tensor_parallel_size, f->pipeline_parallel_size));
-    }
+    auto group = ResolveGroupFromFlags(f->group);
+    if (!group.ok()) return fail(group.status().message());
     if (f->load_format != "auto" && f->load_format != "safetensors" && f->load_format != "fastsafetensors") {
       return fail(fmt::format("--load-format {}: k3 reads safetensors (auto, safetensors, fastsafetensors)",
                               f->load_format));
@@ -217,9 +213,23 @@ void RegisterServeCommand(CLI::App& app) {
     config.reasoning_parser = f->reasoning_parser != "none";
     config.engine.prefix_snapshot_interval = f->prefix_snapshot_interval;
     config.engine.max_waiting = f->max_queued_requests;
-    config.threads = f->threads;
+    config.threads = group->world > 1 ? DefaultThreadsPerRank(*group, f->threads) : f->threads;
+    config.group = *group;
     config.shutdown_timeout = std::chrono::milliseconds(static_cast<int64_t>(f->shutdown_timeout * 1000));
     config.version = K3_VERSION_STRING;
+    if (f->dry_run) {
+      std::printf("k3 serve: command line ok: model %s, rank %d of %d (node %d of %d, %d per node%s), %s, "
+                  "rendezvous %s:%d, threads per rank %d\n",
+                  config.model_dir.empty() ? "(embedded tiny-k3)" : config.model_dir.c_str(), group->rank,
+                  group->world, group->node_rank, group->nnodes, group->ranks_per_node,
+                  group->expert_parallel ? ", expert parallel" : "",
+                  group->serves_http() ? fmt::format("HTTP on {}:{}", f->host, f->port).c_str() : "headless",
+                  group->master_addr.c_str(), group->master_port, config.threads);
+      return;
+    }
+    auto local_ranks = StartLocalRanks(*group, "serve");
+    if (!local_ranks.ok()) return FailCommand("serve", local_ranks.status().ToString());
+    if (*local_ranks != nullptr) config.on_group_formed = [ranks = local_ranks->get()] { ranks->ExpectExit(); };
     CommandExitCode() = server::RunServe(config);
   });
 }

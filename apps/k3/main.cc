@@ -7,6 +7,7 @@
 #include "apps/k3/version.h"
 
 int main(int argc, char** argv) {
+  k3::app::CommandLine().assign(argv, argv + argc);
   CLI::App app{"k3stack: serve, deploy and verify Kimi K3"};
   app.set_version_flag("--version", std::string("k3 ") + K3_VERSION_STRING);
   app.require_subcommand(1);

@@ -238,4 +238,46 @@ Status RunWorker(Model& local, dist::Communicator& comm) {
   }
 }
 
+Result<GroupMember> JoinGroupAndLoad(const std::string& dir, ThreadPool* pool, const dist::GroupPlan& plan,
+                                     const std::string& fingerprint,
+                                     std::function<void(const Status&)> on_failure) {
+  GroupMember member;
+  if (plan.world == 1) {
+    K3_ASSIGN_OR_RETURN(member.model, Model::Load(dir, pool));
+    return member;
+  }
+  dist::CommunicatorOptions options;
+  options.rank = plan.rank;
+  options.world_size = plan.world;
+  options.master_addr = plan.master_addr;
+  options.master_port = plan.master_port;
+  options.ifname = plan.ifname;
+  options.timeout = plan.timeout;
+  options.fingerprint = fingerprint;
+  K3_ASSIGN_OR_RETURN(member.comm, dist::CreateCommunicator(options));
+  const ShardSpec shard{plan.rank, plan.world, plan.expert_parallel};
+  auto local = Model::Load(dir, pool, Parallelism{shard, member.comm.get()});
+  // Every rank reaches this barrier, loaded or not, so a rank that failed to load does not leave the
+  // others waiting for it until the timeout: they see its failure at the second barrier.
+  const bool loaded = local.ok();
+  std::vector<float> failures = {loaded ? 0.0f : 1.0f};
+  Status gathered = member.comm->AllReduceSum(failures);
+  if (!loaded) return local.status();
+  if (!gathered.ok()) return gathered.WithPrefix("waiting for every rank to load its shard");
+  if (failures[0] > 0) {
+    return InvalidArgument("{:.0f} other rank(s) of the group failed to load the model (see their logs)",
+                           failures[0]);
+  }
+  member.comm->SetTimeout(std::min(plan.timeout, kServingTimeout));
+  if (plan.rank == 0) {
+    auto leader = std::make_unique<LeaderModel>(std::move(*local), member.comm.get(), kHeartbeatInterval,
+                                                std::move(on_failure));
+    member.leader = leader.get();
+    member.model = std::move(leader);
+  } else {
+    member.model = std::move(*local);
+  }
+  return member;
+}
+
 }  // namespace k3::model

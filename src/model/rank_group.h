@@ -23,6 +23,7 @@
 #include <thread>
 
 #include "src/dist/communicator.h"
+#include "src/dist/launch.h"
 #include "src/model/model.h"
 
 namespace k3::model {
@@ -71,5 +72,24 @@ class LeaderModel final : public Model {
 
 // Runs rank > 0 of a group until rank 0 shuts it down (Ok) or the group fails (the Status says why).
 Status RunWorker(Model& local, dist::Communicator& comm);
+
+// Once a group is serving, a collective or a heartbeat that takes longer than this means a lost rank
+// (the start-up timeout, --dist-timeout, is longer: pods of a group start minutes apart).
+inline constexpr std::chrono::milliseconds kServingTimeout{60'000};
+inline constexpr std::chrono::milliseconds kHeartbeatInterval{5'000};
+
+// What one process of a group holds.
+struct GroupMember {
+  std::unique_ptr<dist::Communicator> comm;  // null in one process
+  std::unique_ptr<Model> model;              // rank 0 (or one process): the model to serve; else the shard
+  LeaderModel* leader = nullptr;             // rank 0 of a group: model.get()
+};
+
+// Joins the group of `plan` (rendezvous with every rank, fingerprints compared), loads this rank's shard
+// of `dir`, waits until every rank has loaded (plan.timeout), then switches to kServingTimeout. Rank 0's
+// model is a LeaderModel calling on_failure when the group breaks. One process (world 1): a plain load.
+Result<GroupMember> JoinGroupAndLoad(const std::string& dir, ThreadPool* pool, const dist::GroupPlan& plan,
+                                     const std::string& fingerprint,
+                                     std::function<void(const Status&)> on_failure);
 
 }  // namespace k3::model

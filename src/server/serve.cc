@@ -14,6 +14,7 @@
 #include "src/api/openai.h"
 #include "src/base/thread_pool.h"
 #include "src/model/model.h"
+#include "src/model/rank_group.h"
 #include "src/model/tensors.h"
 #include "src/server/openai_service.h"
 #include "src/tokenizer/tokenizer.h"
@@ -37,11 +38,11 @@ std::string Count(int64_t n) {
 struct Loaded {
   std::unique_ptr<ThreadPool> pool;
   std::unique_ptr<tokenizer::Tokenizer> tokenizer;
-  std::unique_ptr<model::Model> model;
+  model::GroupMember member;  // the model (and in a group, the communicator and the leader)
   std::unique_ptr<engine::Engine> engine;
 };
 
-Status Load(const ServeConfig& config, OpenAiService* service, const std::string& served_name, Loaded* out) {
+Result<std::string> ResolveModelDir(const ServeConfig& config) {
   std::string dir = config.model_dir;
   if (dir.empty()) {
     if (!config.resolve_model) return InvalidArgument("no --model given");
@@ -54,18 +55,44 @@ Status Load(const ServeConfig& config, OpenAiService* service, const std::string
         "--local-dir DIR`",
         dir, dir);
   }
+  return dir;
+}
+
+// Joins the group (if any) and loads the model of this rank.
+Status LoadModel(const ServeConfig& config, const std::string& dir, ThreadPool* pool,
+                 std::function<void(const Status&)> on_failure, model::GroupMember* out) {
+  std::string fingerprint;
+  if (config.group.world > 1) {
+    K3_ASSIGN_OR_RETURN(fingerprint, dist::GroupFingerprint(config.version, dir));
+    spdlog::info("rank {} of {} ({}, node {} of {}), rendezvous at {}:{}", config.group.rank, config.group.world,
+                 config.group.expert_parallel ? "tensor + expert parallel" : "tensor parallel",
+                 config.group.node_rank, config.group.nnodes, config.group.master_addr, config.group.master_port);
+  }
+  K3_ASSIGN_OR_RETURN(*out, model::JoinGroupAndLoad(dir, pool, config.group, fingerprint, std::move(on_failure)));
+  if (config.on_group_formed) config.on_group_formed();
+  return OkStatus();
+}
+
+Status Load(const ServeConfig& config, OpenAiService* service, const std::string& served_name,
+            std::function<void(const Status&)> on_failure, Loaded* out) {
+  K3_ASSIGN_OR_RETURN(std::string dir, ResolveModelDir(config));
   const auto t0 = std::chrono::steady_clock::now();
   K3_ASSIGN_OR_RETURN(tokenizer::Tokenizer tok, tokenizer::Tokenizer::LoadFromDirectory(dir));
   out->tokenizer = std::make_unique<tokenizer::Tokenizer>(std::move(tok));
   out->pool = std::make_unique<ThreadPool>(static_cast<size_t>(config.threads));
-  K3_ASSIGN_OR_RETURN(out->model, model::Model::Load(dir, out->pool.get()));
-  const io::ModelConfig& cfg = out->model->config();
+  K3_RETURN_IF_ERROR(LoadModel(config, dir, out->pool.get(), std::move(on_failure), &out->member));
+  model::Model* model = out->member.model.get();
+  const io::ModelConfig& cfg = model->config();
   const model::ParameterCount params = model::CountParameters(cfg);
   spdlog::info("model {} ({}): {} parameters, {} active per token, vocab {}, {} layers, loaded in {:.2f} s",
                dir, cfg.model_type, Count(params.total), Count(params.active_per_token), cfg.vocab_size,
                cfg.num_layers,
                std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-  K3_ASSIGN_OR_RETURN(out->engine, engine::Engine::Create(out->model.get(), out->tokenizer.get(), config.engine));
+  engine::EngineOptions engine_options = config.engine;
+  if (out->member.leader != nullptr) {  // a failed step is the group's failure, which on_failure reports
+    engine_options.on_fatal = [](const Status&) {};
+  }
+  K3_ASSIGN_OR_RETURN(out->engine, engine::Engine::Create(model, out->tokenizer.get(), engine_options));
   const engine::EngineOptions& eo = out->engine->options();
   spdlog::info(
       "memory plan: cache {} (MLA blocks of {} tokens + KDA state slots + prefix snapshots), max-model-len {}, "
@@ -94,9 +121,36 @@ Status Load(const ServeConfig& config, OpenAiService* service, const std::string
   return OkStatus();
 }
 
+
+// Ranks > 0: no HTTP; join, load, follow rank 0's steps.
+int RunWorkerRank(const ServeConfig& config) {
+  auto dir = ResolveModelDir(config);
+  if (!dir.ok()) {
+    spdlog::error("{}", dir.status().ToString());
+    return 1;
+  }
+  ThreadPool pool(static_cast<size_t>(config.threads));
+  model::GroupMember member;
+  Status loaded = LoadModel(config, *dir, &pool, nullptr, &member);
+  if (!loaded.ok()) {
+    spdlog::error("rank {}: {}", config.group.rank, loaded.ToString());
+    return kExitGroupLost;
+  }
+  spdlog::info("rank {}: shard loaded ({} threads); following rank 0", config.group.rank, pool.num_threads());
+  Status done = model::RunWorker(*member.model, *member.comm);
+  if (!done.ok()) {
+    spdlog::error("rank {}: the group is lost: {}", config.group.rank, done.ToString());
+    spdlog::default_logger()->flush();
+    return kExitGroupLost;
+  }
+  spdlog::info("rank {}: rank 0 shut the group down", config.group.rank);
+  return 0;
+}
+
 }  // namespace
 
 int RunServe(const ServeConfig& config) {
+  if (!config.group.serves_http()) return RunWorkerRank(config);
   std::string served_name = config.served_model_name;
   if (served_name.empty()) {
     served_name = config.model_dir.empty()
@@ -121,8 +175,17 @@ int RunServe(const ServeConfig& config) {
   Loaded loaded;
   std::atomic<bool> load_done{false};
   std::atomic<bool> load_failed{false};
+  std::atomic<bool> group_lost{false};
+  // The group broke (a rank died or stopped answering): /health turns 503, requests end with 503, and the
+  // process stops with kExitGroupLost instead of serving from a group that cannot compute.
+  auto on_group_failure = [&](const Status& s) {
+    if (group_lost.exchange(true)) return;
+    spdlog::error("the model's group of ranks is lost: {}", s.ToString());
+    service.SetDraining();
+    (*server)->RequestStop();
+  };
   std::thread loader([&] {
-    Status s = Load(config, &service, served_name, &loaded);
+    Status s = Load(config, &service, served_name, on_group_failure, &loaded);
     if (!s.ok()) {
       spdlog::error("loading failed: {}", s.ToString());
       load_failed.store(true);
@@ -154,6 +217,14 @@ int RunServe(const ServeConfig& config) {
   (*server)->Stop();
   loaded.engine.reset();  // releases the exchanges its callbacks held, before the server goes
   server->reset();
+  if (loaded.member.leader != nullptr) {
+    const Status workers = loaded.member.leader->Shutdown();  // the other ranks leave with success
+    if (!workers.ok() && !group_lost.load()) spdlog::warn("shutting the group down: {}", workers.ToString());
+  }
+  if (group_lost.load()) {
+    spdlog::error("exiting with code {}: the group of ranks was lost", kExitGroupLost);
+    return kExitGroupLost;
+  }
   spdlog::info("shut down");
   return 0;
 }

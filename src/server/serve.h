@@ -1,6 +1,10 @@
 // RunServe: the whole life of `k3 serve`. Listens first (so /health answers 503 while loading), loads the
 // tokenizer and model, starts the engine, serves, and on SIGTERM / SIGINT stops accepting, lets requests
 // in flight finish for up to shutdown_timeout, aborts the rest and returns 0.
+//
+// In a group of ranks (config.group, spec/distributed.md) rank 0 does all of that over a LeaderModel;
+// every other rank serves no HTTP: it joins, loads its shard and runs RunWorker until rank 0 shuts the
+// group down (exit 0) or the group breaks (exit kExitGroupLost, the log naming the lost rank).
 #pragma once
 
 #include <chrono>
@@ -8,6 +12,7 @@
 #include <string>
 
 #include "src/base/status.h"
+#include "src/dist/launch.h"
 #include "src/engine/engine.h"
 #include "src/server/http_server.h"
 
@@ -24,7 +29,13 @@ struct ServeConfig {
   int threads = 0;                                        // model worker threads (0: all cores)
   std::chrono::milliseconds shutdown_timeout{30'000};
   std::string version;
+  dist::GroupPlan group;  // world 1: one process
+  // Called once every rank has loaded its shard (the collectives watch the ranks from then on).
+  std::function<void()> on_group_formed;
 };
+
+// Exit code of a rank whose group lost a rank (a crash, a kill, a network partition) or never formed.
+inline constexpr int kExitGroupLost = 3;
 
 // Returns the process exit code (0 after a signal-initiated shutdown, 1 when listening or loading fails).
 int RunServe(const ServeConfig& config);
