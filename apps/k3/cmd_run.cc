@@ -112,16 +112,17 @@ void RegisterRunCommand(CLI::App& app) {
     const int64_t prompt_len = static_cast<int64_t>(prompt->size());
     std::vector<float> rows;
     int64_t num_rows = 0;
-    auto generated = model::GreedyGenerate(
-        *member->model, *prompt, flags->max_new, [&](int64_t pos, int32_t token, std::span<const float> logits) {
-          const char* kind = pos < prompt_len ? "pos" : "step";
-          std::printf("%s %lld token %d: %s\n", kind, static_cast<long long>(pos), token,
-                      FormatTop(logits).c_str());
-          if (!flags->dump_logits.empty()) {
-            rows.insert(rows.end(), logits.begin(), logits.end());
-            ++num_rows;
-          }
-        });
+    auto generated =
+        model::GreedyGenerate(*member->model, *prompt, flags->max_new,
+                              [&](int64_t pos, int32_t token, std::span<const float> logits) {
+                                const char* kind = pos < prompt_len ? "pos" : "step";
+                                std::printf("%s %lld token %d: %s\n", kind, static_cast<long long>(pos),
+                                            token, FormatTop(logits).c_str());
+                                if (!flags->dump_logits.empty()) {
+                                  rows.insert(rows.end(), logits.begin(), logits.end());
+                                  ++num_rows;
+                                }
+                              });
     if (member->leader != nullptr) {
       const Status shut = member->leader->Shutdown();
       if (!shut.ok() && generated.ok()) return FailCommand("run", shut.ToString(), 3);

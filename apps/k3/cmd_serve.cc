@@ -174,7 +174,8 @@ void RegisterServeCommand(CLI::App& app) {
       return fail(fmt::format("--load-format {}: k3 reads safetensors (auto, safetensors, fastsafetensors)",
                               f->load_format));
     }
-    if (f->dtype != "auto") return fail(fmt::format("--dtype {}: only auto (weights are used as shipped)", f->dtype));
+    if (f->dtype != "auto")
+      return fail(fmt::format("--dtype {}: only auto (weights are used as shipped)", f->dtype));
     if (f->port < 0 || f->port > 65535) return fail(fmt::format("--port {}: not a port", f->port));
     if (f->max_num_seqs < 1) return fail("--max-num-seqs must be >= 1");
     if (f->max_num_batched_tokens < 1) return fail("--max-num-batched-tokens must be >= 1");
@@ -185,7 +186,8 @@ void RegisterServeCommand(CLI::App& app) {
     if (f->io_threads < 1) return fail("--io-threads must be >= 1");
     if (f->threads < 0) return fail("--threads must be >= 0");
     const int64_t kv_bytes = ParseSize(f->kv_cache_memory);
-    if (kv_bytes <= 0) return fail(fmt::format("--kv-cache-memory {}: expected a size like 4GiB", f->kv_cache_memory));
+    if (kv_bytes <= 0)
+      return fail(fmt::format("--kv-cache-memory {}: expected a size like 4GiB", f->kv_cache_memory));
     const int64_t body_bytes = ParseSize(f->max_request_body);
     if (body_bytes <= 0) {
       return fail(fmt::format("--max-request-body {}: expected a size like 16MiB", f->max_request_body));
@@ -218,18 +220,20 @@ void RegisterServeCommand(CLI::App& app) {
     config.shutdown_timeout = std::chrono::milliseconds(static_cast<int64_t>(f->shutdown_timeout * 1000));
     config.version = K3_VERSION_STRING;
     if (f->dry_run) {
-      std::printf("k3 serve: command line ok: model %s, rank %d of %d (node %d of %d, %d per node%s), %s, "
-                  "rendezvous %s:%d, threads per rank %d\n",
-                  config.model_dir.empty() ? "(embedded tiny-k3)" : config.model_dir.c_str(), group->rank,
-                  group->world, group->node_rank, group->nnodes, group->ranks_per_node,
-                  group->expert_parallel ? ", expert parallel" : "",
-                  group->serves_http() ? fmt::format("HTTP on {}:{}", f->host, f->port).c_str() : "headless",
-                  group->master_addr.c_str(), group->master_port, config.threads);
+      std::printf(
+          "k3 serve: command line ok: model %s, rank %d of %d (node %d of %d, %d per node%s), %s, "
+          "rendezvous %s:%d, threads per rank %d\n",
+          config.model_dir.empty() ? "(embedded tiny-k3)" : config.model_dir.c_str(), group->rank,
+          group->world, group->node_rank, group->nnodes, group->ranks_per_node,
+          group->expert_parallel ? ", expert parallel" : "",
+          group->serves_http() ? fmt::format("HTTP on {}:{}", f->host, f->port).c_str() : "headless",
+          group->master_addr.c_str(), group->master_port, config.threads);
       return;
     }
     auto local_ranks = StartLocalRanks(*group, "serve");
     if (!local_ranks.ok()) return FailCommand("serve", local_ranks.status().ToString());
-    if (*local_ranks != nullptr) config.on_group_formed = [ranks = local_ranks->get()] { ranks->ExpectExit(); };
+    if (*local_ranks != nullptr)
+      config.on_group_formed = [ranks = local_ranks->get()] { ranks->ExpectExit(); };
     CommandExitCode() = server::RunServe(config);
   });
 }

@@ -31,19 +31,23 @@ void AddGroupFlags(CLI::App* cmd, dist::GroupFlags* f, const std::string& group)
   cmd->add_option("--data-parallel-size,-dp", f->data_parallel_size, "1 only (one replica per k3 serve)")
       ->capture_default_str()
       ->group(group);
-  cmd->add_option("--nnodes", f->nnodes, "nodes the ranks span (default: $LWS_GROUP_SIZE, else 1)")->group(group);
+  cmd->add_option("--nnodes", f->nnodes, "nodes the ranks span (default: $LWS_GROUP_SIZE, else 1)")
+      ->group(group);
   cmd->add_option("--node-rank", f->node_rank, "this node's index (default: $LWS_WORKER_INDEX, else 0)")
       ->group(group);
   cmd->add_option("--master-addr", f->master_addr,
                   "node 0's address, where rank 0 serves the rendezvous (default: $LWS_LEADER_ADDRESS)")
       ->group(group);
-  cmd->add_option("--master-port", f->master_port, "rendezvous port on node 0")->capture_default_str()->group(group);
+  cmd->add_option("--master-port", f->master_port, "rendezvous port on node 0")
+      ->capture_default_str()
+      ->group(group);
   cmd->add_flag("--headless", f->headless, "ranks only: no HTTP server (nodes other than 0)")->group(group);
   cmd->add_option("--dist-timeout", f->dist_timeout_s,
                   "seconds to wait for every rank at start-up (once serving, a rank silent for 60 s is lost)")
       ->capture_default_str()
       ->group(group);
-  cmd->add_option("--dist-ifname", f->ifname, "network interface for rank traffic (default: $GLOO_SOCKET_IFNAME)")
+  cmd->add_option("--dist-ifname", f->ifname,
+                  "network interface for rank traffic (default: $GLOO_SOCKET_IFNAME)")
       ->group(group);
 }
 

@@ -91,7 +91,8 @@ Result<GroupPlan> ResolveGroup(const GroupFlags& flags, const EnvLookup& env) {
   }
   if (plan.master_port < 1 || plan.master_port > 65535)
     return InvalidArgument("--master-port {}: not a TCP port", plan.master_port);
-  if (!(flags.dist_timeout_s > 0)) return InvalidArgument("--dist-timeout {}: must be > 0 seconds", flags.dist_timeout_s);
+  if (!(flags.dist_timeout_s > 0))
+    return InvalidArgument("--dist-timeout {}: must be > 0 seconds", flags.dist_timeout_s);
   plan.timeout = std::chrono::milliseconds(static_cast<int64_t>(flags.dist_timeout_s * 1000));
   plan.ranks_per_node = plan.world / plan.nnodes;
   K3_ASSIGN_OR_RETURN(plan.local_rank, EnvInt(env, "K3_LOCAL_RANK", 0));
@@ -119,7 +120,8 @@ struct LocalRanks::Impl {
 
   static std::string Describe(int status) {
     if (WIFEXITED(status)) return fmt::format("exited with code {}", WEXITSTATUS(status));
-    if (WIFSIGNALED(status)) return fmt::format("was killed by signal {} ({})", WTERMSIG(status), strsignal(WTERMSIG(status)));
+    if (WIFSIGNALED(status))
+      return fmt::format("was killed by signal {} ({})", WTERMSIG(status), strsignal(WTERMSIG(status)));
     return "ended";
   }
 
@@ -243,7 +245,8 @@ Result<std::string> GroupFingerprint(const std::string& version, const std::stri
   std::error_code ec;
   std::vector<std::pair<std::string, uintmax_t>> shards;
   for (const fs::directory_entry& e : fs::directory_iterator(model_dir, ec)) {
-    if (e.path().extension() == ".safetensors") shards.emplace_back(e.path().filename().string(), e.file_size(ec));
+    if (e.path().extension() == ".safetensors")
+      shards.emplace_back(e.path().filename().string(), e.file_size(ec));
   }
   std::sort(shards.begin(), shards.end());
   for (const auto& [name, size] : shards) mix(fmt::format("{}:{};", name, size));

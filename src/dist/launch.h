@@ -38,12 +38,12 @@ struct GroupFlags {
 };
 
 struct GroupPlan {
-  int world = 1;            // ranks in the group (= tensor parallel size)
+  int world = 1;  // ranks in the group (= tensor parallel size)
   int nnodes = 1;
   int node_rank = 0;
   int ranks_per_node = 1;
-  int local_rank = 0;       // this process on its node
-  int rank = 0;             // node_rank * ranks_per_node + local_rank
+  int local_rank = 0;  // this process on its node
+  int rank = 0;        // node_rank * ranks_per_node + local_rank
   bool expert_parallel = false;
   std::string master_addr = "127.0.0.1";
   int master_port = 29500;

@@ -38,9 +38,10 @@ TEST(ResolveGroupTest, OneNodeFromFlags) {
 TEST(ResolveGroupTest, LeaderWorkerSetEnvironmentStandsInForFlags) {
   GroupFlags f;
   f.tensor_parallel_size = 8;
-  auto worker = ResolveGroup(
-      f, Env({{"LWS_LEADER_ADDRESS", "k3-0.k3"}, {"LWS_GROUP_SIZE", "2"}, {"LWS_WORKER_INDEX", "1"},
-              {"K3_LOCAL_RANK", "2"}}));
+  auto worker = ResolveGroup(f, Env({{"LWS_LEADER_ADDRESS", "k3-0.k3"},
+                                     {"LWS_GROUP_SIZE", "2"},
+                                     {"LWS_WORKER_INDEX", "1"},
+                                     {"K3_LOCAL_RANK", "2"}}));
   ASSERT_TRUE(worker.ok()) << worker.status().ToString();
   EXPECT_EQ(worker->master_addr, "k3-0.k3");
   EXPECT_EQ(worker->nnodes, 2);
@@ -49,8 +50,10 @@ TEST(ResolveGroupTest, LeaderWorkerSetEnvironmentStandsInForFlags) {
   EXPECT_FALSE(worker->serves_http());
   f.node_rank = 0;  // a flag wins over the environment
   f.master_addr = "10.1.2.3";
-  auto leader = ResolveGroup(f, Env({{"LWS_LEADER_ADDRESS", "k3-0.k3"}, {"LWS_GROUP_SIZE", "2"},
-                                     {"LWS_WORKER_INDEX", "1"}, {"GLOO_SOCKET_IFNAME", "eth1"}}));
+  auto leader = ResolveGroup(f, Env({{"LWS_LEADER_ADDRESS", "k3-0.k3"},
+                                     {"LWS_GROUP_SIZE", "2"},
+                                     {"LWS_WORKER_INDEX", "1"},
+                                     {"GLOO_SOCKET_IFNAME", "eth1"}}));
   ASSERT_TRUE(leader.ok());
   EXPECT_EQ(leader->rank, 0);
   EXPECT_EQ(leader->master_addr, "10.1.2.3");
@@ -99,7 +102,8 @@ TEST(LocalRanksTest, StartsChildrenWithTheirLocalRank) {
   auto plan = ResolveGroup(f, Env({}));
   ASSERT_TRUE(plan.ok());
   // The children are this test binary re-run on a test that exits with 0 only where K3_LOCAL_RANK is set.
-  std::vector<std::string> argv = {"self", "--gtest_filter=LocalRanksTest.DISABLED_ChildSide", "--gtest_also_run_disabled_tests"};
+  std::vector<std::string> argv = {"self", "--gtest_filter=LocalRanksTest.DISABLED_ChildSide",
+                                   "--gtest_also_run_disabled_tests"};
   int unexpected = 0;
   auto ranks = LocalRanks::Start(argv, *plan, [&](int, const std::string&) { ++unexpected; });
   ASSERT_TRUE(ranks.ok()) << ranks.status().ToString();
@@ -121,7 +125,8 @@ TEST(LocalRanksTest, ReportsAChildThatDies) {
   f.tensor_parallel_size = 2;
   auto plan = ResolveGroup(f, Env({}));
   ASSERT_TRUE(plan.ok());
-  std::vector<std::string> argv = {"self", "--gtest_filter=LocalRanksTest.DISABLED_ChildThatFails", "--gtest_also_run_disabled_tests"};
+  std::vector<std::string> argv = {"self", "--gtest_filter=LocalRanksTest.DISABLED_ChildThatFails",
+                                   "--gtest_also_run_disabled_tests"};
   std::mutex mu;
   std::string what;
   auto ranks = LocalRanks::Start(argv, *plan, [&](int r, const std::string& d) {

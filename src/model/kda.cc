@@ -6,52 +6,10 @@
 #include <iterator>
 
 #include "src/base/check.h"
+#include "src/kernels/layer_ops.h"
 #include "src/kernels/ops.h"
 
 namespace k3::model {
-namespace {
-
-float Softplus(float x) { return x > 20.0f ? x : std::log1p(std::exp(x)); }
-
-// Causal depthwise conv + SiLU of one stream for one sequence, channels [c0, c1):
-//   c[i, ch] = sum_j taps[ch, j] * raw[i - (W-1) + j, ch]  (raw before the segment comes from the tail),
-//   out = bf16(silu(c)); then tail <- the last W-1 raw rows. raw/out: [T, P]; tail: [W-1, P].
-void ConvSiluChannels(const float* raw, const float* taps, int64_t W, int64_t P, const SequenceSegment& seg,
-                      int64_t c0, int64_t c1, float* tail, float* new_tail, float* out) {
-  const int64_t taps_before = W - 1;
-  auto source = [&](int64_t i, int64_t ch) {  // raw row i of the segment (i < 0: from the tail)
-    return i >= 0 ? raw[(seg.row_begin + i) * P + ch] : tail[(taps_before + i) * P + ch];
-  };
-  for (int64_t ch = c0; ch < c1; ++ch) {
-    const float* tap = taps + ch * W;
-    for (int64_t i = 0; i < seg.rows; ++i) {
-      float c = 0.0f;
-      for (int64_t j = 0; j < W; ++j) c += tap[j] * source(i - taps_before + j, ch);
-      out[(seg.row_begin + i) * P + ch] = RoundBf16(c * Sigmoid(c));
-    }
-    for (int64_t r = 0; r < taps_before; ++r) new_tail[r] = source(seg.rows - taps_before + r, ch);
-    for (int64_t r = 0; r < taps_before; ++r) tail[r * P + ch] = new_tail[r];
-  }
-}
-
-// Copies one head's rows into contiguous [n, width] and optionally l2-normalises each row
-// (x / sqrt(sum x^2 + 1e-6)) times `scale`.
-void GatherHead(const float* src, int64_t stride, int64_t offset, int64_t n, int64_t width, bool l2norm,
-                float scale, float* dst) {
-  for (int64_t i = 0; i < n; ++i) {
-    const float* row = src + i * stride + offset;
-    float* d = dst + i * width;
-    float inv = 1.0f;
-    if (l2norm) {
-      float ss = 0.0f;
-      for (int64_t c = 0; c < width; ++c) ss += row[c] * row[c];
-      inv = scale / std::sqrt(ss + 1e-6f);
-    }
-    for (int64_t c = 0; c < width; ++c) d[c] = row[c] * inv;
-  }
-}
-
-}  // namespace
 
 void KdaForward(const io::ModelConfig& cfg, const KdaWeights& w, int64_t kda_index, const float* x, int64_t T,
                 std::span<const SequenceSegment> segments, KdaScratch* s, ThreadPool* pool, float* out,
@@ -100,23 +58,16 @@ void KdaForward(const io::ModelConfig& cfg, const KdaWeights& w, int64_t kda_ind
       const float* taps = (stream == 0 ? w.q_conv : stream == 1 ? w.k_conv : w.v_conv).data();
       float* dst = stream == 0 ? q : stream == 1 ? k : v;
       float* new_tail = Grow(s->workers[worker].tail, static_cast<size_t>(W));
-      ConvSiluChannels(raw, taps, W, P, seg, c0, c1, tails + stream * (W - 1) * P, new_tail, dst);
+      kernels::CausalConvSilu(raw + seg.row_begin * P, taps, W, P, seg.rows, c0, c1,
+                              tails + stream * (W - 1) * P, new_tail, dst + seg.row_begin * P);
     });
   }
 
   // 3. Decay gate g (fp32) from f = f_b(f_a(x)).
-  for (int64_t t = 0; t < T; ++t) {
-    for (int64_t h = 0; h < H; ++h) {
-      for (int64_t d = 0; d < K; ++d) {
-        float& gv = g[t * P + h * K + d];
-        const float u = gv + w.dt_bias[h * K + d];
-        gv = cfg.kda_has_gate_lower_bound ? cfg.kda_gate_lower_bound * Sigmoid(w.a_exp[h] * u)
-                                          : -w.a_exp[h] * Softplus(u);
-      }
-    }
-  }
+  kernels::KdaDecayGate(g, w.dt_bias.data(), w.a_exp.data(), T, H, K, cfg.kda_has_gate_lower_bound,
+                        cfg.kda_gate_lower_bound);
   // 4. beta = sigmoid(b_proj x) (fp32). (5. The output gate was projected in step 1.)
-  for (int64_t i = 0; i < T * H; ++i) beta[i] = Sigmoid(beta[i]);
+  kernels::SigmoidInPlace(beta, T * H);
 
   // 6. Delta rule per (sequence, head): the recurrence, or the chunked form for prefill chunks when asked.
   const float q_scale = 1.0f / std::sqrt(static_cast<float>(K));
@@ -135,21 +86,20 @@ void KdaForward(const io::ModelConfig& cfg, const KdaWeights& w, int64_t kda_ind
     float* hb = Grow(ws.beta, n);
     float* ho = Grow(ws.o, n * V);
     const int64_t row0 = seg.row_begin;
-    GatherHead(q + row0 * P, P, h * K, n, K, /*l2norm=*/true, q_scale, hq);
-    GatherHead(k + row0 * P, P, h * K, n, K, /*l2norm=*/true, 1.0f, hk);
-    GatherHead(v + row0 * P, P, h * V, n, V, /*l2norm=*/false, 1.0f, hv);
-    GatherHead(g + row0 * P, P, h * K, n, K, /*l2norm=*/false, 1.0f, hg);
-    for (int64_t i = 0; i < n; ++i) hb[i] = beta[(row0 + i) * H + h];
+    kernels::GatherHeadRows(q + row0 * P, P, h * K, n, K, /*l2norm=*/true, q_scale, hq);
+    kernels::GatherHeadRows(k + row0 * P, P, h * K, n, K, /*l2norm=*/true, 1.0f, hk);
+    kernels::GatherHeadRows(v + row0 * P, P, h * V, n, V, /*l2norm=*/false, 1.0f, hv);
+    kernels::GatherHeadRows(g + row0 * P, P, h * K, n, K, /*l2norm=*/false, 1.0f, hg);
+    kernels::GatherHeadRows(beta + row0 * H, H, h, n, 1, /*l2norm=*/false, 1.0f, hb);
     float* S = seg.state->kda(kda_index).recurrent.data() + h * K * V;  // [K, V]
     if (n == 1 || s->prefill_form == KdaPrefillForm::kRecurrent) {
-      KdaRecurrent(hq, hk, hv, hg, hb, n, K, V, S, ho);
+      kernels::KdaRecurrent(hq, hk, hv, hg, hb, n, K, V, S, ho);
     } else {
-      KdaChunked(hq, hk, hv, hg, hb, n, K, V, S, ho, &ws.chunk);
+      kernels::KdaChunked(hq, hk, hv, hg, hb, n, K, V, S, ho, &ws.chunk);
     }
     // o is cast to bf16 (value dtype) before the gated norm.
-    for (int64_t i = 0; i < n; ++i) {
-      for (int64_t c = 0; c < V; ++c) o[(row0 + i) * P + h * V + c] = RoundBf16(ho[i * V + c]);
-    }
+    kernels::RoundToBf16(ho, n * V);
+    kernels::ScatterHeadRows(ho, n, V, P, h * V, o + row0 * P);
   });
 
   // 7. Per-head gated RMSNorm (fp32 weight, bf16 out), then o_proj.

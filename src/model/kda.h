@@ -10,14 +10,14 @@
 
 #include "src/base/thread_pool.h"
 #include "src/io/model_config.h"
-#include "src/model/kda_core.h"
+#include "src/kernels/kda_core.h"
 #include "src/model/layer_util.h"
 #include "src/model/weights.h"
 
 namespace k3::model {
 
 struct KdaScratch {
-  KdaPrefillForm prefill_form = KdaPrefillForm::kRecurrent;
+  kernels::KdaPrefillForm prefill_form = kernels::KdaPrefillForm::kRecurrent;
   std::vector<float> q_raw, k_raw, v_raw;  // [T, P] pre-conv projections
   std::vector<float> q, k, v;              // [T, P] after conv + SiLU (bf16 values)
   std::vector<float> low_rank;             // [T, K] f_a outputs
@@ -29,7 +29,7 @@ struct KdaScratch {
   struct Worker {
     std::vector<float> q, k, v, g, beta, o;  // one head of one sequence: [n, K] / [n, V] / [n]
     std::vector<float> tail;                 // [W-1] new conv tail of one channel
-    KdaChunkScratch chunk;
+    kernels::KdaChunkScratch chunk;
   };
   std::vector<Worker> workers;  // one per pool thread
 };

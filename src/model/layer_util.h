@@ -73,6 +73,4 @@ inline void ParallelTasks(ThreadPool* pool, int64_t n, int64_t work_per_task,
 
 inline size_t NumWorkers(ThreadPool* pool) { return pool == nullptr ? 1 : pool->num_threads(); }
 
-inline float Sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
-
 }  // namespace k3::model

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "src/kernels/layer_ops.h"
 #include "src/kernels/ops.h"
 #include "src/model/layer_util.h"
 
@@ -24,6 +25,7 @@ void MlaForward(const io::ModelConfig& cfg, const MlaWeights& w, int64_t mla_ind
   float* o = Grow(s->o, T * H * Vh);
   float* gate = w.g_proj.data != nullptr ? Grow(s->gate, T * H * Vh) : nullptr;
   if (s->scores.size() < NumWorkers(pool)) s->scores.resize(NumWorkers(pool));
+  if (s->rows.size() < NumWorkers(pool)) s->rows.resize(NumWorkers(pool));
 
   // 1. Every projection of x under one fork-join: q_a (or q), kv_a and the output gate; then
   //    q = q_b(q_a_layernorm(q_a(x))) when q is low rank: [T, H*Q].
@@ -79,18 +81,15 @@ void MlaForward(const io::ModelConfig& cfg, const MlaWeights& w, int64_t mla_ind
   ParallelTasks(pool, num_segments * H, max_pairs * 2 * row_width, [&](size_t task, size_t worker) {
     const SequenceSegment& seg = segments[task / H];
     const int64_t h = static_cast<int64_t>(task) % H;
-    float* scores = Grow(s->scores[worker], static_cast<size_t>(seg.start_pos + seg.rows));
+    const int64_t keys = seg.start_pos + seg.rows;
+    float* scores = Grow(s->scores[worker], static_cast<size_t>(keys));
+    const float** rows = Grow(s->rows[worker], static_cast<size_t>(keys));
+    for (int64_t j = 0; j < keys; ++j) rows[j] = seg.state->MlaRow(mla_index, j);
     for (int64_t i = 0; i < seg.rows; ++i) {
       const int64_t row = seg.row_begin + i;
       const int64_t visible = seg.start_pos + i + 1;  // keys 0..pos
-      const float* qh = query + (h * T + row) * row_width;
-      for (int64_t j = 0; j < visible; ++j) {
-        scores[j] = kernels::Dot(qh, seg.state->MlaRow(mla_index, j), row_width) * scale;
-      }
-      kernels::Softmax(scores, visible);
-      float* c = ctx + (h * T + row) * R;
-      std::fill(c, c + R, 0.0f);
-      for (int64_t j = 0; j < visible; ++j) kernels::Axpy(scores[j], seg.state->MlaRow(mla_index, j), c, R);
+      kernels::LatentAttention(query + (h * T + row) * row_width, rows, visible, row_width, R, scale, scores,
+                               ctx + (h * T + row) * R);
     }
   });
   // 5. o_h = bf16(Wuv_h ctx_h): Wuv_h is rows [h*(nope+Vh) + nope, (h+1)*(nope+Vh)) of kv_b; one group.
@@ -108,7 +107,7 @@ void MlaForward(const io::ModelConfig& cfg, const MlaWeights& w, int64_t mla_ind
   // 6. Optional sigmoid output gate (projected in step 1; fp32 product of the bf16 values, rounded
   //    once), then o_proj.
   if (gate != nullptr) {
-    for (int64_t i = 0; i < T * H * Vh; ++i) o[i] = RoundBf16(o[i] * Sigmoid(gate[i]));
+    kernels::SigmoidGateRoundBf16(o, gate, T * H * Vh);
   }
   RowParallelLinear(o, T, w.o_proj, out, pool, collectives);
 }

@@ -13,8 +13,9 @@
 
 #include "src/base/check.h"
 #include "src/dist/communicator.h"
+#include "src/kernels/attn_res.h"
+#include "src/kernels/layer_ops.h"
 #include "src/kernels/ops.h"
-#include "src/model/attn_res.h"
 #include "src/model/kda.h"
 #include "src/model/layer_util.h"
 #include "src/model/mla.h"
@@ -124,15 +125,16 @@ class ModelImpl final : public Model {
     const size_t workers = NumWorkers(pool_);
     if (s_.key_scratch.size() < workers) s_.key_scratch.resize(workers);
     Grow(s_.sources, workers * (B + 1));
-    ParallelTasks(
-        pool_, static_cast<int64_t>(rows.size()), (bank_size + 1) * 3 * D, [&](size_t i, size_t worker) {
-          const int64_t t = rows[i];
-          const float** sources = s_.sources.data() + worker * (B + 1);
-          for (int64_t b = 0; b < bank_size; ++b) sources[b] = s_.bank.data() + (t * B + b) * D;
-          sources[bank_size] = current + t * D;
-          float* keys = Grow(s_.key_scratch[worker], static_cast<size_t>(D));
-          AttnResMix(sources, bank_size + 1, mixer.query.data(), D, cfg_.rms_norm_eps, keys, out + i * D);
-        });
+    ParallelTasks(pool_, static_cast<int64_t>(rows.size()), (bank_size + 1) * 3 * D,
+                  [&](size_t i, size_t worker) {
+                    const int64_t t = rows[i];
+                    const float** sources = s_.sources.data() + worker * (B + 1);
+                    for (int64_t b = 0; b < bank_size; ++b) sources[b] = s_.bank.data() + (t * B + b) * D;
+                    sources[bank_size] = current + t * D;
+                    float* keys = Grow(s_.key_scratch[worker], static_cast<size_t>(D));
+                    kernels::AttnResMix(sources, bank_size + 1, mixer.query.data(), D, cfg_.rms_norm_eps,
+                                        keys, out + i * D);
+                  });
   }
 
   io::ModelConfig cfg_;
@@ -206,20 +208,21 @@ Status ModelImpl::Forward(std::span<const SequenceBatchItem> batch, ForwardOutpu
         ++bank_size;
       }
       Attention(layer, T, segments);
-      const float* a = s_.sublayer.data();
-      for (int64_t i = 0; i < T * D; ++i) h[i] = block_start ? a[i] : RoundBf16(h[i] + a[i]);
+      if (block_start) {  // a new block's running sum starts at the attention output
+        std::memcpy(h, s_.sublayer.data(), sizeof(float) * static_cast<size_t>(T * D));
+      } else {
+        kernels::AddRoundBf16(h, s_.sublayer.data(), static_cast<size_t>(T * D));
+      }
       MixRows(h, layer.ffn_mixer, bank_size, all_rows_, mixed);
       NormRows(mixed, layer.post_attention_norm, T);
     } else {
       NormRows(h, layer.input_norm, T);
       Attention(layer, T, segments);
-      const float* a = s_.sublayer.data();
-      for (int64_t i = 0; i < T * D; ++i) h[i] = RoundBf16(h[i] + a[i]);
+      kernels::AddRoundBf16(h, s_.sublayer.data(), static_cast<size_t>(T * D));
       NormRows(h, layer.post_attention_norm, T);
     }
     Ffn(layer, T);
-    const float* f = s_.sublayer.data();
-    for (int64_t i = 0; i < T * D; ++i) h[i] = RoundBf16(h[i] + f[i]);
+    kernels::AddRoundBf16(h, s_.sublayer.data(), static_cast<size_t>(T * D));
   }
 
   // Final mixer (AttnRes), final norm and lm_head on the rows that need logits.
@@ -228,8 +231,7 @@ Status ModelImpl::Forward(std::span<const SequenceBatchItem> batch, ForwardOutpu
   if (cfg_.has_attn_res()) {
     MixRows(h, weights_->output_mixer, bank_size, logit_rows, final_rows);
   } else {
-    for (int64_t i = 0; i < rows; ++i)
-      std::memcpy(final_rows + i * D, h + logit_rows[i] * D, sizeof(float) * D);
+    kernels::GatherRows(h, static_cast<size_t>(D), logit_rows.data(), static_cast<size_t>(rows), final_rows);
   }
   for (int64_t i = 0; i < rows; ++i) {
     kernels::RmsNorm(final_rows + i * D, weights_->final_norm.data(), D, cfg_.rms_norm_eps,

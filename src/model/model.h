@@ -24,7 +24,7 @@
 #include "src/base/status.h"
 #include "src/base/thread_pool.h"
 #include "src/io/model_config.h"
-#include "src/model/kda_core.h"
+#include "src/kernels/kda_core.h"
 #include "src/model/shard.h"
 #include "src/model/state_log.h"
 
@@ -36,6 +36,8 @@ class Communicator;
 }  // namespace k3::dist
 
 namespace k3::model {
+
+using kernels::KdaPrefillForm;  // the KDA prefill algorithm (kernels/kda_core.h)
 
 // Per-sequence decode state. Sizes (see spec §6): per KDA layer H*K*V fp32 recurrent state plus
 // 3 * (W-1) * P fp32 conv tails; per MLA layer (kv_lora + rope) floats per cached token.

@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "src/base/check.h"
+#include "src/kernels/layer_ops.h"
 #include "src/kernels/ops.h"
 #include "src/model/layer_util.h"
 
@@ -13,33 +14,8 @@ namespace k3::model {
 
 void RouteTokens(const float* logits, int64_t T, int64_t E, const float* correction_bias, int64_t top_k,
                  bool renormalize, float routed_scaling_factor, int32_t* experts, float* weights) {
-  K3_CHECK(top_k >= 1 && top_k <= E);
-  thread_local std::vector<float> score, selection;  // [E]
-  thread_local std::vector<int32_t> order;           // [E]
-  score.resize(E);
-  selection.resize(E);
-  order.resize(E);
-  for (int64_t t = 0; t < T; ++t) {
-    for (int64_t e = 0; e < E; ++e) {
-      score[e] = Sigmoid(logits[t * E + e]);
-      selection[e] = score[e] + correction_bias[e];
-    }
-    std::iota(order.begin(), order.end(), 0);
-    std::partial_sort(order.begin(), order.begin() + top_k, order.end(), [&](int32_t a, int32_t b) {
-      return selection[a] != selection[b] ? selection[a] > selection[b] : a < b;
-    });
-    float sum = 0.0f;
-    for (int64_t k = 0; k < top_k; ++k) {
-      experts[t * top_k + k] = order[k];
-      weights[t * top_k + k] = score[order[k]];
-      sum += score[order[k]];
-    }
-    for (int64_t k = 0; k < top_k; ++k) {
-      float& wk = weights[t * top_k + k];
-      if (renormalize) wk /= (sum + 1e-20f);
-      wk *= routed_scaling_factor;
-    }
-  }
+  kernels::RouteSigmoidTopK(logits, static_cast<size_t>(T), static_cast<size_t>(E), correction_bias,
+                            static_cast<size_t>(top_k), renormalize, routed_scaling_factor, experts, weights);
 }
 
 void MoeForward(const io::ModelConfig& cfg, const MoeWeights& w, const float* x, int64_t T, MoeScratch* s,
@@ -88,27 +64,21 @@ void MoeForward(const io::ModelConfig& cfg, const MoeWeights& w, const float* x,
   const int64_t R = T * Ek;
   float* gathered = Grow(s->gathered, R * Lw);      // [R, Lw], expert by expert
   float* expert_out = Grow(s->expert_out, R * Lw);  // [R, Lw], same rows
-  for (int64_t r = 0; r < R; ++r) {
-    std::memcpy(gathered + r * Lw, z + (order[r] / Ek) * Lw, sizeof(float) * Lw);
-  }
+  int32_t* token_of = Grow(s->token_of, R);         // the token of each grouped row
+  for (int64_t r = 0; r < R; ++r) token_of[r] = order[r] / static_cast<int32_t>(Ek);
+  kernels::GatherRows(z, static_cast<size_t>(Lw), token_of, static_cast<size_t>(R), gathered);
   ExpertsForward(cfg, w.experts, begin, gathered, &s->mlp, pool, expert_out);
   // Sharded: each rank holds its experts' rows (EP; zeros elsewhere, so the sum is exact) or a partial
   // sum over its slice of every expert's width (TP). Summed before the rounding, then rounded once.
   if (collectives != nullptr) collectives->AllReduceSum(expert_out, R * Lw);
   kernels::RoundToBf16(expert_out, static_cast<size_t>(R * Lw));
   float* slot_out = Grow(s->slot_out, R * Lw);
-  for (int64_t r = 0; r < R; ++r) {
-    std::memcpy(slot_out + order[r] * Lw, expert_out + r * Lw, sizeof(float) * Lw);
-  }
+  kernels::ScatterRows(expert_out, static_cast<size_t>(Lw), order, static_cast<size_t>(R), slot_out);
 
   // r = bf16(sum_k w_k y_k) (fp32 sum in slot order, independent of the rest of the batch).
   float* combined = Grow(s->combined, T * Lw);
-  std::fill(combined, combined + T * Lw, 0.0f);
-  for (int64_t t = 0; t < T; ++t) {
-    for (int64_t k = 0; k < Ek; ++k) {
-      kernels::Axpy(weights[t * Ek + k], slot_out + (t * Ek + k) * Lw, combined + t * Lw, Lw);
-    }
-  }
+  kernels::WeightedRowSum(slot_out, weights, static_cast<size_t>(T), static_cast<size_t>(Ek),
+                          static_cast<size_t>(Lw), combined);
   kernels::RoundToBf16(combined, T * Lw);
 
   // Latent: RMSNorm then up-projection to D; beside it the shared experts' down-projection of
@@ -132,7 +102,7 @@ void MoeForward(const io::ModelConfig& cfg, const MoeWeights& w, const float* x,
     kernels::RoundToBf16(shared, static_cast<size_t>(T * D));
   }
   if (w.has_shared) {
-    for (int64_t i = 0; i < T * D; ++i) out[i] = RoundBf16(out[i] + shared[i]);
+    kernels::AddRoundBf16(out, shared, static_cast<size_t>(T * D));
   }
 }
 

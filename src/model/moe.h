@@ -28,6 +28,7 @@ struct MoeScratch {
   std::vector<float> weights;         // [T, Ek]
   std::vector<float> z;               // [T, Lw] expert inputs
   std::vector<int32_t> slot_order;    // [T*Ek] (token, slot) indices grouped by expert
+  std::vector<int32_t> token_of;      // [T*Ek] the token of each of those rows
   std::vector<int32_t> expert_begin;  // [E + 1] offsets into slot_order
   std::vector<int32_t> expert_fill;   // [E]
   std::vector<float> gathered;        // [T * Ek, Lw] the experts' input rows, expert by expert

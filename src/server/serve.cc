@@ -64,11 +64,13 @@ Status LoadModel(const ServeConfig& config, const std::string& dir, ThreadPool* 
   std::string fingerprint;
   if (config.group.world > 1) {
     K3_ASSIGN_OR_RETURN(fingerprint, dist::GroupFingerprint(config.version, dir));
-    spdlog::info("rank {} of {} ({}, node {} of {}), rendezvous at {}:{}", config.group.rank, config.group.world,
-                 config.group.expert_parallel ? "tensor + expert parallel" : "tensor parallel",
-                 config.group.node_rank, config.group.nnodes, config.group.master_addr, config.group.master_port);
+    spdlog::info(
+        "rank {} of {} ({}, node {} of {}), rendezvous at {}:{}", config.group.rank, config.group.world,
+        config.group.expert_parallel ? "tensor + expert parallel" : "tensor parallel", config.group.node_rank,
+        config.group.nnodes, config.group.master_addr, config.group.master_port);
   }
-  K3_ASSIGN_OR_RETURN(*out, model::JoinGroupAndLoad(dir, pool, config.group, fingerprint, std::move(on_failure)));
+  K3_ASSIGN_OR_RETURN(*out,
+                      model::JoinGroupAndLoad(dir, pool, config.group, fingerprint, std::move(on_failure)));
   if (config.on_group_formed) config.on_group_formed();
   return OkStatus();
 }
@@ -86,8 +88,7 @@ Status Load(const ServeConfig& config, OpenAiService* service, const std::string
   const model::ParameterCount params = model::CountParameters(cfg);
   spdlog::info("model {} ({}): {} parameters, {} active per token, vocab {}, {} layers, loaded in {:.2f} s",
                dir, cfg.model_type, Count(params.total), Count(params.active_per_token), cfg.vocab_size,
-               cfg.num_layers,
-               std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+               cfg.num_layers, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   engine::EngineOptions engine_options = config.engine;
   if (out->member.leader != nullptr) {  // a failed step is the group's failure, which on_failure reports
     engine_options.on_fatal = [](const Status&) {};
@@ -95,7 +96,8 @@ Status Load(const ServeConfig& config, OpenAiService* service, const std::string
   K3_ASSIGN_OR_RETURN(out->engine, engine::Engine::Create(model, out->tokenizer.get(), engine_options));
   const engine::EngineOptions& eo = out->engine->options();
   spdlog::info(
-      "memory plan: cache {} (MLA blocks of {} tokens + KDA state slots + prefix snapshots), max-model-len {}, "
+      "memory plan: cache {} (MLA blocks of {} tokens + KDA state slots + prefix snapshots), max-model-len "
+      "{}, "
       "max-num-seqs {}, max-num-batched-tokens {}, prefix caching {} (KDA snapshot every {} tokens), "
       "{} model threads",
       Bytes(eo.kv_cache_bytes), eo.block_tokens, eo.max_model_len, eo.max_num_seqs, eo.max_num_batched_tokens,
@@ -120,7 +122,6 @@ Status Load(const ServeConfig& config, OpenAiService* service, const std::string
   service->SetReady(out->engine.get(), std::move(ctx));
   return OkStatus();
 }
-
 
 // Ranks > 0: no HTTP; join, load, follow rank 0's steps.
 int RunWorkerRank(const ServeConfig& config) {
@@ -208,8 +209,7 @@ int RunServe(const ServeConfig& config) {
   }
 
   spdlog::info("signal {}: stopped accepting; finishing {} request(s) in flight (up to {} s)", signal_number,
-               (*server)->active_exchanges(),
-               std::chrono::duration<double>(config.shutdown_timeout).count());
+               (*server)->active_exchanges(), std::chrono::duration<double>(config.shutdown_timeout).count());
   service.SetDraining();
   const bool drained = (*server)->Drain(config.shutdown_timeout);
   if (!drained) spdlog::warn("shutdown timeout: aborting {} request(s)", (*server)->active_exchanges());

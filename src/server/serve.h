@@ -20,13 +20,13 @@ namespace k3::server {
 
 struct ServeConfig {
   ServerOptions http;
-  std::string model_dir;                                  // empty: resolve_model()
-  std::function<Result<std::string>()> resolve_model;     // e.g. the embedded tiny-k3
-  std::string served_model_name;                          // empty: the model directory's name
+  std::string model_dir;                               // empty: resolve_model()
+  std::function<Result<std::string>()> resolve_model;  // e.g. the embedded tiny-k3
+  std::string served_model_name;                       // empty: the model directory's name
   engine::EngineOptions engine;
-  bool enable_auto_tool_choice = true;                    // false: tool_choice "auto" with tools is a 400
-  bool reasoning_parser = true;                           // false: reasoning text stays in content
-  int threads = 0;                                        // model worker threads (0: all cores)
+  bool enable_auto_tool_choice = true;  // false: tool_choice "auto" with tools is a 400
+  bool reasoning_parser = true;         // false: reasoning text stays in content
+  int threads = 0;                      // model worker threads (0: all cores)
   std::chrono::milliseconds shutdown_timeout{30'000};
   std::string version;
   dist::GroupPlan group;  // world 1: one process

@@ -7,10 +7,10 @@
 
 #include <cstdint>
 
-namespace k3::model {
+namespace k3::kernels {
 
 // sources: n pointers to [D] bf16-valued rows; key_scratch: [D]; out: [D] (may alias no source).
 void AttnResMix(const float* const* sources, int64_t n, const float* query, int64_t D, float eps,
                 float* key_scratch, float* out);
 
-}  // namespace k3::model
+}  // namespace k3::kernels

@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <vector>
 
-namespace k3::model {
+namespace k3::kernels {
 
 inline constexpr int64_t kKdaChunk = 64;
 
@@ -41,4 +41,4 @@ struct KdaChunkScratch {
 void KdaChunked(const float* q, const float* k, const float* v, const float* g, const float* beta, int64_t n,
                 int64_t K, int64_t V, float* S, float* o, KdaChunkScratch* scratch);
 
-}  // namespace k3::model
+}  // namespace k3::kernels

@@ -1,7 +1,7 @@
 // KdaChunked against KdaRecurrent: same outputs and final state on random heads, including decays near
 // the lower bound (G reaches about -320 over a chunk), lengths that are not multiples of 64, and an
 // incoming non-zero state.
-#include "src/model/kda_core.h"
+#include "src/kernels/kda_core.h"
 
 #include <cmath>
 #include <random>
@@ -9,7 +9,7 @@
 
 #include <gtest/gtest.h>
 
-namespace k3::model {
+namespace k3::kernels {
 namespace {
 
 struct HeadInputs {
@@ -118,4 +118,4 @@ TEST(KdaCoreTest, SplitPrefillCarriesState) {
 }
 
 }  // namespace
-}  // namespace k3::model
+}  // namespace k3::kernels

@@ -1,12 +1,21 @@
 // KDA core: recurrent rule and chunked prefill form for one head (spec §2.3).
-#include "src/model/kda_core.h"
+#include "src/kernels/kda_core.h"
 
 #include <algorithm>
 #include <cmath>
 
-#include "src/model/layer_util.h"
+#include <vector>
 
-namespace k3::model {
+namespace k3::kernels {
+namespace {
+
+// buffer.data() with at least n elements (grows, never shrinks).
+float* Grow(std::vector<float>& buffer, size_t n) {
+  if (buffer.size() < n) buffer.resize(n);
+  return buffer.data();
+}
+
+}  // namespace
 
 void KdaRecurrent(const float* q, const float* k, const float* v, const float* g, const float* beta,
                   int64_t n, int64_t K, int64_t V, float* S, float* o) {
@@ -139,4 +148,4 @@ void KdaChunked(const float* q, const float* k, const float* v, const float* g, 
   }
 }
 
-}  // namespace k3::model
+}  // namespace k3::kernels

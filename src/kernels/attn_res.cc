@@ -1,5 +1,5 @@
 // AttnRes depth mixer (spec §2.6).
-#include "src/model/attn_res.h"
+#include "src/kernels/attn_res.h"
 
 #include <algorithm>
 
@@ -7,7 +7,7 @@
 #include "src/base/check.h"
 #include "src/kernels/ops.h"
 
-namespace k3::model {
+namespace k3::kernels {
 
 void AttnResMix(const float* const* sources, int64_t n, const float* query, int64_t D, float eps,
                 float* key_scratch, float* out) {
@@ -15,13 +15,13 @@ void AttnResMix(const float* const* sources, int64_t n, const float* query, int6
   K3_CHECK(n >= 1 && n <= kMaxSources);
   float alpha[kMaxSources];
   for (int64_t i = 0; i < n; ++i) {
-    kernels::RmsNormNoWeight(sources[i], D, eps, key_scratch);
-    alpha[i] = kernels::Dot(key_scratch, query, D);
+    RmsNormNoWeight(sources[i], D, eps, key_scratch);
+    alpha[i] = Dot(key_scratch, query, D);
   }
-  kernels::Softmax(alpha, n);
+  Softmax(alpha, n);
   std::fill(out, out + D, 0.0f);
-  for (int64_t i = 0; i < n; ++i) kernels::Axpy(alpha[i], sources[i], out, D);
-  kernels::RoundToBf16(out, D);
+  for (int64_t i = 0; i < n; ++i) Axpy(alpha[i], sources[i], out, D);
+  RoundToBf16(out, D);
 }
 
-}  // namespace k3::model
+}  // namespace k3::kernels

@@ -1,0 +1,57 @@
+// The layers' steps that are not GEMMs: residual adds, gates, routing, row gathers and scatters, the
+// expert combine, the KDA decay gate and head gathers, the short causal conv and the attention of one
+// query over the MLA latent cache. They live here, beside the matmuls, so src/model only composes
+// kernels and a device backend replaces this file's functions, not model code (design.md "Layers").
+// Arithmetic is exactly what the layers did inline before (same operations, same order), so results are
+// bit-identical; each has a plain loop as its definition.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace k3::kernels {
+
+// h[i] = bf16(h[i] + a[i]) (the residual add, rounded as the reference's bf16 activations are).
+void AddRoundBf16(float* h, const float* a, size_t n);
+// o[i] = bf16(o[i] * sigmoid(gate[i])).
+void SigmoidGateRoundBf16(float* o, const float* gate, size_t n);
+// x[i] = sigmoid(x[i]).
+void SigmoidInPlace(float* x, size_t n);
+
+// dst[i] = src[rows[i]] for rows of `width` floats.
+void GatherRows(const float* src, size_t width, const int32_t* rows, size_t n, float* dst);
+void GatherRows(const float* src, size_t width, const int64_t* rows, size_t n, float* dst);
+// dst[rows[i]] = src[i].
+void ScatterRows(const float* src, size_t width, const int32_t* rows, size_t n, float* dst);
+// out[t] = sum_j weights[t*k + j] * rows[t*k + j] (fp32, j in order), t < T, rows of `width`.
+void WeightedRowSum(const float* rows, const float* weights, size_t T, size_t k, size_t width, float* out);
+
+// MoE routing for T tokens over E experts (spec §2.5): score = sigmoid(logit); the top_k experts by
+// score + correction_bias (ties: lower index) get weight score, renormalised over the k if asked, times
+// routed_scaling_factor. experts / weights: [T, top_k].
+void RouteSigmoidTopK(const float* logits, size_t T, size_t E, const float* correction_bias, size_t top_k,
+                      bool renormalize, float routed_scaling_factor, int32_t* experts, float* weights);
+
+// KDA decay gate in place over g [T, H*K] (f_b outputs): u = g + dt_bias[h*K + d];
+// g = lower_bound * sigmoid(a_exp[h] * u) when has_lower_bound, else -a_exp[h] * softplus(u).
+void KdaDecayGate(float* g, const float* dt_bias, const float* a_exp, size_t T, size_t H, size_t K,
+                  bool has_lower_bound, float lower_bound);
+// One head's rows into contiguous [n, width]: dst[i] = src[i*stride + offset ..] (* scale / ||row||
+// with the l2 norm sqrt(sum x^2 + 1e-6) when l2norm).
+void GatherHeadRows(const float* src, size_t stride, size_t offset, size_t n, size_t width, bool l2norm,
+                    float scale, float* dst);
+// The inverse: dst[i*stride + offset ..] = src[i] for n rows of `width`.
+void ScatterHeadRows(const float* src, size_t n, size_t width, size_t stride, size_t offset, float* dst);
+// Depthwise causal conv + SiLU of channels [c0, c1) of one sequence's `rows` new rows:
+//   c[i, ch] = sum_j taps[ch*W + j] * raw[i - (W-1) + j, ch] (rows before the first from tail [W-1, P]),
+//   out[i, ch] = bf16(silu(c)); then the tail keeps the last W-1 raw rows. raw / out: rows of P floats
+//   starting at the sequence's first row; new_tail: W scratch floats.
+void CausalConvSilu(const float* raw, const float* taps, size_t W, size_t P, size_t rows, size_t c0,
+                    size_t c1, float* tail, float* new_tail, float* out);
+
+// Softmax attention of one query over `visible` cached rows (each `width` floats; rows[j] its address):
+// scores[j] = (query . row_j) * scale, softmax, ctx [ctx_width] = sum_j p_j row_j[0 .. ctx_width).
+void LatentAttention(const float* query, const float* const* rows, size_t visible, size_t width,
+                     size_t ctx_width, float scale, float* scores, float* ctx);
+
+}  // namespace k3::kernels

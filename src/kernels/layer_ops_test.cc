@@ -1,0 +1,136 @@
+// layer_ops: each step against its definition written out here, and the properties the layers rely on
+// (gather/scatter are inverses, the conv continues across chunks through its tail, routing breaks ties by
+// the lower expert index).
+#include "src/kernels/layer_ops.h"
+
+#include <cmath>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "src/base/bf16.h"
+
+namespace k3::kernels {
+namespace {
+
+float Sig(float x) { return 1.0f / (1.0f + std::exp(-x)); }
+
+std::vector<float> Ramp(size_t n, float scale, float offset = 0.0f) {
+  std::vector<float> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = std::sin(static_cast<float>(i) * scale + offset);
+  return v;
+}
+
+TEST(LayerOpsTest, ElementwiseSteps) {
+  std::vector<float> h = Ramp(37, 0.3f), a = Ramp(37, 0.7f, 1.0f), want = h;
+  for (size_t i = 0; i < h.size(); ++i) want[i] = RoundBf16(h[i] + a[i]);
+  AddRoundBf16(h.data(), a.data(), h.size());
+  EXPECT_EQ(h, want);
+  for (size_t i = 0; i < h.size(); ++i) want[i] = RoundBf16(h[i] * Sig(a[i]));
+  SigmoidGateRoundBf16(h.data(), a.data(), h.size());
+  EXPECT_EQ(h, want);
+  for (size_t i = 0; i < a.size(); ++i) want[i] = Sig(a[i]);
+  SigmoidInPlace(a.data(), a.size());
+  EXPECT_EQ(a, want);
+}
+
+TEST(LayerOpsTest, GatherAndScatterAreInverses) {
+  const size_t width = 5, n = 4;
+  std::vector<float> src = Ramp(n * width, 0.11f);
+  const int32_t rows[] = {2, 0, 3, 1};
+  std::vector<float> gathered(n * width), back(n * width);
+  GatherRows(src.data(), width, rows, n, gathered.data());
+  EXPECT_EQ(gathered[0], src[2 * width]);
+  ScatterRows(gathered.data(), width, rows, n, back.data());
+  EXPECT_EQ(back, src);
+  const int64_t rows64[] = {3};
+  std::vector<float> one(width);
+  GatherRows(src.data(), width, rows64, 1, one.data());
+  EXPECT_EQ(one[4], src[3 * width + 4]);
+  std::vector<float> strided(3 * 8, 0.0f), heads(3 * 2);
+  for (size_t i = 0; i < heads.size(); ++i) heads[i] = static_cast<float>(i + 1);
+  ScatterHeadRows(heads.data(), 3, 2, 8, 4, strided.data());
+  std::vector<float> again(3 * 2);
+  GatherHeadRows(strided.data(), 8, 4, 3, 2, /*l2norm=*/false, 1.0f, again.data());
+  EXPECT_EQ(again, heads);
+  GatherHeadRows(strided.data(), 8, 4, 3, 2, /*l2norm=*/true, 2.0f, again.data());
+  EXPECT_NEAR(again[0] * again[0] + again[1] * again[1], 4.0f, 1e-4f);  // scaled unit rows
+}
+
+TEST(LayerOpsTest, WeightedRowSumInSlotOrder) {
+  const size_t T = 2, k = 3, width = 4;
+  std::vector<float> rows = Ramp(T * k * width, 0.37f), w = {0.5f, 0.25f, 2.0f, 1.0f, -1.0f, 0.125f};
+  std::vector<float> out(T * width);
+  WeightedRowSum(rows.data(), w.data(), T, k, width, out.data());
+  for (size_t t = 0; t < T; ++t) {
+    for (size_t c = 0; c < width; ++c) {
+      float want = 0.0f;
+      for (size_t j = 0; j < k; ++j) want += w[t * k + j] * rows[(t * k + j) * width + c];
+      EXPECT_NEAR(out[t * width + c], want, 1e-6f);
+    }
+  }
+}
+
+TEST(LayerOpsTest, RoutingTopKWithTiesAndRenormalisation) {
+  const float logits[] = {0.0f, 2.0f, 0.0f, -1.0f};
+  const float bias[] = {0.0f, 0.0f, 0.0f, 0.0f};
+  int32_t experts[2];
+  float weights[2];
+  RouteSigmoidTopK(logits, 1, 4, bias, 2, /*renormalize=*/true, 2.0f, experts, weights);
+  EXPECT_EQ(experts[0], 1);
+  EXPECT_EQ(experts[1], 0);  // tie between experts 0 and 2: the lower index
+  EXPECT_NEAR(weights[0] + weights[1], 2.0f, 1e-6f);
+  const float biased[] = {0.0f, 0.0f, 1.0f, 0.0f};  // the bias selects, the score weighs
+  RouteSigmoidTopK(logits, 1, 4, biased, 1, /*renormalize=*/false, 1.0f, experts, weights);
+  EXPECT_EQ(experts[0], 2);
+  EXPECT_FLOAT_EQ(weights[0], Sig(0.0f));
+}
+
+TEST(LayerOpsTest, DecayGateBothForms) {
+  std::vector<float> g = {0.5f, -0.25f, 1.0f, 2.0f}, dt = {0.1f, 0.2f, 0.3f, 0.4f}, a = {1.5f, 0.5f};
+  std::vector<float> bounded = g, soft = g;
+  KdaDecayGate(bounded.data(), dt.data(), a.data(), 1, 2, 2, true, -5.0f);
+  KdaDecayGate(soft.data(), dt.data(), a.data(), 1, 2, 2, false, 0.0f);
+  EXPECT_FLOAT_EQ(bounded[3], -5.0f * Sig(0.5f * (2.0f + 0.4f)));
+  EXPECT_FLOAT_EQ(soft[0], -1.5f * std::log1p(std::exp(0.5f + 0.1f)));
+}
+
+TEST(LayerOpsTest, ConvContinuesAcrossChunksThroughItsTail) {
+  const size_t W = 4, P = 3, rows = 7;
+  std::vector<float> raw = Ramp(rows * P, 0.9f), taps = Ramp(P * W, 0.5f, 0.3f);
+  std::vector<float> whole(rows * P), pieces(rows * P), tail_a((W - 1) * P, 0.0f), tail_b = tail_a;
+  std::vector<float> scratch(W);
+  CausalConvSilu(raw.data(), taps.data(), W, P, rows, 0, P, tail_a.data(), scratch.data(), whole.data());
+  CausalConvSilu(raw.data(), taps.data(), W, P, 2, 0, P, tail_b.data(), scratch.data(), pieces.data());
+  CausalConvSilu(raw.data() + 2 * P, taps.data(), W, P, 5, 0, P, tail_b.data(), scratch.data(),
+                 pieces.data() + 2 * P);
+  EXPECT_EQ(whole, pieces);
+  EXPECT_EQ(tail_a, tail_b);
+  float c = 0.0f;  // row 5, channel 1 written out
+  for (size_t j = 0; j < W; ++j) c += taps[1 * W + j] * raw[(5 - (W - 1) + j) * P + 1];
+  EXPECT_EQ(whole[5 * P + 1], RoundBf16(c * Sig(c)));
+}
+
+TEST(LayerOpsTest, LatentAttentionIsSoftmaxWeightedRows) {
+  const size_t width = 6, ctx_width = 4, visible = 3;
+  std::vector<float> q = Ramp(width, 0.4f), r0 = Ramp(width, 0.2f), r1 = Ramp(width, 0.6f, 1.0f),
+                     r2 = Ramp(width, 0.9f, 2.0f);
+  const float* rows[] = {r0.data(), r1.data(), r2.data()};
+  std::vector<float> scores(visible), ctx(ctx_width);
+  LatentAttention(q.data(), rows, visible, width, ctx_width, 0.5f, scores.data(), ctx.data());
+  double e[3], sum = 0;
+  for (size_t j = 0; j < visible; ++j) {
+    double dot = 0;
+    for (size_t c = 0; c < width; ++c) dot += q[c] * rows[j][c];
+    e[j] = std::exp(dot * 0.5);
+    sum += e[j];
+  }
+  for (size_t c = 0; c < ctx_width; ++c) {
+    double want = 0;
+    for (size_t j = 0; j < visible; ++j) want += e[j] / sum * rows[j][c];
+    EXPECT_NEAR(ctx[c], want, 1e-5);
+  }
+}
+
+}  // namespace
+}  // namespace k3::kernels
