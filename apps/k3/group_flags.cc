@@ -18,17 +18,17 @@ std::vector<std::string>& CommandLine() {
 }
 
 void AddGroupFlags(CLI::App* cmd, dist::GroupFlags* f, const std::string& group) {
-  cmd->add_option("--tensor-parallel-size,-tp", f->tensor_parallel_size,
+  cmd->add_option("--tensor-parallel-size", f->tensor_parallel_size,
                   "ranks one model is split over (heads and FFN width); node 0 starts its local ranks")
       ->capture_default_str()
       ->group(group);
   cmd->add_flag("--enable-expert-parallel", f->expert_parallel,
                 "give each rank whole routed experts instead of a slice of every expert")
       ->group(group);
-  cmd->add_option("--pipeline-parallel-size,-pp", f->pipeline_parallel_size, "1 only (not supported)")
+  cmd->add_option("--pipeline-parallel-size", f->pipeline_parallel_size, "1 only (not supported)")
       ->capture_default_str()
       ->group(group);
-  cmd->add_option("--data-parallel-size,-dp", f->data_parallel_size, "1 only (one replica per k3 serve)")
+  cmd->add_option("--data-parallel-size", f->data_parallel_size, "1 only (one replica per k3 serve)")
       ->capture_default_str()
       ->group(group);
   cmd->add_option("--nnodes", f->nnodes, "nodes the ranks span (default: $LWS_GROUP_SIZE, else 1)")
