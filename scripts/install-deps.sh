@@ -14,6 +14,8 @@ packages=(
   libboost-dev
   libvalijson-dev  # deploy tests: CRD validation; k3 verify: tool-call arguments
   libcurl4-openssl-dev  # src/client: HTTP(S) for k3 verify / k3 bench
+  libgloo-dev  # src/dist: collectives of one model across rank processes (TCP transport)
+  iproute2  # tests/dist: the two-namespace test (ip netns, veth)
   # tests and benchmarks
   googletest libgtest-dev libgmock-dev libbenchmark-dev
   chromium  # tests/e2e: k3 bench SVG screenshot; with 23 libraries ~360 MB installed, ~1 min to install

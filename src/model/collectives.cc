@@ -1,6 +1,7 @@
 // Collectives: all-reduce and gather through the rank's communicator (collectives.h).
 #include "src/model/collectives.h"
 
+#include <chrono>
 #include <cstring>
 #include <vector>
 
@@ -8,7 +9,9 @@ namespace k3::model {
 
 void Collectives::AllReduceSum(float* x, int64_t n) {
   if (!sharded() || !status_.ok() || n == 0) return;
+  const auto t0 = std::chrono::steady_clock::now();
   status_ = comm_->AllReduceSum(std::span<float>(x, static_cast<size_t>(n)));
+  seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
 void Collectives::GatherColumns(const float* local, int64_t rows, int64_t cols, std::vector<float>* gathered,
@@ -20,9 +23,11 @@ void Collectives::GatherColumns(const float* local, int64_t rows, int64_t cols, 
   if (!status_.ok()) return;
   const int t = world();
   const bool root = rank() == 0;
+  const auto t0 = std::chrono::steady_clock::now();
   if (root) gathered->resize(static_cast<size_t>(t * rows * cols));
   status_ = comm_->Gather(std::span<const float>(local, static_cast<size_t>(rows * cols)),
                           root ? std::span<float>(*gathered) : std::span<float>(), /*root=*/0);
+  seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (!status_.ok() || !root) return;
   // gathered [t, rows, cols] -> out [rows, t * cols]
   for (int r = 0; r < t; ++r) {

@@ -32,11 +32,14 @@ class Collectives {
                      float* out);
 
   const Status& status() const { return status_; }
+  // Wall time spent inside collectives so far (waiting for the slowest rank included).
+  double seconds() const { return seconds_; }
   void ClearStatusForTest() { status_ = OkStatus(); }
 
  private:
   dist::Communicator* comm_;
   Status status_;
+  double seconds_ = 0;
 };
 
 }  // namespace k3::model

@@ -84,6 +84,7 @@ class ModelImpl final : public Model {
   const io::ModelConfig& config() const override { return cfg_; }
   const io::ModelConfig& state_config() const override { return local_cfg_; }
   const ShardSpec& shard() const override { return shard_; }
+  double CollectiveSeconds() const override { return collectives_.seconds(); }
   std::unique_ptr<SequenceState> NewSequenceState() const override {
     return std::make_unique<ModelSequenceState>(local_cfg_);
   }

@@ -93,6 +93,8 @@ class Model {
   // token ids must be < vocab_size (checked: a violation is a programming error and aborts). Not ok only
   // when a collective failed (sharded models); the states are then unusable.
   virtual Status Forward(std::span<const SequenceBatchItem> batch, ForwardOutput* out) = 0;
+  // Seconds spent inside collectives so far (0 in one process); rank 0's includes sending the plans.
+  virtual double CollectiveSeconds() const { return 0.0; }
   // Rank 0 of a sharded model: the log its states must be made with (KvCache), so the other ranks mirror
   // them. Null in one process and on the other ranks.
   virtual std::shared_ptr<StateOpLog> state_log() const { return nullptr; }

@@ -6,6 +6,7 @@
 #include <unordered_set>
 
 #include "src/base/check.h"
+#include "src/io/model_config.h"
 #include "src/model/sequence_state.h"
 #include "src/model/step_plan.h"
 
@@ -37,8 +38,10 @@ Status LeaderModel::Send(StepPlan plan) {
   if (shut_down_) return Internal("the model group was shut down");
   plan.sequence = ++sequence_;
   std::string bytes = EncodeStepPlan(plan);
+  const auto t0 = std::chrono::steady_clock::now();
   Status sent = dist::BroadcastBytes(*comm_, &bytes, /*root=*/0, kMaxPlanBytes);
   last_sent_ = std::chrono::steady_clock::now();
+  plan_seconds_.fetch_add(std::chrono::duration<double>(last_sent_ - t0).count());
   if (!sent.ok()) Fail(sent.WithPrefix("sending step plan to the other ranks"));
   return failed_;
 }
@@ -246,6 +249,9 @@ Result<GroupMember> JoinGroupAndLoad(const std::string& dir, ThreadPool* pool, c
     K3_ASSIGN_OR_RETURN(member.model, Model::Load(dir, pool));
     return member;
   }
+  // A layout the checkpoint cannot take is refused before any rank waits for another.
+  K3_ASSIGN_OR_RETURN(io::ModelConfig cfg, io::LoadModelConfig(dir));
+  K3_RETURN_IF_ERROR(CheckShardable(cfg, ShardSpec{plan.rank, plan.world, plan.expert_parallel}));
   dist::CommunicatorOptions options;
   options.rank = plan.rank;
   options.world_size = plan.world;

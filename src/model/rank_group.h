@@ -15,6 +15,7 @@
 // sequence gap or a lost peer ends it with a Status; it never aborts on what it receives.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <functional>
@@ -41,6 +42,7 @@ class LeaderModel final : public Model {
   std::unique_ptr<SequenceState> NewSequenceState() const override;
   Status Forward(std::span<const SequenceBatchItem> batch, ForwardOutput* out) override;
   std::shared_ptr<StateOpLog> state_log() const override { return log_; }
+  double CollectiveSeconds() const override { return local_->CollectiveSeconds() + plan_seconds_; }
   void SetKdaPrefillForm(KdaPrefillForm form) override { local_->SetKdaPrefillForm(form); }
 
   // Tells every worker to leave its loop (success) and stops the heartbeat. Idempotent.
@@ -60,6 +62,7 @@ class LeaderModel final : public Model {
 
   std::mutex comm_mu_;  // one plan (and its forward) at a time on the communicator
   uint64_t sequence_ = 0;
+  std::atomic<double> plan_seconds_{0.0};  // time spent broadcasting plans (heartbeats included)
   Status failed_;
   bool shut_down_ = false;
   std::chrono::steady_clock::time_point last_sent_ = std::chrono::steady_clock::now();

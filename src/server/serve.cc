@@ -208,6 +208,11 @@ int RunServe(const ServeConfig& config) {
     return 1;
   }
 
+  if (group_lost.load()) {
+    // For a moment keep answering: /health and new requests get 503 (what a probe or a load balancer
+    // should see) rather than connection refused, then stop.
+    std::this_thread::sleep_for(kGroupLostLinger);
+  }
   spdlog::info("signal {}: stopped accepting; finishing {} request(s) in flight (up to {} s)", signal_number,
                (*server)->active_exchanges(), std::chrono::duration<double>(config.shutdown_timeout).count());
   service.SetDraining();

@@ -36,6 +36,8 @@ struct ServeConfig {
 
 // Exit code of a rank whose group lost a rank (a crash, a kill, a network partition) or never formed.
 inline constexpr int kExitGroupLost = 3;
+// How long rank 0 keeps answering 503 after its group broke, before it exits.
+inline constexpr std::chrono::milliseconds kGroupLostLinger{2000};
 
 // Returns the process exit code (0 after a signal-initiated shutdown, 1 when listening or loading fails).
 int RunServe(const ServeConfig& config);
