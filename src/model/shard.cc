@@ -20,6 +20,7 @@ Bf16Matrix RowSlice(const Bf16Matrix& m, Range rows) {
 Bf16Matrix ColumnSlice(const Bf16Matrix& m, Range cols, std::vector<std::vector<uint8_t>>* owned) {
   K3_CHECK(cols.begin >= 0 && cols.end <= m.cols);
   const int64_t width = cols.size();
+  if (width == 0 || m.rows == 0) return Bf16Matrix{nullptr, m.rows, width};
   owned->emplace_back(static_cast<size_t>(m.rows * width) * sizeof(bf16));
   auto* dst = reinterpret_cast<bf16*>(owned->back().data());
   for (int64_t r = 0; r < m.rows; ++r)
@@ -50,6 +51,10 @@ ExpertMatrix ExpertColumnSlice(const ExpertMatrix& m, Range cols, std::vector<st
   }
   K3_CHECK(cols.begin % 32 == 0 && cols.end % 32 == 0);
   const int64_t packed_width = cols.size() / 2, scale_width = cols.size() / 32;
+  if (cols.size() == 0 || m.rows == 0) {  // an empty slice of I: this rank holds none of the expert
+    out.packed = out.scales = nullptr;
+    return out;
+  }
   owned->emplace_back(static_cast<size_t>(m.rows * (packed_width + scale_width)));
   uint8_t* packed = owned->back().data();
   uint8_t* scales = packed + m.rows * packed_width;

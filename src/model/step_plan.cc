@@ -19,7 +19,7 @@ class Writer {
   }
   void PutIds(const std::vector<int32_t>& ids) {
     Put<uint32_t>(static_cast<uint32_t>(ids.size()));
-    out_.append(reinterpret_cast<const char*>(ids.data()), ids.size() * sizeof(int32_t));
+    if (!ids.empty()) out_.append(reinterpret_cast<const char*>(ids.data()), ids.size() * sizeof(int32_t));
   }
   void Raw(const char* data, size_t n) { out_.append(data, n); }
   std::string Take() { return std::move(out_); }
@@ -46,7 +46,7 @@ class Reader {
     if ((in_.size() - pos_) / sizeof(int32_t) < n)
       return DataLoss("step plan: {} {} run past the end of the plan", n, what);
     ids->resize(n);
-    std::memcpy(ids->data(), in_.data() + pos_, size_t{n} * sizeof(int32_t));
+    if (n > 0) std::memcpy(ids->data(), in_.data() + pos_, size_t{n} * sizeof(int32_t));
     pos_ += size_t{n} * sizeof(int32_t);
     return OkStatus();
   }
