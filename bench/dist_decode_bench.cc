@@ -95,8 +95,9 @@ int main(int argc, char** argv) {
   flags.expert_parallel = a.expert_parallel;
   flags.master_port = 29500 + static_cast<int>(getpid() % 2000);
   flags.dist_timeout_s = 300;
-  const char* port_env = std::getenv("K3_BENCH_MASTER_PORT");
+  const char* port_env = std::getenv("K3_BENCH_MASTER_PORT");  // rank 1 gets rank 0's port this way
   if (port_env != nullptr) flags.master_port = std::atoi(port_env);
+  setenv("K3_BENCH_MASTER_PORT", std::to_string(flags.master_port).c_str(), 1);
   auto plan = k3::dist::ResolveGroup(flags, [](const char* n) { return std::getenv(n); });
   K3_CHECK_OK(plan.status());
   auto fingerprint = k3::dist::GroupFingerprint("bench", a.model);
@@ -105,7 +106,9 @@ int main(int argc, char** argv) {
   if (plan->rank != 0) {  // rank 1: join every repetition's group and follow rank 0
     for (int64_t r = 0; r < a.repeats; ++r) {
       k3::ThreadPool pool(1);
-      auto member = k3::model::JoinGroupAndLoad(a.model, &pool, *plan, *fingerprint, nullptr);
+      k3::dist::GroupPlan repetition = *plan;
+      repetition.master_port += static_cast<int>(r);  // a fresh group (and store) per repetition
+      auto member = k3::model::JoinGroupAndLoad(a.model, &pool, repetition, *fingerprint, nullptr);
       K3_CHECK_OK(member.status());
       K3_CHECK_OK(k3::model::RunWorker(*member->model, *member->comm));
     }
@@ -133,7 +136,9 @@ int main(int argc, char** argv) {
     }
     {
       k3::ThreadPool pool(1);
-      auto member = k3::model::JoinGroupAndLoad(a.model, &pool, *plan, *fingerprint, nullptr);
+      k3::dist::GroupPlan repetition = *plan;
+      repetition.master_port += static_cast<int>(r);
+      auto member = k3::model::JoinGroupAndLoad(a.model, &pool, repetition, *fingerprint, nullptr);
       K3_CHECK_OK(member.status());
       (void)DecodeRun(*member->model, a.prompt_len, 2);
       const double comm_before = member->model->CollectiveSeconds();
