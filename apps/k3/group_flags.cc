@@ -43,7 +43,7 @@ void AddGroupFlags(CLI::App* cmd, dist::GroupFlags* f, const std::string& group)
       ->group(group);
   cmd->add_flag("--headless", f->headless, "ranks only: no HTTP server (nodes other than 0)")->group(group);
   cmd->add_option("--dist-timeout", f->dist_timeout_s,
-                  "seconds to wait for every rank at start-up (once serving, a rank silent for 60 s is lost)")
+                  "seconds to wait for every rank at start-up (once serving, a rank silent for 45 s is lost)")
       ->capture_default_str()
       ->group(group);
   cmd->add_option("--dist-ifname", f->ifname,
