@@ -43,12 +43,7 @@ double Seconds(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double>(b - a).count();
 }
 
-// The first line of /proc/loadavg ("1-min 5-min 15-min running/total last-pid"), or "?".
-std::string LoadAverage() {
-  std::ifstream in("/proc/loadavg");
-  std::string line;
-  return std::getline(in, line) ? line : "?";
-}
+using k3::bench::LoadAverage;
 
 // The checkpoint's shards: every *.safetensors file in dir.
 // This process's resident file-backed memory (Rss - Anonymous) and the part of it mapped with PMD (2 MiB)

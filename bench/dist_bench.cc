@@ -27,6 +27,7 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 
+#include "bench/machine_limits.h"
 #include "src/dist/communicator.h"
 
 namespace {
@@ -46,17 +47,8 @@ constexpr Size kSizes[] = {
     {"1 MiB", 262144, 40},       {"16 MiB", 4194304, 9},
 };
 
-std::string LoadAverage() {
-  std::ifstream in("/proc/loadavg");
-  std::string line;
-  return std::getline(in, line) ? line.substr(0, line.find(' ', line.find(' ', line.find(' ') + 1) + 1))
-                                : "?";
-}
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0.0 : v[v.size() / 2];
-}
+using k3::bench::LoadAverage;
+using k3::bench::Median;
 
 // A port no one listens on now (bound to 0 and released; a race with another program is possible and
 // shows as "in use" at start-up, never as a wrong figure).

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/machine_limits.h"
 #include "src/base/check.h"
 #include "src/base/thread_pool.h"
 #include "src/dist/launch.h"
@@ -31,16 +32,8 @@ double Seconds(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double>(b - a).count();
 }
 
-std::string LoadAverage() {
-  std::ifstream in("/proc/loadavg");
-  std::string line;
-  return std::getline(in, line) ? line : "?";
-}
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0.0 : v[v.size() / 2];
-}
+using k3::bench::LoadAverage;
+using k3::bench::Median;
 
 // Prefill `prompt_len` tokens, then decode `tokens` greedy-free steps (token ids cycle); returns the
 // decode seconds.

@@ -4,6 +4,7 @@
 #include <time.h>
 
 #include <algorithm>
+#include <fstream>
 
 #include <chrono>
 #include <cstdint>
@@ -35,6 +36,12 @@ double Median(std::vector<double> samples) {
   std::sort(samples.begin(), samples.end());
   const size_t mid = samples.size() / 2;
   return samples.size() % 2 == 1 ? samples[mid] : 0.5 * (samples[mid - 1] + samples[mid]);
+}
+
+std::string LoadAverage() {
+  std::ifstream in("/proc/loadavg");
+  std::string line;
+  return std::getline(in, line) ? line : "?";
 }
 
 double MeasureMemoryReadBandwidth(size_t bytes, size_t threads, int repetitions, Clock clock) {

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstddef>
+#include <string>
 #include <vector>
 
 namespace k3::bench {
@@ -25,6 +26,10 @@ double Elapsed(Clock clock, double start, double end, size_t threads);
 
 // Median of `samples` (copied, so the caller's order is kept). 0 for an empty list.
 double Median(std::vector<double> samples);
+
+// The first line of /proc/loadavg ("1-min 5-min 15-min running/total last-pid"), or "?": printed before
+// and after a benchmark, since the machines running them are often shared.
+std::string LoadAverage();
 
 // Streaming read bandwidth in GB/s (1e9 bytes/s): `threads` threads (a ThreadPool of that size) read
 // disjoint slices of a `bytes`-sized buffer, which should be much larger than the last-level cache

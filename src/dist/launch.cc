@@ -210,26 +210,17 @@ void LocalRanks::ExpectExit() { impl_->expected = true; }
 
 Status LocalRanks::Wait(std::chrono::milliseconds timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (true) {
-    {
-      std::lock_guard<std::mutex> lock(impl_->mu);
-      bool all = true;
-      for (const Impl::Child& c : impl_->children) all &= c.exited;
-      if (all) {
-        for (const Impl::Child& c : impl_->children) {
-          if (!WIFEXITED(c.status) || WEXITSTATUS(c.status) != 0)
-            return Internal("local rank {} {}", c.local_rank, Impl::Describe(c.status));
-        }
-        return OkStatus();
-      }
-    }
-    if (!impl_->watcher.joinable() || std::chrono::steady_clock::now() >= deadline) {
-      if (impl_->Reap()) continue;
-      if (std::chrono::steady_clock::now() >= deadline)
-        return Internal("local ranks still running after {} ms", timeout.count());
-    }
+  while (!impl_->Reap()) {
+    if (std::chrono::steady_clock::now() >= deadline)
+      return Internal("local ranks still running after {} ms", timeout.count());
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  for (const Impl::Child& c : impl_->children) {
+    if (!WIFEXITED(c.status) || WEXITSTATUS(c.status) != 0)
+      return Internal("local rank {} {}", c.local_rank, Impl::Describe(c.status));
+  }
+  return OkStatus();
 }
 
 Result<std::string> GroupFingerprint(const std::string& version, const std::string& model_dir) {

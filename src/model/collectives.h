@@ -22,7 +22,6 @@ class Collectives {
   bool sharded() const { return comm_ != nullptr && comm_->world_size() > 1; }
   int rank() const { return comm_ == nullptr ? 0 : comm_->rank(); }
   int world() const { return comm_ == nullptr ? 1 : comm_->world_size(); }
-  dist::Communicator* communicator() const { return comm_; }
 
   // x [n] = sum over ranks of x (fp32, same order on every rank).
   void AllReduceSum(float* x, int64_t n);
@@ -34,7 +33,6 @@ class Collectives {
   const Status& status() const { return status_; }
   // Wall time spent inside collectives so far (waiting for the slowest rank included).
   double seconds() const { return seconds_; }
-  void ClearStatusForTest() { status_ = OkStatus(); }
 
  private:
   dist::Communicator* comm_;

@@ -3,8 +3,6 @@
 
 #include <cstring>
 
-#include <fmt/format.h>
-
 #include "src/base/check.h"
 
 namespace k3::model {
@@ -175,11 +173,6 @@ void ShardWeights(const io::ModelConfig& cfg, const ShardSpec& spec, ModelWeight
       e.down = ExpertColumnSlice(e.down, inner, owned);
     }
   }
-}
-
-std::string DescribeShard(const ShardSpec& spec) {
-  if (!spec.sharded()) return "one process";
-  return fmt::format("{} {} (rank {})", spec.expert_parallel ? "TP+EP" : "TP", spec.world, spec.rank);
 }
 
 }  // namespace k3::model

@@ -51,7 +51,4 @@ io::ModelConfig LocalConfig(const io::ModelConfig& cfg, const ShardSpec& spec);
 // mode keep rows == 0 (ExpertsForward skips them).
 void ShardWeights(const io::ModelConfig& cfg, const ShardSpec& spec, ModelWeights* w);
 
-// A short text for logs: "TP 2 (rank 1)" / "EP 4 (rank 0)".
-std::string DescribeShard(const ShardSpec& spec);
-
 }  // namespace k3::model

@@ -6,7 +6,6 @@
 namespace k3::model {
 
 int32_t StateOpLog::Allocate() {
-  ++live_;
   if (!free_ids_.empty()) {
     const int32_t id = free_ids_.back();
     free_ids_.pop_back();
@@ -39,7 +38,6 @@ void StateOpLog::Free(int32_t slot) {
   std::lock_guard<std::mutex> lock(mu_);
   ops_.push_back({StateOpKind::kFree, slot, 0});
   free_ids_.push_back(slot);
-  --live_;
 }
 
 void StateOpLog::CopyBlock(int32_t source, int32_t target) {
@@ -52,11 +50,6 @@ std::vector<StateOp> StateOpLog::Drain() {
   std::vector<StateOp> out;
   out.swap(ops_);
   return out;
-}
-
-int32_t StateOpLog::live_slots() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return live_;
 }
 
 }  // namespace k3::model

@@ -29,16 +29,14 @@ class StateOpLog {
   void CopyBlock(int32_t source, int32_t target);
 
   std::vector<StateOp> Drain();
-  int32_t live_slots() const;
 
  private:
   int32_t Allocate();  // mu_ held
 
-  mutable std::mutex mu_;
+  std::mutex mu_;
   std::vector<StateOp> ops_;
   std::vector<int32_t> free_ids_;
   int32_t next_id_ = 0;
-  int32_t live_ = 0;
 };
 
 }  // namespace k3::model
