@@ -190,11 +190,14 @@ int RunServe(const ServeConfig& config) {
     if (!s.ok()) {
       spdlog::error("loading failed: {}", s.ToString());
       load_failed.store(true);
+      // Done before the stop request: the main thread reads load_done as soon as it wakes, and a load
+      // that failed fast was taken for a signal during loading (exit 0 instead of 1).
+      load_done.store(true);
       (*server)->RequestStop();
     } else {
       spdlog::info("ready: serving \"{}\" on http://{}", served_name, (*server)->address());
+      load_done.store(true);
     }
-    load_done.store(true);
   });
   const int signal_number = (*server)->WaitForStopSignal();
   if (!load_done.load()) {
