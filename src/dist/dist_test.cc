@@ -167,7 +167,17 @@ int RunCase(const std::string& name) {
     return 0;
   }
   if (name == "peer_dies") {
-    if (rank == 1) std::_Exit(0);  // gone without a word, after joining
+    // Both ranks finish connecting (the barrier); then rank 0 waits inside an all-reduce while rank 1 is
+    // killed with SIGKILL before it joins it.
+    if (!c.Barrier().ok()) return 11;
+    if (rank == 1) {
+      std::thread([] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        kill(getpid(), SIGKILL);
+      }).detach();
+      std::this_thread::sleep_for(std::chrono::seconds(30));
+      return 12;
+    }
     std::vector<float> x(7168, 1.0f);
     const auto t0 = std::chrono::steady_clock::now();
     Status s = c.AllReduceSum(x);

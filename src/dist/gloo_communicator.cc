@@ -13,6 +13,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <thread>
 
@@ -284,11 +285,24 @@ Result<std::unique_ptr<Communicator>> CreateGloo(const CommunicatorOptions& o) {
       }
     }
     K3_RETURN_IF_ERROR(client->Set("k3/verdict", verdict));
-    if (verdict != "ok") return InvalidArgument("{}", verdict);
+    if (verdict != "ok") {
+      // The store dies with this process: keep it up until the ranks that joined have read why (under
+      // load they read it after rank 0 returned and saw only a closed connection), 5 s at most.
+      std::vector<std::string> read;
+      for (int r = 1; r < o.world_size; ++r) {
+        if (std::find(missing.begin(), missing.end(), std::to_string(r)) == missing.end())
+          read.push_back(fmt::format("k3/verdict-read/{}", r));
+      }
+      (void)client->Wait(read, std::chrono::milliseconds(5000));
+      return InvalidArgument("{}", verdict);
+    }
   } else {
     // Rank 0 publishes its verdict only after its own wait for every rank, so give it a margin.
     K3_ASSIGN_OR_RETURN(std::string verdict, client->Get("k3/verdict", left() + std::chrono::seconds(15)));
-    if (verdict != "ok") return InvalidArgument("rank 0 refused the group: {}", verdict);
+    if (verdict != "ok") {
+      (void)client->Set(fmt::format("k3/verdict-read/{}", o.rank), "1");
+      return InvalidArgument("rank 0 refused the group: {}", verdict);
+    }
   }
   gloo::transport::tcp::attr attr;
   if (!o.ifname.empty()) {
