@@ -45,12 +45,15 @@ std::string VllmServeShell(const ServeSpec& spec) {
   return ShellLines("vllm serve " + spec.model_ref, flags);
 }
 
-std::vector<std::string> K3ServeArgv(const ServeSpec& spec) {
+std::vector<std::string> K3ServeArgv(const ServeSpec& spec, K3Role role) {
   std::vector<std::string> argv = {
       "serve",  "--model", spec.model_ref, "--served-model-name",    spec.served_name,
       "--host", "0.0.0.0", "--port",       std::to_string(spec.port)};
   if (spec.max_model_len > 0)
     argv.insert(argv.end(), {"--max-model-len", std::to_string(spec.max_model_len)});
+  if (spec.layout.nodes > 1)
+    argv.insert(argv.end(), {"--tensor-parallel-size", std::to_string(spec.layout.nodes)});
+  if (role == K3Role::kWorker) argv.push_back("--headless");
   return argv;
 }
 

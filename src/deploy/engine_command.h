@@ -33,8 +33,16 @@ std::vector<std::string> VllmArgv(const ServeSpec& spec);
 // Shell form used inside `bash -c` blocks: "vllm serve MODEL \\\n  --flag value \\\n ... --port 8000".
 std::string VllmServeShell(const ServeSpec& spec);
 
-// `k3 serve` argv and its shell form.
-std::vector<std::string> K3ServeArgv(const ServeSpec& spec);
+// Which process of a serving group a `k3 serve` command line starts.
+enum class K3Role {
+  kServer,  // node 0: HTTP, scheduling, sampling (the only role of a one-node group)
+  kWorker,  // nodes 1..N-1 of a LeaderWorkerSet group: ranks only (--headless)
+};
+
+// `k3 serve` argv and its shell form. A group of N > 1 nodes runs one rank per node
+// (--tensor-parallel-size N: the CPU engine gives each rank all of its node's cores); node count, node rank
+// and leader address come from LeaderWorkerSet's LWS_GROUP_SIZE / LWS_WORKER_INDEX / LWS_LEADER_ADDRESS.
+std::vector<std::string> K3ServeArgv(const ServeSpec& spec, K3Role role = K3Role::kServer);
 std::string K3ServeShell(const ServeSpec& spec);
 
 // The model's required engine environment (VLLM_ENABLE_K3_LATENT_MOE_TAIL_FUSION=1 for K3), in name order.

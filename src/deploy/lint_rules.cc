@@ -200,14 +200,16 @@ void CheckEngine(const WorkloadView& w, const ContainerView& c, const LintOption
   const int tp = ParseInt(FlagValue(c.command_line, "--tensor-parallel-size"), 1);
   const int pp = ParseInt(FlagValue(c.command_line, "--pipeline-parallel-size"), 1);
   const int group_gpus = c.gpus * w.pods_per_group;
-  if (c.gpus > 0 && HasFlag(c.command_line, "--tensor-parallel-size") && tp * pp != group_gpus &&
+  // vLLM runs one rank per GPU; `k3 serve`'s ranks are CPU processes (one per node), so these are vLLM's.
+  const bool vllm = IsVllm(c);
+  if (vllm && c.gpus > 0 && HasFlag(c.command_line, "--tensor-parallel-size") && tp * pp != group_gpus &&
       w.kind != "InferenceService") {
     sink.Add(file, c.line, "K3-PAR-001",
              fmt::format("TP {} x PP {} = {} GPUs, but the group has {} ({} per pod x {} pods)", tp, pp,
                          tp * pp, group_gpus, c.gpus, w.pods_per_group),
              "make --tensor-parallel-size x --pipeline-parallel-size equal the GPUs of the group");
   }
-  if (c.gpus > 0 && tp > c.gpus && !w.multi_node) {
+  if (vllm && c.gpus > 0 && tp > c.gpus && !w.multi_node) {
     sink.Add(file, c.line, "K3-PAR-002",
              fmt::format("--tensor-parallel-size {} exceeds the {} GPUs of one pod and nothing spans nodes",
                          tp, c.gpus),

@@ -110,6 +110,14 @@ Result<TargetPlan> PlanTarget(const Catalog& catalog, const ModelSpec& model, co
     }
   }
   tp.replicas = options.replicas;
+  // Tensor parallelism splits the attention heads: TP must divide them (vLLM refuses otherwise).
+  if (model.kda_heads > 0 && model.kda_heads % tp.layout.tp != 0) {
+    return InvalidArgument(
+        "--target {}: TP={} ({} GPUs per {}) does not divide the {} heads of {} (config.json "
+        "linear_attn_config.num_heads): pick an --instance whose GPU count divides {}",
+        target.id, tp.layout.tp, instance->gpu_count, instance_id, model.kda_heads, model.id,
+        model.kda_heads);
+  }
   if (!tp.fits) {
     tp.warnings.push_back(
         fmt::format("the model does not fit on up to {} x {} at this context and concurrency",
@@ -154,6 +162,12 @@ Result<Plan> BuildPlan(const Catalog& catalog, const PlanOptions& options) {
   if (options.max_model_len < 0)
     return InvalidArgument("--max-model-len {}: must be positive", options.max_model_len);
   if (options.overhead_gb_per_gpu < 0) return InvalidArgument("--overhead-gb must not be negative");
+  if (plan.model.max_context > 0 && options.max_model_len > plan.model.max_context) {
+    return InvalidArgument(
+        "--max-model-len {}: above the {} token context of {} (catalog max_context / config.json "
+        "max_position_embeddings); pass at most {}",
+        options.max_model_len, plan.model.max_context, plan.model.id, plan.model.max_context);
+  }
   plan.assumptions.max_model_len = options.max_model_len > 0 ? options.max_model_len : plan.model.max_context;
   if (plan.assumptions.max_model_len <= 0) {
     return InvalidArgument(

@@ -5,11 +5,13 @@
 #include <map>
 
 #include "src/deploy/plan_format.h"
+#include "src/deploy/render_gateway.h"
 
 namespace k3::deploy {
 namespace {
 
 constexpr const char* kVllmImage = "vllm/vllm-openai:kimi-k3";
+constexpr const char* kModelRoot = "/mnt/models";
 
 bool ValidBucketPart(const std::string& s) {
   if (s.empty()) return false;
@@ -17,6 +19,47 @@ bool ValidBucketPart(const std::string& s) {
     if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.')) return false;
   }
   return true;
+}
+
+// Refuses what the target cannot run as rendered: a managed endpoint or PAI-EAS service is one instance
+// per replica, and `k3 serve` runs on one node until multi-node k3 serving lands.
+Status CheckServable(const RenderContext& ctx) {
+  const TargetPlan& p = ctx.plan;
+  const std::string group = fmt::format("{} x {}", p.layout.nodes, p.instance.id);
+  const std::string& t = p.target.id;
+  if (p.layout.nodes > 1 && (t == "azure-ml" || t == "gcp-vertex" || t == "alibaba-pai-eas")) {
+    return InvalidArgument(
+        "--target {}: {} needs {} (TP={} x PP={}) but a {} replica is one instance of {} GPUs; a TP of {} "
+        "would not fit its {} GPUs: use a Kubernetes target (azure-aks, gcp-gke, alibaba-ack), or a smaller "
+        "--model / --max-model-len, or an --instance whose GPUs hold the model",
+        t, ctx.model.id, group, p.layout.tp, p.layout.pp, t, p.instance.gpu_count, p.layout.tp * p.layout.pp,
+        p.instance.gpu_count);
+  }
+  const bool pvc_target = t == "aws-eks" || t == "azure-aks" || t == "gcp-gke" || t == "k8s";
+  if (pvc_target && ctx.weights.scheme == "oss") {
+    return InvalidArgument(
+        "--weights {}: oss:// is mounted by the Alibaba OSS CSI driver; on --target {} use hf://, s3://, "
+        "az:// or gs:// (the pre-sync Job copies them), or --target alibaba-ack",
+        ctx.weights.uri, t);
+  }
+  if (ctx.options.engine == Engine::kK3) {
+    // A k3 group spans nodes through LeaderWorkerSet's environment; KServe's multi-node workers have no
+    // node index to start a rank with.
+    if (p.layout.nodes > 1 && t == "alibaba-ack") {
+      return InvalidArgument(
+          "--engine k3 on --target alibaba-ack: {} needs {}, and KServe's multi-node workers carry no node "
+          "rank for `k3 serve --headless`: use --target k8s (LeaderWorkerSet) on the ACK cluster, or "
+          "--engine vllm",
+          ctx.model.id, group);
+    }
+    if (t == "azure-ml" || t == "gcp-vertex") {
+      return InvalidArgument(
+          "--engine k3 needs a model directory, but {} has no weights volume (it pulls from the hub): use "
+          "--engine vllm, or a Kubernetes target",
+          t);
+    }
+  }
+  return OkStatus();
 }
 
 using Renderer = Result<std::vector<RenderedFile>> (*)(const RenderContext&);
@@ -147,8 +190,13 @@ Result<std::vector<RenderedFile>> Render(const Catalog& catalog, const RenderOpt
   ctx.serve.parsers = ctx.model.vllm_parsers;
   ctx.serve.layout = ctx.plan.layout;
   ctx.serve.max_model_len = options.plan.max_model_len;
-  ctx.serve.model_ref = ctx.weights.scheme == "hf" ? ctx.weights.bucket + "/" + ctx.weights.path
-                                                   : "/mnt/models/" + ctx.model.served_name;
+  // Every target that copies or mounts the weights serves the directory they land in (the writer's path
+  // is the reader's path); only the managed endpoints without a volume pull from the hub at start.
+  ctx.model_dir = std::string(kModelRoot) + "/" + ctx.model.served_name;
+  const bool managed = target->id == "azure-ml" || target->id == "gcp-vertex";
+  ctx.serve.model_ref = managed ? ctx.model.hf_id : ctx.model_dir;
+  K3_RETURN_IF_ERROR(CheckServable(ctx));
+  if (options.gateway) K3_RETURN_IF_ERROR(GatewayImplementation(ctx).status());
   return renderer->second(ctx);
 }
 

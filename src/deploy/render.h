@@ -19,10 +19,11 @@ struct RenderOptions {
   Engine engine = Engine::kVllm;
   std::string image;  // "" = the engine's default image (vllm/vllm-openai:kimi-k3); required for k3
   int replicas = 1;
-  std::string weights;     // hf://org/name (default: the model's hub id) | s3:// | az:// | gs:// | oss://
-  std::string name_space;  // --namespace ("" = none written)
-  bool gateway = false;    // GKE Inference Gateway objects
-  PlanOptions plan;        // model, instance, max-model-len, bandwidth, prefer_pp
+  std::string weights;       // hf://org/name (default: the model's hub id) | s3:// | az:// | gs:// | oss://
+  std::string name_space;    // --namespace ("" = none written)
+  bool gateway = false;      // Inference Gateway stack (render_gateway.h)
+  std::string gateway_impl;  // --gateway-impl: kgateway | istio (gke on gcp-gke); "" = the target's default
+  PlanOptions plan;          // model, instance, max-model-len, bandwidth, prefer_pp
 };
 
 struct WeightsSource {
@@ -46,7 +47,8 @@ struct RenderContext {
   ServeSpec serve;
   std::string app_name;  // "kimi-k3": object names and labels
   std::string image;
-  std::string version;  // app.kubernetes.io/version
+  std::string model_dir;  // where the weights land and the engine reads them: "/mnt/models/Kimi-K3"
+  std::string version;    // app.kubernetes.io/version
 };
 
 Result<WeightsSource> ParseWeightsUri(const std::string& uri);

@@ -7,10 +7,17 @@ namespace k3::deploy {
 namespace {
 
 constexpr const char* kModelMount = "/mnt/models";
+constexpr const char* kRayHead = "ray start --head --port=6379 --disable-usage-stats;\n";
 
 std::string OssPath(const RenderContext& ctx) {
   if (ctx.weights.scheme == "oss") return "oss://" + ctx.weights.bucket + "/" + ctx.weights.path + "/";
   return "oss://<BUCKET>/" + ctx.model.served_name + "/";
+}
+
+// The Secret with the OSS AccessKey the CSI driver mounts the bucket with (created by the apply steps).
+std::string OssSecretName(const RenderContext& ctx) { return ctx.app_name + "-oss-secret"; }
+std::string Namespace(const RenderContext& ctx) {
+  return ctx.options.name_space.empty() ? "default" : ctx.options.name_space;
 }
 
 std::string ServeShell(const RenderContext& ctx) {
@@ -52,13 +59,25 @@ Result<std::vector<RenderedFile>> RenderPaiEas(const RenderContext& ctx) {
   health["failure_threshold"] = p.readiness_failure_threshold;
   Doc container = {{"image", ctx.image}, {"port", ctx.serve.port},   {"script", OneLine(ServeShell(ctx))},
                    {"env", env},         {"startup_check", startup}, {"health_check", health}};
+  // Dedicated resource group (quota) instead of public instances; VPC and GPU driver filled by
+  // deploy-eas.sh from the environment (spec pai-eas-service-json.md: metadata.resource, cloud.networking,
+  // features).
   Doc service = {
       {"metadata",
        {{"name", service_name},
         {"instance", ctx.plan.replicas},
+        {"resource", "${EAS_RESOURCE_ID}"},
+        {"gpu", ctx.plan.instance.gpu_count},
+        {"cpu", ctx.plan.instance.vcpu},
+        {"memory", static_cast<int64_t>(ctx.plan.instance.ram_gib) * 1024 * 9 / 10},
         {"shm_size", 16 * ctx.plan.instance.gpu_count},
         {"rpc", {{"keepalive", 600000}}}}},
-      {"cloud", {{"computing", {{"instance_type", ctx.plan.instance.id}}}}},
+      {"cloud",
+       {{"networking",
+         {{"vpc_id", "${EAS_VPC_ID}"},
+          {"vswitch_id", "${EAS_VSWITCH_ID}"},
+          {"security_group_id", "${EAS_SECURITY_GROUP_ID}"}}}}},
+      {"features", {{"eas.aliyun.com/gpu-driver-version", "${EAS_GPU_DRIVER_VERSION}"}}},
       {"containers", Doc::array({container})},
       {"storage",
        Doc::array({Doc{{"mount_path", std::string(kModelMount) + "/" + ctx.model.served_name + "/"},
@@ -67,15 +86,21 @@ Result<std::vector<RenderedFile>> RenderPaiEas(const RenderContext& ctx) {
        {{"min", ctx.plan.replicas},
         {"max", ctx.plan.replicas + 1},
         {"scaleStrategies", Doc::array({Doc{{"metricName", "qps"}, {"threshold", 2}}})}}}};
-  std::vector<RenderedFile> files = {{"service.json", service.dump(2) + "\n"}};
-  std::vector<std::string> apply = {"eascmd create service.json"};
-  if (ctx.plan.layout.nodes > 1) {
-    apply.insert(apply.begin(),
-                 fmt::format("# {} nodes per group: select Lingjun resources and {} nodes in the EAS "
-                             "console's distributed deployment (the JSON fields for multi-node are "
-                             "not in the published field notes)",
-                             ctx.plan.layout.nodes, ctx.plan.layout.nodes));
-  }
+  const std::string deploy =
+      "#!/usr/bin/env bash\n# PAI-EAS service for " + ctx.model.served_name + " on " + ctx.plan.instance.id +
+      " (rendered by k3 render): fills service.json from the environment and creates the service.\n"
+      "set -euo pipefail\ncd \"$(dirname \"$0\")\"\n"
+      ": \"${EAS_RESOURCE_ID:?set EAS_RESOURCE_ID to the EAS dedicated resource group (quota) id}\"\n"
+      ": \"${EAS_VPC_ID:?set EAS_VPC_ID}\"\n: \"${EAS_VSWITCH_ID:?set EAS_VSWITCH_ID}\"\n"
+      ": \"${EAS_SECURITY_GROUP_ID:?set EAS_SECURITY_GROUP_ID}\"\n"
+      ": \"${EAS_GPU_DRIVER_VERSION:?set EAS_GPU_DRIVER_VERSION to a driver EAS offers for the GPUs}\"\n"
+      "export EAS_RESOURCE_ID EAS_VPC_ID EAS_VSWITCH_ID EAS_SECURITY_GROUP_ID EAS_GPU_DRIVER_VERSION\n"
+      "# shellcheck disable=SC2016 # the list names the variables envsubst may replace\n"
+      "envsubst '${EAS_RESOURCE_ID} ${EAS_VPC_ID} ${EAS_VSWITCH_ID} ${EAS_SECURITY_GROUP_ID} "
+      "${EAS_GPU_DRIVER_VERSION}' <service.json >service.filled.json\n"
+      "eascmd create service.filled.json\n";
+  std::vector<RenderedFile> files = {{"service.json", service.dump(2) + "\n"}, {"deploy-eas.sh", deploy}};
+  std::vector<std::string> apply = {"bash deploy-eas.sh"};
   apply.push_back("# autoscaler min stays >= 1: scale-to-zero reloads the weights on every cold start");
   files.push_back(RenderNotes(ctx, apply));
   return files;
@@ -94,6 +119,7 @@ Result<std::vector<RenderedFile>> RenderAck(const RenderContext& ctx) {
               {"csi",
                {{"driver", "ossplugin.csi.alibabacloud.com"},
                 {"volumeHandle", ctx.app_name + "-pv"},
+                {"nodePublishSecretRef", {{"name", OssSecretName(ctx)}, {"namespace", Namespace(ctx)}}},
                 {"volumeAttributes",
                  {{"bucket", ctx.weights.scheme == "oss" ? ctx.weights.bucket : "<BUCKET>"},
                   {"path", "/" + (ctx.weights.scheme == "oss" ? ctx.weights.path : ctx.model.served_name)},
@@ -107,29 +133,40 @@ Result<std::vector<RenderedFile>> RenderAck(const RenderContext& ctx) {
                {"storageClassName", ""},
                {"resources", {{"requests", {{"storage", pv["spec"]["capacity"]["storage"]}}}}}}}};
   const int gpus = ctx.plan.instance.gpu_count;
-  Doc env = EngineEnvList(ctx, ctx.plan.layout.nodes > 1);
+  const bool multi = ctx.plan.layout.nodes > 1;
+  Doc env = EngineEnvList(ctx, multi);
   Doc mounts = Doc::array(
       {Doc{{"name", "model-cache"}, {"mountPath", std::string(kModelMount) + "/" + ctx.model.served_name}},
        Doc{{"name", "dshm"}, {"mountPath", "/dev/shm"}}});
-  Doc container = {{"name", "kserve-container"},
-                   {"image", ctx.image},
-                   {"command", Doc::array({"/bin/bash", "-c"})},
-                   {"args", Doc::array({ServeShell(ctx) + "\n"})},
-                   {"env", env},
-                   {"ports", Doc::array({Doc{{"containerPort", ctx.serve.port}, {"protocol", "TCP"}}})},
-                   {"resources", GpuResources(gpus)},
-                   {"startupProbe", StartupProbe(ctx)},
-                   {"readinessProbe", ReadinessProbe(ctx)},
-                   {"volumeMounts", mounts}};
+  Doc container = {
+      {"name", "kserve-container"},
+      {"image", ctx.image},
+      {"command", Doc::array({"/bin/bash", "-c"})},
+      {"args", Doc::array({(multi ? std::string(kRayHead) : std::string()) + ServeShell(ctx) + "\n"})},
+      {"env", env},
+      {"ports", Doc::array({Doc{{"containerPort", ctx.serve.port}, {"protocol", "TCP"}}})},
+      {"resources", GpuResources(gpus)},
+      {"startupProbe", StartupProbe(ctx)},
+      {"readinessProbe", ReadinessProbe(ctx)},
+      {"volumeMounts", mounts}};
   Doc volumes = Doc::array(
       {Doc{{"name", "model-cache"}, {"persistentVolumeClaim", {{"claimName", pvc_name}}}}, ShmVolume(gpus)});
   Doc predictor = {{"containers", Doc::array({container})}, {"volumes", volumes}};
   if (ctx.plan.layout.nodes > 1) {
-    Doc worker = {{"name", "worker-container"},
-                  {"image", ctx.image},
-                  {"env", env},
-                  {"resources", GpuResources(gpus)},
-                  {"volumeMounts", mounts}};
+    // KServe injects HEAD_SVC (the head pod's Service) into multi-node predictors; the worker joins the
+    // head's Ray cluster and blocks.
+    Doc worker_env = env;
+    worker_env.push_back(
+        Doc{{"name", "POD_NAMESPACE"}, {"valueFrom", {{"fieldRef", {{"fieldPath", "metadata.namespace"}}}}}});
+    Doc worker = {
+        {"name", "worker-container"},
+        {"image", ctx.image},
+        {"command", Doc::array({"/bin/bash", "-c"})},
+        {"args", Doc::array({"ray start --address=\"${HEAD_SVC}.${POD_NAMESPACE}.svc.cluster.local:6379\" "
+                             "--block\n"})},
+        {"env", worker_env},
+        {"resources", GpuResources(gpus)},
+        {"volumeMounts", mounts}};
     predictor["workerSpec"] = {{"tensorParallelSize", ctx.plan.layout.tp},
                                {"pipelineParallelSize", ctx.plan.layout.pp},
                                {"containers", Doc::array({worker})}};
@@ -158,9 +195,15 @@ Result<std::vector<RenderedFile>> RenderAck(const RenderContext& ctx) {
                  fmt::format("{} x {}: TP={} PP={}", ctx.plan.layout.nodes, ctx.plan.instance.id,
                              ctx.plan.layout.tp, ctx.plan.layout.pp)},
                 {isvc})},
-      {"arena.sh", arena}};
-  files.push_back(RenderNotes(ctx, {"kubectl apply -f weights.yaml", "kubectl apply -f inferenceservice.yaml",
-                                    "kubectl get inferenceservice " + ctx.app_name + " -w"}));
+  };
+  // arena serve custom runs one pod: only for groups that fit one node.
+  if (!multi) files.push_back({"arena.sh", arena});
+  files.push_back(RenderNotes(
+      ctx,
+      {"kubectl create secret generic " + OssSecretName(ctx) + " --namespace " + Namespace(ctx) +
+           " --from-literal=akId=\"$OSS_ACCESS_KEY_ID\" --from-literal=akSecret=\"$OSS_ACCESS_KEY_SECRET\"",
+       "kubectl apply -f weights.yaml", "kubectl apply -f inferenceservice.yaml",
+       "kubectl get inferenceservice " + ctx.app_name + " -w"}));
   return files;
 }
 

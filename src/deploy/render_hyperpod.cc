@@ -5,7 +5,8 @@
 namespace k3::deploy {
 namespace {
 
-constexpr int kDefaultMaxDeploySeconds = 3600;  // the CRD's default for spec.maxDeployTimeInSeconds
+constexpr int kDefaultMaxDeploySeconds = 3600;           // the CRD's default for spec.maxDeployTimeInSeconds
+constexpr const char* kOperatorMount = "/opt/ml/model";  // where the operator mounts the model source
 
 Doc ModelSource(const RenderContext& ctx) {
   const WeightsSource& w = ctx.weights;
@@ -44,13 +45,18 @@ Result<std::vector<RenderedFile>> RenderHyperPod(const RenderContext& ctx) {
   Doc worker = Doc::object();
   worker["image"] = ctx.image;
   worker["modelInvocationPort"] = {{"containerPort", ctx.serve.port}, {"name", "http"}};
-  worker["modelVolumeMount"] = {{"mountPath", "/opt/ml/model"}, {"name", "model-weights"}};
+  worker["modelVolumeMount"] = {{"mountPath", kOperatorMount}, {"name", "model-weights"}};
+  // The engine reads what the operator mounts. vLLM with hub weights keeps the guide's repo id (the
+  // operator's huggingface source); s3 weights and `k3 serve` (which takes a directory only) read the mount.
+  ServeSpec serve = ctx.serve;
+  const bool hub_id = ctx.weights.scheme == "hf" && ctx.options.engine == Engine::kVllm;
+  serve.model_ref = hub_id ? ctx.weights.bucket + "/" + ctx.weights.path : kOperatorMount;
   worker["resources"] = {{"limits", {{"nvidia.com/gpu", gpus}}}, {"requests", {{"nvidia.com/gpu", gpus}}}};
   if (ctx.options.engine == Engine::kVllm) {
-    worker["args"] = VllmArgv(ctx.serve);
+    worker["args"] = VllmArgv(serve);
   } else {
     worker["command"] = Doc::array({"k3"});
-    worker["args"] = K3ServeArgv(ctx.serve);
+    worker["args"] = K3ServeArgv(serve);
   }
   Doc env = Doc::array();
   for (const auto& [name, value] : EngineEnv(ctx.model, ctx.options.engine)) {

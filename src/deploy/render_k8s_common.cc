@@ -80,7 +80,9 @@ Doc EngineEnvList(const RenderContext& ctx, bool multi_node) {
   for (const auto& [name, value] : EngineEnv(ctx.model, ctx.options.engine)) {
     env.push_back(Doc{{"name", name}, {"value", value}});
   }
-  if (ctx.weights.scheme == "hf") env.push_back(Doc{{"name", "HF_HOME"}, {"value", kWeightsMountPath}});
+  // The engine reads the pre-synced directory; offline, a missing file is an error instead of a second
+  // 1.56 TB download into a volume sized for one copy.
+  env.push_back(Doc{{"name", "HF_HUB_OFFLINE"}, {"value", "1"}});
   if (multi_node) {
     // Pod network interface for NCCL bootstrap and Gloo (Ray / torch.distributed); without them NCCL may
     // pick a wrong interface and hang at the first collective.
@@ -94,7 +96,9 @@ Doc WeightsPvc(const RenderContext& ctx, const std::string& storage_class) {
   const long long gib =
       static_cast<long long>(std::ceil(static_cast<double>(ctx.model.weight_bytes) * kPvcHeadroom / kGiB));
   Doc spec = Doc::object();
-  spec["accessModes"] = Doc::array({ctx.plan.layout.nodes > 1 ? "ReadWriteMany" : "ReadWriteOnce"});
+  // More than one pod (nodes of a group, or replicas) mounts the volume: ReadWriteMany.
+  const bool shared = ctx.plan.layout.nodes * ctx.plan.replicas > 1;
+  spec["accessModes"] = Doc::array({shared ? "ReadWriteMany" : "ReadWriteOnce"});
   if (!storage_class.empty()) spec["storageClassName"] = storage_class;
   spec["resources"] = Doc{{"requests", {{"storage", std::to_string(gib) + "Gi"}}}};
   return Doc{{"apiVersion", "v1"},
@@ -103,40 +107,53 @@ Doc WeightsPvc(const RenderContext& ctx, const std::string& storage_class) {
              {"spec", spec}};
 }
 
-Doc PresyncJob(const RenderContext& ctx) {
+std::string WeightsSourceConfigMap(const RenderContext& ctx) { return ctx.app_name + "-weights-source"; }
+
+PresyncScript PresyncCommand(const RenderContext& ctx) {
   const WeightsSource& w = ctx.weights;
-  const std::string dest = std::string(kWeightsMountPath) + "/" + ctx.model.served_name;
-  std::string image, script;
+  const std::string& dest = ctx.model_dir;
+  PresyncScript p;
   if (w.scheme == "hf") {
-    image = "python:3.12-slim";
-    script =
-        "pip install --no-cache-dir 'huggingface_hub[hf_transfer]' && HF_HUB_ENABLE_HF_TRANSFER=1 "
-        "huggingface-cli download " +
-        w.bucket + "/" + w.path + " --local-dir " + dest;
+    // huggingface_hub 1.x: `huggingface-cli` is gone, `hf download` replaces it (hf_xet is built in).
+    p.image = "python:3.12-slim";
+    p.script = std::string("pip install --no-cache-dir 'huggingface_hub==") + kHuggingFaceHubVersion +
+               "' && hf download " + w.bucket + "/" + w.path + " --local-dir " + dest;
   } else if (w.scheme == "s3") {
-    image = "amazon/aws-cli:latest";
-    script = "aws s3 sync " + w.uri + " " + dest;
+    p.image = "amazon/aws-cli:2.22.35";
+    p.script = "aws s3 sync " + w.uri + " " + dest;
   } else if (w.scheme == "az") {
-    image = "mcr.microsoft.com/azure-cli:latest";
-    script =
-        "az storage blob download-batch --auth-mode login --account-name \"$AZURE_STORAGE_ACCOUNT\" "
-        "--source " +
-        w.bucket + " --pattern '" + w.path + "/*' --destination " + kWeightsMountPath;
+    // download-batch keeps the blob path under --destination: download to a staging directory on the same
+    // volume, then move the prefix to the served directory.
+    const std::string staging = std::string(kWeightsMountPath) + "/.az-download";
+    const std::string prefix = w.path.empty() ? "" : "/" + w.path;
+    p.image = "mcr.microsoft.com/azure-cli:2.67.0";
+    p.script = "az login --identity --allow-no-subscriptions >/dev/null && mkdir -p " + staging +
+               " && az storage blob download-batch --auth-mode login --account-name "
+               "\"$AZURE_STORAGE_ACCOUNT\" --source " +
+               w.bucket + (w.path.empty() ? "" : " --pattern '" + w.path + "/*'") + " --destination " +
+               staging + " && rm -rf " + dest + " && mv " + staging + prefix + " " + dest;
+    p.needs_storage_account = true;
   } else if (w.scheme == "gs") {
-    image = "google/cloud-sdk:slim";
-    script = "gcloud storage rsync --recursive " + w.uri + " " + dest;
-  } else {
-    image = "alpine:3.20";
-    script = "echo 'oss:// weights are mounted directly through the OSS CSI volume; nothing to copy'";
+    p.image = "google/cloud-sdk:502.0.0-slim";
+    p.script = "gcloud storage rsync --recursive " + w.uri + " " + dest;
   }
+  return p;
+}
+
+Doc PresyncJob(const RenderContext& ctx) {
+  const PresyncScript p = PresyncCommand(ctx);
   Doc container = {
       {"name", "presync"},
-      {"image", image},
+      {"image", p.image},
       {"command", Doc::array({"/bin/sh", "-c"})},
-      {"args", Doc::array({"set -eu; mkdir -p " + dest + "; " + script})},
+      {"args", Doc::array({"set -eu; mkdir -p " + ctx.model_dir + "; " + p.script})},
       {"volumeMounts", Doc::array({Doc{{"name", "model-cache"}, {"mountPath", kWeightsMountPath}}})}};
-  if (w.scheme == "az") {
-    container["env"] = Doc::array({Doc{{"name", "AZURE_STORAGE_ACCOUNT"}, {"value", "<STORAGE_ACCOUNT>"}}});
+  if (p.needs_storage_account) {
+    // The account comes from a ConfigMap the setup step creates (no placeholder in the manifest).
+    container["env"] = Doc::array({Doc{
+        {"name", "AZURE_STORAGE_ACCOUNT"},
+        {"valueFrom",
+         {{"configMapKeyRef", {{"name", WeightsSourceConfigMap(ctx)}, {"key", "AZURE_STORAGE_ACCOUNT"}}}}}}});
   }
   Doc pod = {{"restartPolicy", "OnFailure"},
              {"containers", Doc::array({container})},

@@ -36,7 +36,21 @@ Doc EngineEnvList(const RenderContext& ctx, bool multi_node);
 // A PersistentVolumeClaim for the weights (ReadWriteMany, sized from the checkpoint with headroom).
 Doc WeightsPvc(const RenderContext& ctx, const std::string& storage_class);
 
-// A Job that fills the weights PVC from the weights source (hub or object store).
+// huggingface_hub release the hub pre-sync installs (1.x: `hf download`).
+inline constexpr const char* kHuggingFaceHubVersion = "1.30.0";
+
+// The pre-sync step: image and shell script that fill ctx.model_dir from the weights source.
+struct PresyncScript {
+  std::string image;
+  std::string script;
+  bool needs_storage_account = false;  // az://: AZURE_STORAGE_ACCOUNT from WeightsSourceConfigMap
+};
+PresyncScript PresyncCommand(const RenderContext& ctx);
+
+// The ConfigMap holding AZURE_STORAGE_ACCOUNT for az:// weights (created by the setup step).
+std::string WeightsSourceConfigMap(const RenderContext& ctx);
+
+// A Job that fills the weights PVC at ctx.model_dir from the weights source (hub or object store).
 Doc PresyncJob(const RenderContext& ctx);
 
 // The LoadBalancer Service for the serving port; `selector` picks the pods (LWS: leader only).

@@ -2,45 +2,13 @@
 // weights PVC + pre-sync Job, cluster scripts, and with --gateway the GKE Inference Gateway objects.
 #include <algorithm>
 
+#include "src/deploy/render_gateway.h"
 #include "src/deploy/render_k8s_common.h"
 #include "src/deploy/render_scripts.h"
 #include "src/deploy/render_workload.h"
 
 namespace k3::deploy {
 namespace {
-
-// InferencePool (GAIE v1) over the leader pods, and an HTTPRoute from the gateway to it.
-std::vector<Doc> GatewayObjects(const RenderContext& ctx) {
-  Doc match = {{"leaderworkerset.sigs.k8s.io/name", WorkloadName(ctx)}, {"role", "leader"}};
-  if (ctx.plan.layout.nodes == 1) {
-    match = {{"app.kubernetes.io/name", ctx.app_name}, {"app.kubernetes.io/component", "serving"}};
-  }
-  Doc pool = {{"apiVersion", "inference.networking.k8s.io/v1"},
-              {"kind", "InferencePool"},
-              {"metadata", ObjectMeta(ctx, ctx.app_name, "gateway")},
-              {"spec",
-               {{"selector", {{"matchLabels", match}}},
-                {"targetPorts", Doc::array({Doc{{"number", ctx.serve.port}}})},
-                {"endpointPickerRef", {{"name", ctx.app_name + "-epp"}, {"port", {{"number", 9002}}}}}}}};
-  Doc gateway = {{"apiVersion", "gateway.networking.k8s.io/v1"},
-                 {"kind", "Gateway"},
-                 {"metadata", ObjectMeta(ctx, ctx.app_name + "-gateway", "gateway")},
-                 {"spec",
-                  {{"gatewayClassName", "gke-l7-regional-external-managed"},
-                   {"listeners", Doc::array({Doc{{"name", "http"}, {"protocol", "HTTP"}, {"port", 80}}})}}}};
-  Doc route = {
-      {"apiVersion", "gateway.networking.k8s.io/v1"},
-      {"kind", "HTTPRoute"},
-      {"metadata", ObjectMeta(ctx, ctx.app_name + "-route", "gateway")},
-      {"spec",
-       {{"parentRefs", Doc::array({Doc{{"name", ctx.app_name + "-gateway"}}})},
-        {"rules",
-         Doc::array({Doc{{"matches", Doc::array({Doc{{"path", {{"type", "PathPrefix"}, {"value", "/"}}}}})},
-                         {"backendRefs", Doc::array({Doc{{"group", "inference.networking.k8s.io"},
-                                                         {"kind", "InferencePool"},
-                                                         {"name", ctx.app_name}}})}}})}}}};
-  return {pool, gateway, route};
-}
 
 std::string ManifestFileName(const RenderContext& ctx) {
   const std::string& t = ctx.plan.target.id;
@@ -74,17 +42,26 @@ Result<std::vector<RenderedFile>> RenderLwsTarget(const RenderContext& ctx) {
                                  "apply and wait for the Job before the serving workload"},
                                 {WeightsPvc(ctx, overlay.storage_class), PresyncJob(ctx)})});
   if (ctx.options.gateway) {
-    files.push_back(
-        {"gateway.yaml", YamlFile({"Inference Gateway: InferencePool over the serving pods + HTTPRoute",
-                                   "the endpoint picker (" + ctx.app_name +
-                                       "-epp) comes from the GAIE inferencepool Helm chart"},
-                                  GatewayObjects(ctx))});
+    files.push_back({"gateway.yaml", YamlFile({"Inference Gateway: endpoint picker (" + ctx.app_name +
+                                                   "-epp), InferencePool over the serving "
+                                                   "pods, InferenceObjective, Gateway and HTTPRoute",
+                                               std::string("GAIE ") + kGaieVersion +
+                                                   " objects; the CRDs and the gateway implementation are "
+                                                   "installed first (setup-cluster.sh or NOTES.md)"},
+                                              GatewayObjects(ctx))});
   }
   for (RenderedFile& f : ClusterScripts(ctx, manifest)) files.push_back(std::move(f));
   std::vector<std::string> apply;
   if (std::any_of(files.begin(), files.end(),
                   [](const RenderedFile& f) { return f.path == "setup-cluster.sh"; })) {
     apply.push_back("bash setup-cluster.sh");
+  }
+  if (ctx.options.gateway && ctx.plan.target.id == "k8s") {
+    for (const std::string& c : GatewayInstallCommands(ctx)) apply.push_back(c);
+  }
+  if (ctx.weights.scheme == "az" && ctx.plan.target.id == "k8s") {
+    apply.push_back("kubectl create configmap " + WeightsSourceConfigMap(ctx) +
+                    " --from-literal=AZURE_STORAGE_ACCOUNT=\"$STORAGE_ACCOUNT\"");
   }
   if (multi) {
     apply.push_back(

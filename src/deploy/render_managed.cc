@@ -28,12 +28,6 @@ std::vector<std::string> EngineArgv(const RenderContext& ctx) {
 std::vector<std::string> Warnings(const RenderContext& ctx) {
   std::vector<std::string> w = ctx.plan.warnings;
   for (const std::string& n : ctx.plan.target.capacity) w.push_back(n);
-  if (ctx.plan.layout.nodes > 1) {
-    w.push_back(
-        fmt::format("the model needs {} x {} in one serving group; a managed endpoint replica is one "
-                    "instance, so this deployment cannot hold it as planned — use the Kubernetes target",
-                    ctx.plan.layout.nodes, ctx.plan.instance.id));
-  }
   return w;
 }
 
@@ -93,8 +87,9 @@ Result<std::vector<RenderedFile>> RenderVertex(const RenderContext& ctx) {
   std::string s = "#!/usr/bin/env bash\n# Vertex AI Prediction for " + ctx.model.served_name +
                   " (rendered by k3 render; review before running).\n";
   for (const std::string& w : Warnings(ctx)) s += "# WARNING: " + w + "\n";
-  s += fmt::format("# Cost at the 18-replica minimum: {} per hour, {} per month (730 h).\n",
-                   FormatCostPerHour(p.cost), FormatCostPerMonth(p.cost));
+  s += fmt::format("# Cost at the {}-replica minimum: {} per hour, {} per month (730 h).\n",
+                   std::max(p.target.min_replicas, p.replicas), FormatCostPerHour(p.cost),
+                   FormatCostPerMonth(p.cost));
   if (!p.cost.known) s += "#   (" + p.cost.unknown_reason + ")\n";
   const int min_replicas = std::max(p.target.min_replicas, p.replicas);
   std::string args;
@@ -104,19 +99,37 @@ Result<std::vector<RenderedFile>> RenderVertex(const RenderContext& ctx) {
   for (const auto& [name, value] : EngineEnv(ctx.model, ctx.options.engine)) {
     env += (env.empty() ? "" : ",") + name + "=" + value;
   }
+  // Vertex pulls serving images from Artifact Registry only: copy the image there first.
+  const std::string image_name = ctx.image.substr(ctx.image.find_last_of('/') + 1);
   s += fmt::format(
-      "set -euo pipefail\nPROJECT_ID=${{PROJECT_ID:?set PROJECT_ID}}\nREGION=${{REGION:?set REGION}}\n\n"
+      "set -euo pipefail\nPROJECT_ID=${{PROJECT_ID:?set PROJECT_ID}}\nREGION=${{REGION:?set REGION}}\n"
+      "REPOSITORY=${{REPOSITORY:-k3}}\nSOURCE_IMAGE={1}\n"
+      "IMAGE=\"$REGION-docker.pkg.dev/$PROJECT_ID/$REPOSITORY/{9}\"\n\n"
+      "# 1. Copy the serving image into Artifact Registry (Vertex does not pull from Docker Hub).\n"
+      "gcloud artifacts repositories describe \"$REPOSITORY\" --project=\"$PROJECT_ID\" "
+      "--location=\"$REGION\" >/dev/null 2>&1 ||\n"
+      "  gcloud artifacts repositories create \"$REPOSITORY\" --project=\"$PROJECT_ID\" "
+      "--location=\"$REGION\" --repository-format=docker\n"
+      "gcloud auth configure-docker \"$REGION-docker.pkg.dev\" --quiet\n"
+      "docker pull \"$SOURCE_IMAGE\"\ndocker tag \"$SOURCE_IMAGE\" \"$IMAGE\"\ndocker push \"$IMAGE\"\n\n"
+      "# 2. Model, endpoint, deployment. The ids come from gcloud, never from hand-edited placeholders.\n"
       "gcloud ai models upload --project=\"$PROJECT_ID\" --region=\"$REGION\" \\\n"
-      "  --display-name={0} \\\n  --container-image-uri={1} \\\n  --container-command={2} \\\n"
+      "  --display-name={0} \\\n  --container-image-uri=\"$IMAGE\" \\\n  --container-command={2} \\\n"
       "  --container-args='{3}' \\\n{4}  --container-ports={5} \\\n  --container-health-route=/health \\\n"
-      "  --container-predict-route=/v1/chat/completions\n\n"
-      "gcloud ai endpoints create --project=\"$PROJECT_ID\" --region=\"$REGION\" --display-name={0}\n\n"
+      "  --container-predict-route=/v1/chat/completions\n"
+      "MODEL_ID=$(gcloud ai models list --project=\"$PROJECT_ID\" --region=\"$REGION\" "
+      "--filter=display_name={0} --sort-by=~create_time --limit=1 --format='value(name.basename())')\n\n"
+      "ENDPOINT_ID=${{ENDPOINT_ID:-}}\nif [[ -z \"$ENDPOINT_ID\" ]]; then\n"
+      "  gcloud ai endpoints create --project=\"$PROJECT_ID\" --region=\"$REGION\" --display-name={0}\n"
+      "  ENDPOINT_ID=$(gcloud ai endpoints list --project=\"$PROJECT_ID\" --region=\"$REGION\" "
+      "--filter=display_name={0} --sort-by=~create_time --limit=1 --format='value(name.basename())')\nfi\n\n"
       "# deploy-model bills min-replica-count x {6} from the moment it starts.\n"
-      "gcloud ai endpoints deploy-model <ENDPOINT_ID> --project=\"$PROJECT_ID\" --region=\"$REGION\" \\\n"
-      "  --model=<MODEL_ID> --display-name={0} \\\n  --machine-type={6} \\\n"
-      "  --accelerator=type=nvidia-gb300,count={7} \\\n  --min-replica-count={8} --max-replica-count={8}\n",
+      "gcloud ai endpoints deploy-model \"$ENDPOINT_ID\" --project=\"$PROJECT_ID\" --region=\"$REGION\" "
+      "\\\n  --model=\"$MODEL_ID\" --display-name={0} \\\n  --machine-type={6} \\\n"
+      "  --accelerator=type=nvidia-gb300,count={7} \\\n  --min-replica-count={8} --max-replica-count={8}\n"
+      "echo \"endpoint $ENDPOINT_ID serves model $MODEL_ID\"\n",
       ctx.app_name, ctx.image, argv[0], args, env.empty() ? "" : "  --container-env-vars=" + env + " \\\n",
-      ctx.serve.port, p.instance.id, p.instance.gpu_count, min_replicas);
+      ctx.serve.port, p.instance.id, p.instance.gpu_count, min_replicas, image_name);
   std::vector<RenderedFile> files = {{"deploy-vertex.sh", s}};
   files.push_back(RenderNotes(ctx, {"bash deploy-vertex.sh"}));
   return files;

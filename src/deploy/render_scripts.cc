@@ -1,5 +1,12 @@
 // Cluster scripts (see render_scripts.h). Commands follow the guide's §3.2, §4.2-4.6 and §5.2-5.7.
+// Cleanup scripts run from any directory, keep going past a failed or already-deleted resource, delete in
+// dependency order (workloads, node pools, clusters, reservations, resource groups) and end with a summary
+// of what is gone and what may still bill.
 #include "src/deploy/render_scripts.h"
+
+#include "src/deploy/render_gateway.h"
+#include "src/deploy/render_k8s_common.h"
+#include "src/deploy/render_workload.h"
 
 namespace k3::deploy {
 namespace {
@@ -7,8 +14,67 @@ namespace {
 std::string Header(const RenderContext& ctx, const std::string& what) {
   return fmt::format(
       "#!/usr/bin/env bash\n# {} for {} on {} (rendered by k3 render; review before running).\nset -euo "
-      "pipefail\n\n",
+      "pipefail\ncd \"$(dirname \"$0\")\"\n\n",
       what, ctx.model.served_name, ctx.plan.target.id);
+}
+
+// The cleanup prologue: no `set -e`; `run WHAT CMD...` records WHAT as deleted, already gone or failed.
+std::string CleanupHeader(const RenderContext& ctx) {
+  return fmt::format(
+      "#!/usr/bin/env bash\n# Cleanup of {} on {} (rendered by k3 render). Runs from any directory, "
+      "continues "
+      "past\n# failures and already-deleted resources, deletes in dependency order, and ends with a "
+      "summary.\n"
+      "set -uo pipefail\ncd \"$(dirname \"$0\")\" || exit 1\n\n"
+      "deleted=()\nalready_gone=()\nfailed=()\n"
+      "run() {{  # run WHAT COMMAND...\n  local what=$1 out rc\n  shift\n  echo \"--- $what\"\n"
+      "  out=$(\"$@\" 2>&1)\n  rc=$?\n  [[ -n \"$out\" ]] && echo \"$out\"\n"
+      "  if [[ $rc -eq 0 ]]; then\n    deleted+=(\"$what\")\n"
+      "  elif grep -qiE 'not ?found|does not exist|could not be found' <<<\"$out\"; then\n"
+      "    already_gone+=(\"$what\")\n  else\n    failed+=(\"$what\")\n  fi\n}}\n\n",
+      ctx.model.served_name, ctx.plan.target.id);
+}
+
+// The summary; `still_billing` lists what cleanup cannot delete (printed whatever happened).
+std::string CleanupSummary(const std::vector<std::string>& still_billing) {
+  std::string s =
+      "\necho\necho \"=== Summary\"\nfor x in \"${deleted[@]}\"; do echo \"deleted:      $x\"; done\n"
+      "for x in \"${already_gone[@]}\"; do echo \"already gone: $x\"; done\n"
+      "for x in \"${failed[@]}\"; do echo \"FAILED (still exists, may bill): $x\"; done\n";
+  for (const std::string& b : still_billing) s += "echo \"still billing: " + b + "\"\n";
+  s += "if [[ ${#failed[@]} -eq 0 ]]; then echo \"nothing left that k3 created\"; else exit 1; fi\n";
+  return s;
+}
+
+// kubectl deletes of the rendered files, gateway first (it routes to the workload).
+std::string KubectlDeletes(const RenderContext& ctx, const std::string& manifest) {
+  std::string s;
+  if (ctx.options.gateway)
+    s += "run \"gateway.yaml objects\" kubectl delete -f gateway.yaml --ignore-not-found\n";
+  s += "run \"" + manifest + " objects\" kubectl delete -f " + manifest + " --ignore-not-found\n";
+  s += "run \"weights.yaml objects (PVC, Job)\" kubectl delete -f weights.yaml --ignore-not-found\n";
+  if (ctx.weights.scheme == "az") {
+    s += "run \"ConfigMap " + WeightsSourceConfigMap(ctx) + "\" kubectl delete configmap " +
+         WeightsSourceConfigMap(ctx) + " --ignore-not-found\n";
+  }
+  return s;
+}
+
+std::string GatewaySetup(const RenderContext& ctx) {
+  if (!ctx.options.gateway) return "";
+  std::string s = "\n# Inference Gateway (gateway.yaml): CRDs and the gateway implementation.\n";
+  for (const std::string& c : GatewayInstallCommands(ctx)) s += c + "\n";
+  return s;
+}
+
+std::string AzureStorageConfigMap(const RenderContext& ctx) {
+  if (ctx.weights.scheme != "az") return "";
+  return "\n# az:// weights: the pre-sync Job reads the storage account from this ConfigMap.\n"
+         "kubectl create configmap " +
+         WeightsSourceConfigMap(ctx) +
+         " --from-literal=AZURE_STORAGE_ACCOUNT=\"$STORAGE_ACCOUNT\" --dry-run=client -o yaml | kubectl "
+         "apply "
+         "-f -\n";
 }
 
 int PoolNodes(const RenderContext& ctx) { return ctx.plan.layout.nodes * ctx.plan.replicas; }
@@ -18,12 +84,12 @@ std::vector<RenderedFile> AzureScripts(const RenderContext& ctx, const std::stri
   setup += fmt::format(
       "RESOURCE_GROUP=${{RESOURCE_GROUP:-rg-{0}}}\nLOCATION=${{LOCATION:?set LOCATION to a region with ND "
       "GB300 v6}}\n"
-      "CLUSTER=${{CLUSTER:-aks-{0}}}\nSTORAGE_ACCOUNT=${{STORAGE_ACCOUNT:?set STORAGE_ACCOUNT}}\n\n"
+      "CLUSTER=${{CLUSTER:-aks-{0}}}\n{4}\n"
       "# Capacity first (several business days): ND GB300 v6 has a default quota of 0. Request\n"
       "# 'Standard NDGB300v6 Family vCPUs' ({1} vCPUs for {2} VMs) under Quotas > Compute, and for "
       "persistent\n"
-      "# workloads create a Capacity Reservation Group. Talk to your account team: the SKU may not be in "
-      "your region.\n\n"
+      "# workloads create a Capacity Reservation Group (cleanup.sh deletes $CAPACITY_RESERVATION_GROUP).\n"
+      "# Talk to your account team: the SKU may not be in your region.\n\n"
       "az group create --name \"$RESOURCE_GROUP\" --location \"$LOCATION\"\n\n"
       "az aks create \\\n  --resource-group \"$RESOURCE_GROUP\" \\\n  --name \"$CLUSTER\" \\\n  --node-count "
       "2 \\\n"
@@ -31,22 +97,34 @@ std::vector<RenderedFile> AzureScripts(const RenderContext& ctx, const std::stri
       "# GPU node pool: {2} x {3} (one NVL72 rack holds at most 18 VMs).\n"
       "az aks nodepool add \\\n  --resource-group \"$RESOURCE_GROUP\" \\\n  --cluster-name \"$CLUSTER\" \\\n"
       "  --name gb300pool \\\n  --node-count {2} \\\n  --node-vm-size {3} \\\n"
-      "  --node-taints nvidia.com/gpu=present:NoSchedule \\\n  --skip-gpu-driver-install false\n\n"
-      "az aks get-credentials --resource-group \"$RESOURCE_GROUP\" --name \"$CLUSTER\"\n\n"
-      "# Weights: a Blob container in the cluster's region; weights.yaml's Job fills the cache volume.\n"
-      "az storage container create --name {0}-weights --account-name \"$STORAGE_ACCOUNT\"\n",
-      ctx.app_name, ctx.plan.instance.vcpu * PoolNodes(ctx), PoolNodes(ctx), ctx.plan.instance.id);
-  std::string cleanup = Header(ctx, "Cleanup (everything that keeps billing)");
+      "  --node-taints nvidia.com/gpu=present:NoSchedule\n\n"
+      "az aks get-credentials --resource-group \"$RESOURCE_GROUP\" --name \"$CLUSTER\"\n",
+      ctx.app_name, ctx.plan.instance.vcpu * PoolNodes(ctx), PoolNodes(ctx), ctx.plan.instance.id,
+      ctx.weights.scheme == "az"
+          ? "STORAGE_ACCOUNT=${STORAGE_ACCOUNT:?set STORAGE_ACCOUNT (holds the weights)}\n"
+          : "");
+  setup += AzureStorageConfigMap(ctx) + GatewaySetup(ctx);
+  std::string cleanup = CleanupHeader(ctx);
   cleanup += fmt::format(
-      "RESOURCE_GROUP=${{RESOURCE_GROUP:-rg-{0}}}\nCLUSTER=${{CLUSTER:-aks-{0}}}\n\n"
-      "kubectl delete -f {1} --ignore-not-found\nkubectl delete -f weights.yaml --ignore-not-found\n"
-      "az aks nodepool delete --resource-group \"$RESOURCE_GROUP\" --cluster-name \"$CLUSTER\" --name "
-      "gb300pool\n"
-      "az group delete --name \"$RESOURCE_GROUP\" --yes\n\n"
-      "# Billing continues until the Capacity Reservation Group is deleted separately:\n"
-      "#   az capacity reservation group list -o table\n"
-      "#   az capacity reservation delete ...; az capacity reservation group delete ...\n",
-      ctx.app_name, manifest);
+      "RESOURCE_GROUP=${{RESOURCE_GROUP:-rg-{0}}}\nCLUSTER=${{CLUSTER:-aks-{0}}}\n"
+      "CAPACITY_RESERVATION_GROUP=${{CAPACITY_RESERVATION_GROUP:-crg-{0}}}\n\n",
+      ctx.app_name);
+  cleanup += KubectlDeletes(ctx, manifest);
+  cleanup +=
+      "run \"node pool gb300pool\" az aks nodepool delete --resource-group \"$RESOURCE_GROUP\" "
+      "--cluster-name \"$CLUSTER\" --name gb300pool\n"
+      "run \"AKS cluster $CLUSTER\" az aks delete --resource-group \"$RESOURCE_GROUP\" --name \"$CLUSTER\" "
+      "--yes\n"
+      "# Capacity reservations bill until deleted, whether or not a VM uses them.\n"
+      "for r in $(az capacity reservation list --resource-group \"$RESOURCE_GROUP\" "
+      "--capacity-reservation-group "
+      "\"$CAPACITY_RESERVATION_GROUP\" --query '[].name' --output tsv 2>/dev/null); do\n"
+      "  run \"capacity reservation $r\" az capacity reservation delete --resource-group \"$RESOURCE_GROUP\" "
+      "--capacity-reservation-group \"$CAPACITY_RESERVATION_GROUP\" --name \"$r\" --yes\ndone\n"
+      "run \"capacity reservation group $CAPACITY_RESERVATION_GROUP\" az capacity reservation group delete "
+      "--resource-group \"$RESOURCE_GROUP\" --name \"$CAPACITY_RESERVATION_GROUP\" --yes\n"
+      "run \"resource group $RESOURCE_GROUP\" az group delete --name \"$RESOURCE_GROUP\" --yes\n";
+  cleanup += CleanupSummary({});
   return {{"setup-cluster.sh", setup}, {"cleanup.sh", cleanup}};
 }
 
@@ -55,68 +133,93 @@ std::vector<RenderedFile> GcpScripts(const RenderContext& ctx, const std::string
   setup += fmt::format(
       "PROJECT_ID=${{PROJECT_ID:?set PROJECT_ID}}\nREGION=${{REGION:?set REGION}}\nZONE=${{ZONE:?set ZONE}}\n"
       "CLUSTER_NAME=${{CLUSTER_NAME:-gke-{0}}}\n"
-      "RESERVATION=${{RESERVATION:?set RESERVATION to <RESERVATION_NAME>/reservationBlocks/<BLOCK>/"
-      "reservationSubBlocks/<SUB_BLOCK>}}\n"
-      "WORKLOAD_POLICY=${{WORKLOAD_POLICY:?set WORKLOAD_POLICY to the placement policy name}}\n\n"
+      "RESERVATION=${{RESERVATION:?set RESERVATION to RESERVATION_NAME/reservationBlocks/BLOCK/"
+      "reservationSubBlocks/SUB_BLOCK}}\n"
+      "WORKLOAD_POLICY=${{WORKLOAD_POLICY:?set WORKLOAD_POLICY to the placement policy name}}\n{4}\n"
       "# Capacity first: A4X Max cannot be created without a reservation (sales representative or\n"
       "# Compute Engine > Reservations), organised in blocks / sub-blocks. A node pool holds at most 18 "
       "nodes.\n\n"
       "gcloud container clusters create \"$CLUSTER_NAME\" \\\n  --project=\"$PROJECT_ID\" \\\n"
       "  --location=\"$REGION\" \\\n  --node-locations=\"$ZONE\" \\\n  --num-nodes=2 \\\n"
-      "  --machine-type=e2-standard-8 \\\n  --enable-dataplane-v2 \\\n  --enable-ip-alias\n\n"
+      "  --machine-type=e2-standard-8 \\\n  --enable-dataplane-v2 \\\n  --enable-ip-alias{5}\n\n"
       "gcloud container node-pools create a4x-max-pool \\\n  --cluster=\"$CLUSTER_NAME\" \\\n"
-      "  --location=\"$REGION\" \\\n  --node-locations=\"$ZONE\" \\\n  --num-nodes={1} \\\n"
+      "  --project=\"$PROJECT_ID\" \\\n  --location=\"$REGION\" \\\n  --node-locations=\"$ZONE\" \\\n"
+      "  --num-nodes={1} \\\n"
       "  --machine-type={2} \\\n  --accelerator=type=nvidia-gb300,count={3},gpu-driver-version=latest \\\n"
       "  --placement-policy=\"$WORKLOAD_POLICY\" \\\n  --accelerator-network-profile=auto \\\n"
       "  --node-labels=cloud.google.com/gke-networking-dra-driver=true,cloud.google.com/gke-dpv2-unified-cni="
       "cni-migration \\\n  --reservation-affinity=specific \\\n  --reservation=\"$RESERVATION\"\n\n"
-      "gcloud container clusters get-credentials \"$CLUSTER_NAME\" --location=\"$REGION\"\n\n"
-      "# Weights: a GCS bucket in the cluster's region; weights.yaml's Job fills the cache volume.\n"
-      "gcloud storage buckets create gs://{0}-weights --location=\"$REGION\"\n",
-      ctx.app_name, PoolNodes(ctx), ctx.plan.instance.id, ctx.plan.instance.gpu_count);
-  if (ctx.options.gateway) {
-    setup +=
-        "\n# Inference Gateway CRDs (gateway.yaml):\nkubectl apply -f https://github.com/kubernetes-sigs/"
-        "gateway-api-inference-extension/releases/latest/download/manifests.yaml\n";
-  }
-  std::string cleanup = Header(ctx, "Cleanup (everything that keeps billing)");
+      "gcloud container clusters get-credentials \"$CLUSTER_NAME\" --project=\"$PROJECT_ID\" "
+      "--location=\"$REGION\"\n",
+      ctx.app_name, PoolNodes(ctx), ctx.plan.instance.id, ctx.plan.instance.gpu_count,
+      ctx.weights.scheme == "az"
+          ? "STORAGE_ACCOUNT=${STORAGE_ACCOUNT:?set STORAGE_ACCOUNT (holds the weights)}\n"
+          : "",
+      ctx.options.gateway ? " \\\n  --gateway-api=standard" : "");
+  setup += AzureStorageConfigMap(ctx) + GatewaySetup(ctx);
+  std::string cleanup = CleanupHeader(ctx);
   cleanup += fmt::format(
-      "REGION=${{REGION:?set REGION}}\nCLUSTER_NAME=${{CLUSTER_NAME:-gke-{0}}}\n\n"
-      "kubectl delete -f {1} --ignore-not-found\nkubectl delete -f weights.yaml --ignore-not-found\n"
-      "gcloud container node-pools delete a4x-max-pool --cluster=\"$CLUSTER_NAME\" --location=\"$REGION\" "
-      "--quiet\n"
-      "gcloud container clusters delete \"$CLUSTER_NAME\" --location=\"$REGION\" --quiet\n\n"
-      "# Billing continues until the reservation is released separately:\n"
-      "#   gcloud compute reservations list; gcloud compute reservations delete <RESERVATION_NAME> "
-      "--zone=<ZONE>\n"
-      "# The weights bucket also costs storage: gcloud storage rm --recursive gs://{0}-weights\n",
-      ctx.app_name, manifest);
+      "PROJECT_ID=${{PROJECT_ID:?set PROJECT_ID}}\nREGION=${{REGION:?set REGION}}\nZONE=${{ZONE:?set ZONE}}\n"
+      "CLUSTER_NAME=${{CLUSTER_NAME:-gke-{0}}}\n"
+      "RESERVATION=${{RESERVATION:?set RESERVATION (the reservation the node pool used; it bills until "
+      "deleted)}}\n\n",
+      ctx.app_name);
+  cleanup += KubectlDeletes(ctx, manifest);
+  cleanup +=
+      "run \"node pool a4x-max-pool\" gcloud container node-pools delete a4x-max-pool "
+      "--cluster=\"$CLUSTER_NAME\" --project=\"$PROJECT_ID\" --location=\"$REGION\" --quiet\n"
+      "run \"GKE cluster $CLUSTER_NAME\" gcloud container clusters delete \"$CLUSTER_NAME\" "
+      "--project=\"$PROJECT_ID\" --location=\"$REGION\" --quiet\n"
+      "run \"reservation ${RESERVATION%%/*}\" gcloud compute reservations delete \"${RESERVATION%%/*}\" "
+      "--project=\"$PROJECT_ID\" --zone=\"$ZONE\" --quiet\n";
+  cleanup += CleanupSummary({});
   return {{"setup-cluster.sh", setup}, {"cleanup.sh", cleanup}};
 }
 
 std::vector<RenderedFile> EksScripts(const RenderContext& ctx, const std::string& manifest) {
   std::string setup = Header(ctx, "EKS capacity and GPU prerequisites");
+  const bool shared = PoolNodes(ctx) > 1;
   setup += fmt::format(
+      "CLUSTER=${{CLUSTER:?set CLUSTER to the EKS cluster name}}\n{2}{3}\n"
       "# 1. Provision the EKS cluster (VPC, managed node groups, IAM) — the guide points to the AI on EKS\n"
       "#    Terraform modules for the full setup.\n"
       "# 2. Capacity Blocks: find and buy {1} x {0} in the target AZ; the instances join as worker\n"
       "#    nodes when the block activates. A Capacity Block is billed for its whole duration.\n"
       "aws ec2 describe-capacity-block-offerings --instance-type {0} --instance-count {1} "
       "--capacity-duration-hours 24\n"
-      "#   aws ec2 purchase-capacity-block --capacity-block-offering-id <OFFERING_ID> --instance-platform "
-      "Linux/UNIX\n"
+      "if [[ -n \"$OFFERING_ID\" ]]; then\n"
+      "  aws ec2 purchase-capacity-block --capacity-block-offering-id \"$OFFERING_ID\" --instance-platform "
+      "Linux/UNIX\nfi\n"
+      "aws eks update-kubeconfig --name \"$CLUSTER\"\n"
       "# 3. NVIDIA device plugin, so the nodes advertise nvidia.com/gpu:\n"
       "kubectl apply -f "
       "https://raw.githubusercontent.com/NVIDIA/k8s-device-plugin/v0.17.0/deployments/static/"
       "nvidia-device-plugin.yml\n",
-      ctx.plan.instance.id, PoolNodes(ctx));
-  std::string cleanup = Header(ctx, "Cleanup");
-  cleanup += fmt::format(
-      "kubectl delete -f {} --ignore-not-found\nkubectl delete -f weights.yaml --ignore-not-found\n"
-      "# A Capacity Block cannot be cancelled; it bills until its end. Delete node groups and the cluster "
-      "with\n"
-      "# the Terraform that created them (terraform destroy).\n",
-      manifest);
+      ctx.plan.instance.id, PoolNodes(ctx),
+      "OFFERING_ID=${OFFERING_ID:-}  # set to buy the Capacity Block offering listed below\n",
+      shared ? "EFS_FILE_SYSTEM_ID=${EFS_FILE_SYSTEM_ID:?set EFS_FILE_SYSTEM_ID (EFS in the cluster VPC)}\n"
+             : "");
+  if (shared) {
+    setup += fmt::format(
+        "# 4. ReadWriteMany weights volume ({} pods share it): the EFS CSI driver and StorageClass {}.\n"
+        "aws eks create-addon --cluster-name \"$CLUSTER\" --addon-name aws-efs-csi-driver || true\n"
+        "kubectl apply -f - <<EOF\napiVersion: storage.k8s.io/v1\nkind: StorageClass\nmetadata:\n  name: {}\n"
+        "provisioner: efs.csi.aws.com\nparameters:\n  provisioningMode: efs-ap\n"
+        "  fileSystemId: $EFS_FILE_SYSTEM_ID\n  directoryPerms: \"700\"\nEOF\n",
+        PoolNodes(ctx), kEksSharedStorageClass, kEksSharedStorageClass);
+  }
+  setup += AzureStorageConfigMap(ctx) + GatewaySetup(ctx);
+  std::string cleanup = CleanupHeader(ctx);
+  cleanup += KubectlDeletes(ctx, manifest);
+  if (shared) {
+    cleanup += std::string("run \"StorageClass ") + kEksSharedStorageClass +
+               "\" kubectl delete storageclass " + kEksSharedStorageClass + " --ignore-not-found\n";
+  }
+  cleanup +=
+      "# Node groups, the cluster and the EFS file system belong to the Terraform that created them:\n"
+      "# run `terraform destroy` there.\n";
+  cleanup += CleanupSummary({"the Capacity Block (cannot be cancelled; bills until its end date)",
+                             "node groups / cluster / EFS until `terraform destroy`"});
   return {{"setup-cluster.sh", setup}, {"cleanup.sh", cleanup}};
 }
 

@@ -45,7 +45,7 @@ Doc WorkerContainer(const RenderContext& ctx) {
     c["args"] = Doc::array({std::string(kRayScript) + " \\\n  worker --ray_address=$(LWS_LEADER_ADDRESS)\n"});
   } else {
     c["command"] = Doc::array({"k3"});
-    c["args"] = K3ServeArgv(ctx.serve);
+    c["args"] = K3ServeArgv(ctx.serve, K3Role::kWorker);
   }
   c["env"] = EngineEnvList(ctx, true);
   c["resources"] = GpuResources(ctx.plan.layout.gpus_per_node);
@@ -115,6 +115,8 @@ CloudOverlay OverlayFor(const RenderContext& ctx) {
     o.storage_class = "premium-rwx";
   } else if (target == "aws-eks") {
     o.node_selector["node.kubernetes.io/instance-type"] = ctx.plan.instance.id;
+    // EBS (the default gp2 / gp3) is ReadWriteOnce: several pods share the weights through EFS.
+    if (ctx.plan.layout.nodes * ctx.plan.replicas > 1) o.storage_class = kEksSharedStorageClass;
   } else {
     o.node_selector["nvidia.com/gpu.present"] = "true";
   }

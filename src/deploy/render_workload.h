@@ -16,6 +16,9 @@ struct CloudOverlay {
   std::string storage_class;  // for the weights PVC ("" = cluster default)
 };
 
+// EKS StorageClass for a weights volume shared by several pods (EFS; setup-cluster.sh creates it).
+inline constexpr const char* kEksSharedStorageClass = "efs-sc";
+
 CloudOverlay OverlayFor(const RenderContext& ctx);
 
 // Deployment or LeaderWorkerSet, then the Service. LWS uses the vLLM multi-node (Ray) bootstrap for

@@ -45,6 +45,7 @@ const std::map<std::string, Crd>& AllCrds() {
     for (const char* f : {"hyperpod.inference.sagemaker.aws.amazon.com_inferenceendpointconfigs.yaml",
                           "lws-v0.10.0.leaderworkerset.x-k8s.io_leaderworkersets.yaml",
                           "gaie-v1.6.0.inference.networking.k8s.io_inferencepools.yaml",
+                          "gaie-v1.5.0.inference.networking.x-k8s.io_inferenceobjectives.yaml",
                           "kserve-v0.20.0.serving.kserve.io_inferenceservices.yaml"}) {
       for (Crd& crd : LoadCrds(f)) (*m)[crd.group_version + "/" + crd.kind] = std::move(crd);
     }
@@ -88,11 +89,11 @@ TEST(CrdTest, SchemasLoad) {
 TEST(CrdTest, EveryRenderedCustomResourceValidates) {
   int validated = 0;
   std::set<std::string> kinds;
-  for (const std::string& target : testing::AllTargets()) {
-    for (Engine engine : {Engine::kVllm, Engine::kK3}) {
-      for (const std::string& weights : {std::string(), std::string("s3://bucket/kimi-k3")}) {
-        if (!weights.empty() && target != "aws-hyperpod") continue;
-        auto files = testing::RenderFiles(target, engine, weights, target == "gcp-gke");
+  for (const testing::Combination& c : testing::AllCombinations()) {
+    const std::string& target = c.label;
+    {
+      {
+        auto files = testing::RenderCombination(c);
         for (const auto& [path, text] : files) {
           if (path.size() < 5 || path.compare(path.size() - 5, 5, ".yaml") != 0) continue;
           for (const Json& doc : testing::YamlDocsAsJson(text, path)) {
@@ -107,7 +108,7 @@ TEST(CrdTest, EveryRenderedCustomResourceValidates) {
     }
   }
   EXPECT_EQ(kinds, (std::set<std::string>{"InferenceEndpointConfig", "LeaderWorkerSet", "InferencePool",
-                                          "InferenceService"}));
+                                          "InferenceObjective", "InferenceService"}));
   EXPECT_GE(validated, 14);
 }
 
