@@ -16,6 +16,9 @@ packages=(
   libcurl4-openssl-dev  # src/client: HTTP(S) for k3 verify / k3 bench
   libgloo-dev  # src/dist: collectives of one model across rank processes (TCP transport)
   iproute2  # tests/dist: the two-namespace test (ip netns, veth)
+  # tests/deploy/rendered_test.py: rendered scripts through shellcheck, and every aws / az command line
+  # through the real CLI offline (gcloud and kubectl are not in Debian: checked where installed)
+  shellcheck awscli azure-cli python3-yaml
   # tests and benchmarks
   googletest libgtest-dev libgmock-dev libbenchmark-dev
   chromium  # tests/e2e: k3 bench SVG screenshot; with 23 libraries ~360 MB installed, ~1 min to install

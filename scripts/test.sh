@@ -42,13 +42,14 @@ scripts/install-deps.sh || exit 1
 passed=0
 failed=0
 step() {  # step NAME COMMAND...
-  local name=$1
+  local name=$1 start=$SECONDS
   shift
   echo "=== $name"
   if "$@"; then
     passed=$((passed + 1))
+    echo "=== $name: ok, $((SECONDS - start)) s"
   else
-    echo "FAILED: $name"
+    echo "FAILED: $name ($((SECONDS - start)) s)"
     failed=$((failed + 1))
   fi
 }
@@ -63,6 +64,9 @@ if command -v npm >/dev/null; then  # pinned test-only npm packages (tiktoken di
   step "npm ci (tests/compat)" npm ci --prefix tests/compat --no-audit --no-fund --loglevel=error
 fi
 step "tests (release)" ctest_dir build
+# Every rendered deployment through shellcheck, `k3 serve --dry-run` and the real cloud CLIs (offline).
+step "rendered deployments (shellcheck, k3 --dry-run, cloud CLI argument checks)" \
+  python3 tests/deploy/rendered_test.py build/k3
 # The sanitizer build uses clang-14 where it is installed (install-deps.sh installs it for the fuzzers): it
 # compiled 2.0-2.3x faster than g++ 12 with the same sanitizers (crd_test.cc 21.6 -> 10.7 CPU s,
 # http_server.cc 39.3 -> 18.2), and it checks the code with a second compiler (the release build is g++).

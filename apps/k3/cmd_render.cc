@@ -30,7 +30,11 @@ void RegisterRenderCommand(CLI::App& app) {
   cmd->add_option("--replicas", flags->options.replicas, "serving groups")->capture_default_str();
   cmd->add_option("--weights", flags->options.weights, "hf://ORG/NAME | s3:// | az:// | gs:// | oss:// URI");
   cmd->add_option("--namespace", flags->options.name_space, "Kubernetes namespace written into metadata");
-  cmd->add_flag("--gateway", flags->options.gateway, "GKE Inference Gateway: InferencePool + HTTPRoute");
+  cmd->add_flag("--gateway", flags->options.gateway,
+                "Inference Gateway (Kubernetes targets): endpoint picker, InferencePool, InferenceObjective, "
+                "Gateway, HTTPRoute");
+  cmd->add_option("--gateway-impl", flags->options.gateway_impl,
+                  "gateway implementation: kgateway (default) | istio; gcp-gke uses GKE's managed gateway");
   cmd->add_option("--model", flags->options.plan.model, "kimi-k3 | kimi-linear-48b | checkpoint DIR")
       ->capture_default_str();
   cmd->add_option("--instance", flags->options.plan.instance, "instance type (default: the target's)");

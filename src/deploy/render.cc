@@ -196,7 +196,19 @@ Result<std::vector<RenderedFile>> Render(const Catalog& catalog, const RenderOpt
   const bool managed = target->id == "azure-ml" || target->id == "gcp-vertex";
   ctx.serve.model_ref = managed ? ctx.model.hf_id : ctx.model_dir;
   K3_RETURN_IF_ERROR(CheckServable(ctx));
-  if (options.gateway) K3_RETURN_IF_ERROR(GatewayImplementation(ctx).status());
+  if (options.gateway) {
+    const std::string& t = target->id;
+    if (t != "aws-eks" && t != "azure-aks" && t != "gcp-gke" && t != "k8s") {
+      return InvalidArgument(
+          "--gateway on --target {}: the Inference Gateway is rendered for the Kubernetes targets that run "
+          "the serving pods themselves (aws-eks, azure-aks, gcp-gke, k8s); on an ACK cluster use --target "
+          "k8s",
+          t);
+    }
+    K3_RETURN_IF_ERROR(GatewayImplementation(ctx).status());
+  } else if (!options.gateway_impl.empty()) {
+    return InvalidArgument("--gateway-impl {}: only with --gateway", options.gateway_impl);
+  }
   return renderer->second(ctx);
 }
 

@@ -77,8 +77,12 @@ Result<std::vector<RenderedFile>> RenderAzureMl(const RenderContext& ctx) {
   std::vector<RenderedFile> files = {{"endpoint.yml", YamlFile(header, {endpoint})},
                                      {"deployment.yml", YamlFile(header, {deployment})},
                                      {"Dockerfile", dockerfile}};
-  files.push_back(RenderNotes(ctx, {"az ml online-endpoint create -f endpoint.yml",
-                                    "az ml online-deployment create -f deployment.yml --all-traffic"}));
+  // Azure ML's v2 commands are the `ml` extension of the Azure CLI; the workspace is named on each command.
+  const std::string where = " --resource-group \"$RESOURCE_GROUP\" --workspace-name \"$WORKSPACE\"";
+  files.push_back(RenderNotes(
+      ctx,
+      {"az extension add --name ml --upgrade --yes", "az ml online-endpoint create -f endpoint.yml" + where,
+       "az ml online-deployment create -f deployment.yml --all-traffic" + where}));
   return files;
 }
 

@@ -120,9 +120,11 @@ std::vector<RenderedFile> AzureScripts(const RenderContext& ctx, const std::stri
       "--capacity-reservation-group "
       "\"$CAPACITY_RESERVATION_GROUP\" --query '[].name' --output tsv 2>/dev/null); do\n"
       "  run \"capacity reservation $r\" az capacity reservation delete --resource-group \"$RESOURCE_GROUP\" "
-      "--capacity-reservation-group \"$CAPACITY_RESERVATION_GROUP\" --name \"$r\" --yes\ndone\n"
+      "--capacity-reservation-group \"$CAPACITY_RESERVATION_GROUP\" --capacity-reservation-name \"$r\" "
+      "--yes\ndone\n"
       "run \"capacity reservation group $CAPACITY_RESERVATION_GROUP\" az capacity reservation group delete "
-      "--resource-group \"$RESOURCE_GROUP\" --name \"$CAPACITY_RESERVATION_GROUP\" --yes\n"
+      "--resource-group \"$RESOURCE_GROUP\" --capacity-reservation-group \"$CAPACITY_RESERVATION_GROUP\" "
+      "--yes\n"
       "run \"resource group $RESOURCE_GROUP\" az group delete --name \"$RESOURCE_GROUP\" --yes\n";
   cleanup += CleanupSummary({});
   return {{"setup-cluster.sh", setup}, {"cleanup.sh", cleanup}};
@@ -218,8 +220,9 @@ std::vector<RenderedFile> EksScripts(const RenderContext& ctx, const std::string
   cleanup +=
       "# Node groups, the cluster and the EFS file system belong to the Terraform that created them:\n"
       "# run `terraform destroy` there.\n";
-  cleanup += CleanupSummary({"the Capacity Block (cannot be cancelled; bills until its end date)",
-                             "node groups / cluster / EFS until `terraform destroy`"});
+  cleanup +=
+      CleanupSummary({"the Capacity Block (cannot be cancelled; bills until its end date)",
+                      "node groups / cluster / EFS until terraform destroy runs where they were created"});
   return {{"setup-cluster.sh", setup}, {"cleanup.sh", cleanup}};
 }
 

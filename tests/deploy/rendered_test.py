@@ -1,0 +1,553 @@
+#!/usr/bin/env python3
+"""Checks what `k3 render` writes the way a user would meet it, with the real tools.
+
+Usage: rendered_test.py K3_BINARY
+
+For every target x engine x weights scheme (x --gateway on the Kubernetes targets), rendered by the real
+binary into a temporary directory:
+  1. every shell script passes `bash -n` and `shellcheck` (skipped, with the reason printed, when
+     shellcheck is not installed);
+  2. every `k3` command line in a manifest is accepted by `k3 serve --dry-run`, under the LeaderWorkerSet
+     environment for leader and worker pods;
+  3. the model path chain holds: the directory the weights are written to (pre-sync Job, mount, operator)
+     is the directory the engine reads;
+  4. the scripts and the NOTES.md apply steps run against stub cloud CLIs that record each invocation;
+     every recorded `aws`, `az`, `gcloud` and `kubectl` invocation is then run by the real CLI inside a
+     network namespace with no credentials, so it fails at credentials or network, never at parsing.
+     Each outcome is classified; a usage error fails the test. Counts per CLI are printed.
+  5. cleanup.sh, with the stub failing one resource, still deletes the others, reports the failure in its
+     summary and exits non-zero.
+Network: the real CLIs run under `unshare --net` (loopback only, down). Stubs exist only at this cloud
+boundary; nothing else is mocked.
+"""
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+import yaml
+
+K3 = None
+FAILURES = []
+
+TARGETS = ["aws-eks", "aws-hyperpod", "azure-aks", "azure-ml", "gcp-gke", "gcp-vertex", "alibaba-ack",
+           "alibaba-pai-eas", "k8s"]
+KUBERNETES = {"aws-eks", "azure-aks", "gcp-gke", "k8s"}  # the serving pods are ours: gateway, PVC, Job
+ONE_INSTANCE = {"azure-ml", "gcp-vertex", "alibaba-pai-eas"}  # a replica is one instance
+SMALL_MODEL = ["--model", "kimi-linear-48b", "--max-model-len", "131072"]
+CLOUD_CLIS = ["aws", "az", "gcloud", "kubectl"]
+OTHER_TOOLS = ["helm", "istioctl", "docker", "eascmd", "arena", "terraform"]
+
+
+def fail(what):
+    FAILURES.append(what)
+    print("FAIL: " + what)
+
+
+def weight_schemes(target):
+    if target == "aws-hyperpod":
+        return ["", "s3://my-bucket/kimi-k3"]
+    if target in ("azure-ml", "gcp-vertex"):
+        return [""]
+    if target in ("alibaba-ack", "alibaba-pai-eas"):
+        return ["", "oss://kimi/Kimi-K3"]
+    return ["", "s3://my-bucket/kimi-k3", "az://kimi/models/Kimi-K3", "gs://my-bucket/Kimi-K3"]
+
+
+def combinations():
+    """(label, argv) for every combination the renderer accepts, and the ones it must refuse."""
+    accepted, refused = [], []
+    for target in TARGETS:
+        for engine in ["vllm", "k3"]:
+            base = ["--target", target, "--engine", engine]
+            if engine == "k3":
+                base += ["--image", "registry.example/k3:test"]
+            if target in ONE_INSTANCE or (engine == "k3" and target == "alibaba-ack"):
+                base += SMALL_MODEL
+            if engine == "k3" and target in ("azure-ml", "gcp-vertex"):
+                refused.append((" ".join(base), base))
+                continue
+            for weights in weight_schemes(target):
+                for gateway in ([False, True] if target in KUBERNETES else [False]):
+                    argv = base + (["--weights", weights] if weights else []) + (["--gateway"] if gateway else [])
+                    accepted.append((" ".join(argv), argv))
+    # What a plan cannot run as rendered is refused with a message, not rendered.
+    refused.append(("alibaba-pai-eas kimi-k3 (3 instances)", ["--target", "alibaba-pai-eas"]))
+    refused.append(("gcp-vertex kimi-k3 (2 instances)", ["--target", "gcp-vertex"]))
+    refused.append(("alibaba-ack --engine k3 kimi-k3 (KServe workers)",
+                    ["--target", "alibaba-ack", "--engine", "k3", "--image", "r/k3:t"]))
+    refused.append(("aws-hyperpod --gateway", ["--target", "aws-hyperpod", "--gateway"]))
+    return accepted, refused
+
+
+def render(argv, out):
+    r = subprocess.run([K3, "render", *argv, "--out", out], capture_output=True, text=True, timeout=60)
+    return r
+
+
+def yaml_docs(path):
+    with open(path) as f:
+        return [d for d in yaml.safe_load_all(f) if d]
+
+
+def all_docs(d):
+    docs = []
+    for name in sorted(os.listdir(d)):
+        if name.endswith((".yaml", ".yml")):
+            docs += [(name, doc) for doc in yaml_docs(os.path.join(d, name))]
+    return docs
+
+
+# ---------------------------------------------------------------------------------------------- scripts
+def check_scripts(label, d, counts):
+    for name in sorted(os.listdir(d)):
+        if not name.endswith(".sh"):
+            continue
+        path = os.path.join(d, name)
+        r = subprocess.run(["bash", "-n", path], capture_output=True, text=True)
+        if r.returncode != 0:
+            fail(f"{label}: bash -n {name}: {r.stderr.strip()}")
+        counts["bash -n"] += 1
+        if shutil.which("shellcheck"):
+            r = subprocess.run(["shellcheck", "--format=gcc", path], capture_output=True, text=True)
+            if r.returncode != 0:
+                fail(f"{label}: shellcheck {name}:\n{r.stdout.strip()}")
+            counts["shellcheck"] += 1
+
+
+# ------------------------------------------------------------------------------------------- k3 dry run
+def k3_command(container):
+    """argv after `k3` for a container that runs k3 (exec form or a `k3 serve` shell line), else None."""
+    cmd = container.get("command") or []
+    args = container.get("args") or []
+    if cmd[:1] == ["k3"]:
+        return cmd[1:] + args
+    for text in args if cmd[-1:] == ["-c"] else []:
+        joined = text.replace("\\\n", " ")
+        for line in re.split(r"[;\n]|&&", joined):
+            words = shlex.split(line)
+            if words[:2] == ["k3", "serve"]:
+                return words[1:]
+    return None
+
+
+def containers_with_role(docs):
+    """(role, container, group_size) for each container; role leader / worker / single."""
+    out = []
+    for _, doc in docs:
+        kind = doc.get("kind")
+        spec = doc.get("spec") or {}
+        if kind == "LeaderWorkerSet":
+            t = spec["leaderWorkerTemplate"]
+            size = t.get("size", 1)
+            for c in t["leaderTemplate"]["spec"]["containers"]:
+                out.append(("leader", c, size))
+            for c in t["workerTemplate"]["spec"]["containers"]:
+                out.append(("worker", c, size))
+        elif kind == "Deployment":
+            for c in spec["template"]["spec"]["containers"]:
+                out.append(("single", c, 1))
+        elif kind == "InferenceService":
+            for c in spec["predictor"].get("containers", []):
+                out.append(("single", c, 1))
+        elif kind == "InferenceEndpointConfig":
+            out.append(("single", spec["worker"], 1))
+    return out
+
+
+def check_k3_command_lines(label, d, counts):
+    docs = all_docs(d)
+    lines = []
+    for role, c, size in containers_with_role(docs):
+        argv = k3_command(c)
+        if argv is None:
+            continue
+        env = {e["name"]: str(e.get("value", "")) for e in c.get("env") or [] if "value" in e}
+        if role != "single":
+            env.update({"LWS_GROUP_SIZE": str(size), "LWS_WORKER_INDEX": "0" if role == "leader" else "1",
+                        "LWS_LEADER_ADDRESS": "kimi-k3-0.kimi-k3.default"})
+        lines.append((role, argv, env))
+    if os.path.exists(os.path.join(d, "service.json")):
+        with open(os.path.join(d, "service.json")) as f:
+            for c in json.load(f)["containers"]:
+                words = shlex.split(c.get("script", ""))
+                if words[:2] == ["k3", "serve"]:
+                    lines.append(("single", words[1:], {}))
+    if "--engine k3" in label and not lines:
+        fail(f"{label}: no k3 command line found in the rendered manifests")
+    for role, argv, env in lines:
+        full_env = {"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/tmp"), **env}
+        r = subprocess.run([K3, *argv, "--dry-run"], capture_output=True, text=True, env=full_env, timeout=30)
+        counts["k3 --dry-run"] += 1
+        if r.returncode != 0 or "command line ok" not in r.stdout:
+            fail(f"{label}: k3 {' '.join(argv)} ({role}) rejected: {r.stdout.strip()} {r.stderr.strip()}")
+        elif role == "worker" and "headless" not in r.stdout:
+            fail(f"{label}: worker command line would serve HTTP: {r.stdout.strip()}")
+
+
+# ------------------------------------------------------------------------------------------ path chain
+def served_model(container):
+    """The model the engine loads: `vllm serve M`, `--model M`, or k3's --model."""
+    cmd = (container.get("command") or []) + (container.get("args") or [])
+    text = " ".join(cmd).replace("\\\n", " ")
+    m = re.search(r"vllm serve (\S+)", text) or re.search(r"--model[ =](\S+)", text)
+    return m.group(1) if m else None
+
+
+def job_destination(job):
+    script = " ".join(job["spec"]["template"]["spec"]["containers"][0]["args"])
+    for pattern in [r"--local-dir (\S+)", r"aws s3 sync \S+ (\S+)", r"rsync --recursive \S+ (\S+)",
+                    r"&& mv \S+ (\S+)$"]:
+        m = re.search(pattern, script)
+        if m:
+            return m.group(1)
+    return None
+
+
+def mounts(container, pod_volumes):
+    """mountPath -> volume source name (PVC claim) for a container."""
+    claims = {v["name"]: (v.get("persistentVolumeClaim") or {}).get("claimName") for v in pod_volumes}
+    return {m["mountPath"]: claims.get(m["name"]) for m in container.get("volumeMounts") or []}
+
+
+def pod_specs(docs):
+    for _, doc in docs:
+        kind, spec = doc.get("kind"), doc.get("spec") or {}
+        if kind == "Deployment":
+            yield "serving", spec["template"]["spec"]
+        elif kind == "LeaderWorkerSet":
+            yield "serving", spec["leaderWorkerTemplate"]["leaderTemplate"]["spec"]
+            yield "serving", spec["leaderWorkerTemplate"]["workerTemplate"]["spec"]
+        elif kind == "Job":
+            yield "job", spec["template"]["spec"]
+
+
+def check_path_chain(label, target, argv, d, counts):
+    docs = all_docs(d)
+    counts["path chains"] += 1
+    if target in KUBERNETES:
+        job = next((doc for _, doc in docs if doc.get("kind") == "Job"), None)
+        if job is None:
+            return fail(f"{label}: no pre-sync Job")
+        written = job_destination(job)
+        job_pod = job["spec"]["template"]["spec"]
+        job_claims = mounts(job_pod["containers"][0], job_pod.get("volumes") or [])
+        for kind, pod in pod_specs(docs):
+            if kind != "serving":
+                continue
+            c = pod["containers"][0]
+            read = served_model(c)
+            if c.get("command", [""])[0] != "k3" and "vllm" not in json.dumps(c):
+                continue
+            if read is None:
+                continue  # a Ray worker: it reads what the leader names
+            if read != written:
+                fail(f"{label}: the Job writes {written} but the engine reads {read}")
+            # Same volume, mounted at the same place, above the model directory.
+            serving_claims = mounts(c, pod.get("volumes") or [])
+            under = [p for p in serving_claims if read.startswith(p.rstrip("/") + "/")]
+            job_under = [p for p in job_claims if written.startswith(p.rstrip("/") + "/")]
+            if not under or not job_under or serving_claims[under[0]] != job_claims[job_under[0]]:
+                fail(f"{label}: {read} is not on the volume the Job fills ({serving_claims} vs {job_claims})")
+    elif target == "aws-hyperpod":
+        iec = next(doc for _, doc in docs if doc.get("kind") == "InferenceEndpointConfig")
+        worker = iec["spec"]["worker"]
+        read = served_model(worker)
+        mount = worker["modelVolumeMount"]["mountPath"]
+        hub = "--weights" not in argv and "--engine k3" not in " ".join(argv)
+        if not hub and read != mount:
+            fail(f"{label}: the operator mounts {mount} but the engine reads {read}")
+    elif target == "alibaba-ack":
+        isvc = next(doc for _, doc in docs if doc.get("kind") == "InferenceService")
+        c = isvc["spec"]["predictor"]["containers"][0]
+        text = " ".join(c.get("args") or [])
+        m = re.search(r"(?:vllm serve|--model) (\S+)", text)
+        mount_paths = [x["mountPath"] for x in c.get("volumeMounts") or []]
+        if not m or m.group(1) not in mount_paths:
+            fail(f"{label}: the engine reads {m and m.group(1)} but the OSS volume is at {mount_paths}")
+    elif target == "alibaba-pai-eas":
+        with open(os.path.join(d, "service.json")) as f:
+            service = json.load(f)
+        script = service["containers"][0]["script"]
+        m = re.search(r"(?:vllm serve|--model) (\S+)", script)
+        mount_paths = [s["mount_path"].rstrip("/") for s in service.get("storage", [])]
+        if not m or m.group(1) not in mount_paths:
+            fail(f"{label}: the engine reads {m and m.group(1)} but the storage is mounted at {mount_paths}")
+    # azure-ml and gcp-vertex have no weights volume: the engine pulls the hub id at start (their NOTES say so).
+
+
+# --------------------------------------------------------------------------------------- stub and real CLIs
+STUB = r'''#!/usr/bin/env python3
+# Records one cloud-CLI invocation (argv, cwd, stdin when `-f -`) and answers like a quiet success.
+import json, os, re, sys
+name = os.path.basename(sys.argv[0])
+argv = sys.argv[1:]
+stdin = ""
+if "-" in argv and not sys.stdin.isatty():
+    stdin = sys.stdin.read()
+with open(os.environ["STUB_LOG"], "a") as f:
+    f.write(json.dumps({"cli": name, "argv": argv, "cwd": os.getcwd(), "stdin": stdin}) + "\n")
+if name == "kubectl" and "--dry-run=client" in argv and os.environ.get("REAL_KUBECTL"):
+    # A client-side dry run needs no cluster: the real kubectl prints the object a pipe applies next.
+    os.execv(os.environ["REAL_KUBECTL"], ["kubectl", *argv])
+fail = os.environ.get("STUB_FAIL", "")
+if fail and re.search(fail, name + " " + " ".join(argv)):
+    print("ERROR: simulated failure of " + name, file=sys.stderr)
+    sys.exit(1)
+if "describe" in argv:  # `X describe || X create`: let the create branch run too
+    sys.exit(1)
+print("stub-1")
+'''
+
+# Script variables (${VAR:?...}) and the values the stubs run with.
+VALUES = {"PROJECT_ID": "k3-test-project", "REGION": "us-central1", "ZONE": "us-central1-a", "LOCATION": "eastus",
+          "RESERVATION": "k3-res/reservationBlocks/b1/reservationSubBlocks/s1", "WORKLOAD_POLICY": "k3-policy",
+          "CLUSTER": "k3-cluster", "CLUSTER_NAME": "k3-cluster", "RESOURCE_GROUP": "rg-k3", "STORAGE_ACCOUNT": "k3acct",
+          "OFFERING_ID": "cb-0123456789abcdef0", "EFS_FILE_SYSTEM_ID": "fs-0123456789abcdef0",
+          "EAS_RESOURCE_ID": "eas-r-1", "EAS_VPC_ID": "vpc-1", "EAS_VSWITCH_ID": "vsw-1",
+          "EAS_SECURITY_GROUP_ID": "sg-1", "EAS_GPU_DRIVER_VERSION": "550.127.08",
+          "OSS_ACCESS_KEY_ID": "LTAIxxxx", "OSS_ACCESS_KEY_SECRET": "secret-for-test",
+          "CAPACITY_RESERVATION_GROUP": "crg-k3", "REPOSITORY": "k3", "WORKSPACE": "k3-workspace"}
+
+
+def script_env(stub_dir, log, extra=None):
+    env = {"PATH": stub_dir + ":" + os.environ["PATH"], "HOME": os.path.dirname(log), "STUB_LOG": log,
+           "LANG": "C.UTF-8", "KUBECONFIG": os.path.join(os.path.dirname(log), "no-kubeconfig")}
+    if real_cli("kubectl"):
+        env["REAL_KUBECTL"] = real_cli("kubectl")
+    env.update(VALUES)
+    env.update(extra or {})
+    return env
+
+
+def apply_block(d):
+    """The shell lines of NOTES.md's Apply section, without the lines that run rendered scripts."""
+    path = os.path.join(d, "NOTES.md")
+    if not os.path.exists(path):
+        return ""
+    text = open(path).read()
+    m = re.search(r"## Apply\s*```sh\n(.*?)```", text, re.S)
+    if not m:
+        return ""
+    return "\n".join(l for l in m.group(1).splitlines() if not re.match(r"\s*bash \S+\.sh", l))
+
+
+def run_under_stubs(label, d, stub_dir, work):
+    """Runs the rendered scripts and apply steps against the stubs; returns the recorded invocations."""
+    log = os.path.join(work, "invocations.jsonl")
+    open(log, "w").close()
+    scripts = [n for n in sorted(os.listdir(d)) if n.endswith(".sh")]
+    apply = apply_block(d)
+    if apply:
+        with open(os.path.join(d, "apply-steps.sh"), "w") as f:
+            f.write("set -euo pipefail\n" + apply + "\n")
+        scripts.append("apply-steps.sh")
+    for name in scripts:
+        r = subprocess.run(["bash", name], cwd=d, capture_output=True, text=True, env=script_env(stub_dir, log),
+                           timeout=60, stdin=subprocess.DEVNULL)
+        if r.returncode != 0:
+            fail(f"{label}: {name} failed against succeeding stub CLIs (rc {r.returncode}):\n"
+                 f"{r.stdout[-1500:]}{r.stderr[-1500:]}")
+    with open(log) as f:
+        return [json.loads(l) for l in f if l.strip()]
+
+
+# Usage errors (the CLI refused the command line) and the outcomes that mean it parsed.
+USAGE = {
+    "aws": r"usage: aws|aws: error|Invalid choice|Unknown options|the following arguments are required",
+    "az": r"unrecognized arguments|the following arguments are required|is misspelled or not recognized|"
+          r"argument .*: invalid|usage: az|is not in the '.*' command group",
+    "gcloud": r"unrecognized arguments|argument .*: (?:Must|Invalid|Bad|expected)|Invalid choice|"
+              r"is not a valid|must be specified|required",
+    "kubectl": r"unknown flag|unknown command|unknown shorthand|See 'kubectl .* --help'|required flag|"
+               r"the path .* does not exist|error: must specify",
+}
+PARSED = {
+    "aws": r"Unable to locate credentials|Could not connect to the endpoint|EndpointConnectionError|"
+           r"Failed to resolve|NoCredentials",
+    "az": r"az login|Please run 'az login'|No subscription found|Failed to establish a new connection|"
+          r"Max retries exceeded",
+    "gcloud": r"active account selected|gcloud auth login|You do not currently have|Failed to resolve|"
+              r"Unable to find|Name or service not known|Could not fetch resource|Network is unreachable|"
+              r"HTTPSConnectionPool",
+    "kubectl": r"connection refused|failed to download openapi|Unable to connect|no such host|dial tcp|"
+               r"unable to read URL|network is unreachable|Unable to read URL",
+}
+# Commands newer than the CLI Debian 12 ships (its version predates them): removed from the command line
+# (a flag) or not checked (an operation), and reported as such.
+NEWER_THAN_INSTALLED = {
+    ("aws", "describe-capacity-block-offerings"): "EC2 Capacity Blocks need awscli >= 2.13.38",
+    ("aws", "purchase-capacity-block"): "EC2 Capacity Blocks need awscli >= 2.13.38",
+    ("gcloud", "--accelerator-network-profile"): "A4X Max node pools' flag is newer than gcloud 528",
+    ("az", "ml"): "Azure ML v2 is the `ml` extension (az extension add --name ml), not in Debian's azure-cli",
+}
+
+
+def real_cli(cli):
+    for path in ["/usr/bin/" + cli, shutil.which(cli)]:
+        if path and os.path.exists(path) and "pyenv" not in os.path.realpath(path) and "/shims/" not in path:
+            return path
+    return shutil.which(cli)
+
+
+def cli_env(home):
+    env = {"PATH": os.environ["PATH"], "HOME": home, "LANG": "C.UTF-8", "AWS_DEFAULT_REGION": "us-east-1",
+           "AWS_EC2_METADATA_DISABLED": "true", "AWS_CONFIG_FILE": home + "/aws-config",
+           "AWS_SHARED_CREDENTIALS_FILE": home + "/aws-credentials", "AWS_PAGER": "",
+           "CLOUDSDK_CONFIG": home + "/gcloud", "CLOUDSDK_CORE_DISABLE_PROMPTS": "1",
+           "AZURE_CONFIG_DIR": home + "/azure", "AZURE_CORE_COLLECT_TELEMETRY": "false",
+           "KUBECONFIG": home + "/kubeconfig"}
+    return env
+
+
+def classify(cli, argv, cwd, stdin, home):
+    exe = real_cli(cli)
+    r = subprocess.run(["unshare", "--net", exe, *argv], cwd=cwd, input=stdin, capture_output=True, text=True,
+                       env=cli_env(home), timeout=120)
+    out = r.stdout + r.stderr
+    if r.returncode == 0:
+        return "ran", out
+    if re.search(USAGE[cli], out) and not re.search(PARSED[cli], out):
+        return "usage", out
+    if re.search(PARSED[cli], out):
+        return "credentials/network", out
+    return "unknown", out
+
+
+def check_invocations(invocations, home, results):
+    """Runs each distinct invocation with the real CLI; fills results[cli] with outcome counts."""
+    seen = set()
+    for inv in invocations:
+        cli = inv["cli"]
+        if cli not in CLOUD_CLIS:
+            results.setdefault("not checked (no offline CLI)", {}).setdefault(cli, 0)
+            results["not checked (no offline CLI)"][cli] += 1
+            continue
+        argv = list(inv["argv"])
+        key = (cli, tuple(argv), inv["stdin"])
+        if key in seen:
+            continue
+        seen.add(key)
+        outcome = results.setdefault(cli, {})
+        if real_cli(cli) is None:
+            outcome["skipped: CLI not installed"] = outcome.get("skipped: CLI not installed", 0) + 1
+            continue
+        newer = [(tok, why) for (c, tok), why in NEWER_THAN_INSTALLED.items()
+                 if c == cli and any(a == tok or a.startswith(tok + "=") for a in argv)]
+        kind, out = classify(cli, argv, inv["cwd"], inv["stdin"], home)
+        if kind == "usage" and newer:
+            for tok, why in newer:
+                if tok.startswith("--"):
+                    argv = [a for a in argv if not (a == tok or a.startswith(tok + "="))]
+                    kind, out = classify(cli, argv, inv["cwd"], inv["stdin"], home)
+                    kind = kind if kind == "usage" else f"{kind} (without {tok}: {why})"
+                else:
+                    kind = f"not checked: {why}"
+        outcome[kind] = outcome.get(kind, 0) + 1
+        if kind == "usage" or kind == "unknown":
+            fail(f"{cli} {shlex.join(argv)}\n  -> {kind}: {out.strip()[:800]}")
+
+
+# --------------------------------------------------------------------------------------- cleanup failure
+def check_cleanup_continues(label, d, stub_dir, work, fail_pattern, later):
+    """cleanup.sh with `fail_pattern` failing: every command in `later` still runs, exit != 0, summary."""
+    log = os.path.join(work, "cleanup.jsonl")
+    open(log, "w").close()
+    r = subprocess.run(["bash", os.path.join(d, "cleanup.sh")], cwd="/", capture_output=True, text=True,
+                       env=script_env(stub_dir, log, {"STUB_FAIL": fail_pattern}), timeout=60)
+    with open(log) as f:
+        ran = [json.loads(l)["cli"] + " " + " ".join(json.loads(l)["argv"]) for l in f if l.strip()]
+    if not any(re.search(fail_pattern, c) for c in ran):
+        fail(f"{label}: cleanup never ran the command meant to fail ({fail_pattern})")
+    for pattern in later:
+        if not any(re.search(pattern, c) for c in ran):
+            fail(f"{label}: cleanup stopped before '{pattern}' after '{fail_pattern}' failed:\n" + "\n".join(ran))
+    if r.returncode == 0:
+        fail(f"{label}: cleanup exited 0 although '{fail_pattern}' failed")
+    if "FAILED" not in r.stdout or "Summary" not in r.stdout:
+        fail(f"{label}: cleanup's summary does not name the failure:\n{r.stdout[-1500:]}")
+    return len(ran)
+
+
+def main():
+    global K3
+    if len(sys.argv) != 2:
+        print(__doc__)
+        return 2
+    K3 = os.path.abspath(sys.argv[1])
+    started = time.monotonic()
+    counts = {"combinations": 0, "refusals": 0, "bash -n": 0, "shellcheck": 0, "k3 --dry-run": 0,
+              "path chains": 0, "cleanup failure runs": 0}
+    results = {}
+    invocations = []
+    accepted, refused = combinations()
+    with tempfile.TemporaryDirectory(prefix="k3-rendered-") as work:
+        stub_dir = os.path.join(work, "stubs")
+        os.makedirs(stub_dir)
+        for cli in CLOUD_CLIS + OTHER_TOOLS:
+            with open(os.path.join(stub_dir, cli), "w") as f:
+                f.write(STUB)
+            os.chmod(os.path.join(stub_dir, cli), 0o755)
+        home = os.path.join(work, "home")
+        os.makedirs(home)
+        for i, (label, argv) in enumerate(accepted):
+            d = os.path.join(work, f"r{i}")
+            r = render(argv, d)
+            counts["combinations"] += 1
+            if r.returncode != 0:
+                fail(f"k3 render {label}: exit {r.returncode}: {r.stderr.strip()}")
+                continue
+            target = argv[1]
+            check_scripts(label, d, counts)
+            check_k3_command_lines(label, d, counts)
+            check_path_chain(label, target, argv, d, counts)
+            invocations += run_under_stubs(label, d, stub_dir, work)
+            if target in ("azure-aks", "gcp-gke", "aws-eks", "k8s") and "--gateway" not in argv and \
+                    "--weights" not in argv and "--engine k3" not in label:
+                later = {"azure-aks": [r"az aks delete", r"capacity reservation group delete", r"az group delete"],
+                         "gcp-gke": [r"clusters delete", r"reservations delete"],
+                         "aws-eks": [r"kubectl delete -f weights.yaml"],
+                         "k8s": [r"kubectl delete -f weights.yaml"]}[target]
+                first = {"azure-aks": r"nodepool delete", "gcp-gke": r"node-pools delete",
+                         "aws-eks": r"kubectl delete -f kimi-k3", "k8s": r"kubectl delete -f kimi-k3"}[target]
+                if os.path.exists(os.path.join(d, "cleanup.sh")):
+                    check_cleanup_continues(label, d, stub_dir, work, first, later)
+                    counts["cleanup failure runs"] += 1
+        for label, argv in refused:
+            r = render(argv, os.path.join(work, "refused"))
+            counts["refusals"] += 1
+            if r.returncode == 0 or "--" not in r.stderr:  # the message names the flag to change
+                fail(f"k3 render {label}: expected a refusal naming the fix, got exit {r.returncode}: {r.stderr}")
+        if not shutil.which("unshare"):
+            print("cloud CLI argument checks: skipped (no `unshare` to run them without network)")
+        else:
+            probe = subprocess.run(["unshare", "--net", "true"], capture_output=True, text=True)
+            if probe.returncode != 0:
+                print(f"cloud CLI argument checks: skipped (unshare --net: {probe.stderr.strip()})")
+            else:
+                check_invocations(invocations, home, results)
+    print(f"rendered: {counts['combinations']} combinations, {counts['refusals']} refusals checked")
+    if not shutil.which("shellcheck"):
+        print("shellcheck: skipped (not installed; scripts/install-deps.sh installs it)")
+    for k in ["bash -n", "shellcheck", "k3 --dry-run", "path chains", "cleanup failure runs"]:
+        print(f"  {k}: {counts[k]}")
+    print(f"cloud CLI invocations recorded: {len(invocations)}; distinct ones checked by the real CLI, per CLI:")
+    for cli in CLOUD_CLIS + ["not checked (no offline CLI)"]:
+        outcomes = results.get(cli, {})
+        if cli in CLOUD_CLIS and real_cli(cli) is None:
+            print(f"  {cli}: skipped (not installed)")
+            continue
+        total = sum(outcomes.values())
+        detail = ", ".join(f"{v} {k}" for k, v in sorted(outcomes.items()))
+        print(f"  {cli}: {total} ({detail})")
+    print(f"{len(FAILURES)} failures, {time.monotonic() - started:.0f} s")
+    return 1 if FAILURES else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
