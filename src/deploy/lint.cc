@@ -40,6 +40,8 @@ std::vector<Finding> LintDocuments(const std::vector<YamlDocument>& docs, const 
     for (const lint::WorkloadView& w : lint::ExtractWorkloads(doc)) lint::CheckWorkload(w, options, sink);
   }
   lint::CheckServices(docs, sink);
+  lint::CheckVolumes(docs, sink);
+  lint::CheckGatewayClasses(docs, options, sink);
   if (!options.schema_dir.empty()) lint::CheckAgainstCrds(docs, options.schema_dir, sink);
   std::stable_sort(findings.begin(), findings.end(), [](const Finding& a, const Finding& b) {
     return std::tie(a.file, a.line, a.rule) < std::tie(b.file, b.line, b.rule);
@@ -57,40 +59,52 @@ std::vector<Finding> LintText(const std::string& text, const std::string& file, 
     return {
         {file, LineOfMessage(m, file), "K3-YAML-001", Severity::kError, m, "fix the syntax at that line"}};
   }
-  return LintDocuments(*docs, options);
+  std::vector<Finding> findings = LintDocuments(*docs, options);
+  lint::Sink sink(findings);
+  lint::CheckTextFile(text, file, sink);
+  return findings;
 }
 
-Result<std::vector<Finding>> LintPath(const std::string& path, const LintOptions& options) {
-  namespace fs = std::filesystem;
-  if (path == "-") {
-    std::string text((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
-    return LintText(text, "<stdin>", options);
-  }
-  std::error_code ec;
-  std::vector<std::string> files;
-  if (fs::is_directory(path, ec)) {
-    for (const auto& entry : fs::recursive_directory_iterator(path, ec)) {
-      const std::string ext = entry.path().extension().string();
-      if (entry.is_regular_file(ec) && (ext == ".yaml" || ext == ".yml" || ext == ".json")) {
-        files.push_back(entry.path().string());
-      }
-    }
-    if (ec) return IoError("{}: {}", path, ec.message());
-    std::sort(files.begin(), files.end());
-  } else if (fs::exists(path, ec)) {
-    files.push_back(path);
-  } else {
-    return NotFound("{}: no such file or directory", path);
-  }
-  // Documents of one directory are linted together, so a Service is checked against its LeaderWorkerSet.
+namespace {
+
+enum class FileKind { kDocuments, kShell, kDockerfile, kOther };
+
+FileKind KindOf(const std::string& path) {
+  const std::string name = std::filesystem::path(path).filename().string();
+  const std::string ext = std::filesystem::path(path).extension().string();
+  if (ext == ".yaml" || ext == ".yml" || ext == ".json") return FileKind::kDocuments;
+  if (ext == ".sh") return FileKind::kShell;
+  if (name.rfind("Dockerfile", 0) == 0) return FileKind::kDockerfile;
+  return FileKind::kOther;
+}
+
+}  // namespace
+
+std::vector<Finding> LintFiles(const std::map<std::string, std::string>& files, const LintOptions& options) {
+  // Documents of one set are linted together, so a Service is checked against its LeaderWorkerSet.
   std::vector<YamlDocument> docs;
   std::vector<Finding> findings;
-  for (const std::string& f : files) {
-    K3_ASSIGN_OR_RETURN(std::string text, ReadFileToString(f));
+  lint::Sink sink(findings);
+  std::vector<std::pair<std::string, std::string>> dockerfiles;
+  for (const auto& [f, text] : files) {
     if (text.size() > kMaxInputBytes) {
       findings.push_back({f, 0, "K3-YAML-001", Severity::kError, "larger than 64 MiB", "split the file"});
       continue;
     }
+    switch (KindOf(f)) {
+      case FileKind::kShell:
+        lint::CheckTextFile(text, f, sink);
+        lint::CheckShellScript(text, f, sink);
+        continue;
+      case FileKind::kDockerfile:
+        dockerfiles.emplace_back(f, text);
+        continue;
+      case FileKind::kOther:
+        continue;
+      case FileKind::kDocuments:
+        break;
+    }
+    lint::CheckTextFile(text, f, sink);
     auto parsed = ParseYamlDocuments(text, f);
     if (!parsed.ok()) {
       const std::string& m = parsed.status().message();
@@ -100,7 +114,45 @@ Result<std::vector<Finding>> LintPath(const std::string& path, const LintOptions
     }
     for (YamlDocument& d : *parsed) docs.push_back(std::move(d));
   }
+  lint::CheckDockerfiles(docs, dockerfiles, options, sink);
   for (Finding& f : LintDocuments(docs, options)) findings.push_back(std::move(f));
+  std::stable_sort(findings.begin(), findings.end(), [](const Finding& a, const Finding& b) {
+    return std::tie(a.file, a.line, a.rule) < std::tie(b.file, b.line, b.rule);
+  });
+  return findings;
+}
+
+Result<std::vector<Finding>> LintPath(const std::string& path, const LintOptions& options) {
+  namespace fs = std::filesystem;
+  if (path == "-") {
+    std::string text((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
+    return LintText(text, "<stdin>", options);
+  }
+  std::error_code ec;
+  std::vector<std::string> names;
+  if (fs::is_directory(path, ec)) {
+    for (const auto& entry : fs::recursive_directory_iterator(path, ec)) {
+      if (entry.is_regular_file(ec) && KindOf(entry.path().string()) != FileKind::kOther) {
+        names.push_back(entry.path().string());
+      }
+    }
+    if (ec) return IoError("{}: {}", path, ec.message());
+  } else if (fs::exists(path, ec)) {
+    names.push_back(path);
+  } else {
+    return NotFound("{}: no such file or directory", path);
+  }
+  std::map<std::string, std::string> files;
+  std::vector<Finding> too_large;
+  for (const std::string& f : names) {
+    if (fs::file_size(f, ec) > kMaxInputBytes) {
+      too_large.push_back({f, 0, "K3-YAML-001", Severity::kError, "larger than 64 MiB", "split the file"});
+      continue;
+    }
+    K3_ASSIGN_OR_RETURN(files[f], ReadFileToString(f));
+  }
+  std::vector<Finding> findings = LintFiles(files, options);
+  findings.insert(findings.begin(), too_large.begin(), too_large.end());
   return findings;
 }
 

@@ -3,6 +3,7 @@
 // and a fix; findings carry file:line. Malformed input is a finding, never a crash.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -45,7 +46,12 @@ std::vector<Finding> LintText(const std::string& text, const std::string& file, 
 // Lints already-parsed documents together (a Service is checked against the LeaderWorkerSets beside it).
 std::vector<Finding> LintDocuments(const std::vector<YamlDocument>& docs, const LintOptions& options);
 
-// Lints a file, a directory (every *.yaml, *.yml, *.json below it, sorted) or "-" (stdin).
+// Lints named files together: *.yaml / *.yml / *.json as documents, *.sh as shell scripts, Dockerfile*
+// as engine command lines (`files` maps name -> content).
+std::vector<Finding> LintFiles(const std::map<std::string, std::string>& files, const LintOptions& options);
+
+// Lints a file, a directory (every *.yaml, *.yml, *.json, *.sh and Dockerfile below it, sorted) or "-"
+// (stdin, as YAML / JSON).
 Result<std::vector<Finding>> LintPath(const std::string& path, const LintOptions& options);
 
 // "file:line: RULE severity: message (fix: ...)" lines, or a JSON array.

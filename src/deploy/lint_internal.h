@@ -69,6 +69,17 @@ std::vector<WorkloadView> ExtractWorkloads(const YamlDocument& doc);
 void CheckWorkload(const WorkloadView& w, const LintOptions& options, Sink& sink);
 void CheckServices(const std::vector<YamlDocument>& docs, Sink& sink);
 
+// Rules across documents and over scripts (lint_files.cc): volumes shared by a writer and the engine,
+// ReadWriteOnce with several pods, gateway classes of another platform, download commands, Vertex images,
+// parallelism against one instance's GPUs, cleanup scripts.
+void CheckVolumes(const std::vector<YamlDocument>& docs, Sink& sink);
+void CheckGatewayClasses(const std::vector<YamlDocument>& docs, const LintOptions& options, Sink& sink);
+void CheckTextFile(const std::string& text, const std::string& file, Sink& sink);
+void CheckShellScript(const std::string& text, const std::string& file, Sink& sink);
+void CheckDockerfiles(const std::vector<YamlDocument>& docs,
+                      const std::vector<std::pair<std::string, std::string>>& dockerfiles,
+                      const LintOptions& options, Sink& sink);
+
 // Built-in knowledge of the kinds k3 renders: required fields, types and enums.
 void CheckKnownKind(const YamlDocument& doc, Sink& sink);
 

@@ -33,6 +33,15 @@ const std::vector<RuleInfo>& LintRules() {
       {"K3-HP-001", Severity::kError, "HyperPod instanceType without the ml. prefix"},
       {"K3-WEIGHTS-001", Severity::kError, "weights pulled from a hub at start-up without a cache volume"},
       {"K3-NET-001", Severity::kWarning, "multi-node serving without NCCL / Gloo interface settings"},
+      {"K3-PAR-003", Severity::kError,
+       "TP x PP above the GPUs of the one instance (EAS JSON, arena, KServe pod, Azure ML, Vertex)"},
+      {"K3-VOL-001", Severity::kError, "the weights writer and the engine use different paths on one volume"},
+      {"K3-VOL-002", Severity::kError, "a ReadWriteOnce volume mounted by more than one pod"},
+      {"K3-GW-001", Severity::kError, "a gateway class that does not exist on the cluster's platform"},
+      {"K3-DL-001", Severity::kError, "a hub download command that huggingface_hub 1.x no longer has"},
+      {"K3-IMG-001", Severity::kError, "a Vertex AI serving image outside Artifact Registry"},
+      {"K3-SCRIPT-001", Severity::kError, "a cleanup script that stops at the first failing command"},
+      {"K3-SCRIPT-002", Severity::kError, "a cleanup script that leaves a reservation to a comment"},
   };
   return kRules;
 }
@@ -203,11 +212,19 @@ void CheckEngine(const WorkloadView& w, const ContainerView& c, const LintOption
   // vLLM runs one rank per GPU; `k3 serve`'s ranks are CPU processes (one per node), so these are vLLM's.
   const bool vllm = IsVllm(c);
   if (vllm && c.gpus > 0 && HasFlag(c.command_line, "--tensor-parallel-size") && tp * pp != group_gpus &&
-      w.kind != "InferenceService") {
+      w.kind != "InferenceService" && w.kind != "EasService") {
     sink.Add(file, c.line, "K3-PAR-001",
              fmt::format("TP {} x PP {} = {} GPUs, but the group has {} ({} per pod x {} pods)", tp, pp,
                          tp * pp, group_gpus, c.gpus, w.pods_per_group),
              "make --tensor-parallel-size x --pipeline-parallel-size equal the GPUs of the group");
+  }
+  // One pod (KServe without workerSpec) or one instance (PAI-EAS): the ranks must fit its GPUs.
+  if (c.gpus > 0 && tp * pp > c.gpus && !w.multi_node &&
+      (w.kind == "InferenceService" || w.kind == "EasService")) {
+    sink.Add(file, c.line, "K3-PAR-003",
+             fmt::format("TP {} x PP {} = {} ranks but the {} has {} GPUs", tp, pp, tp * pp,
+                         w.kind == "EasService" ? "PAI-EAS instance" : "predictor pod", c.gpus),
+             "use an instance with TP x PP GPUs, or a target that spans nodes (LeaderWorkerSet)");
   }
   if (vllm && c.gpus > 0 && tp > c.gpus && !w.multi_node) {
     sink.Add(file, c.line, "K3-PAR-002",

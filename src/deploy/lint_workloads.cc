@@ -213,6 +213,7 @@ std::vector<WorkloadView> ExtractWorkloads(const YamlDocument& doc) {
       for (const YamlNode& node : containers->seq) {
         ContainerView c = ReadContainer(node);
         if (const YamlNode* s = node.Get("script")) c.command_line = s->Text();
+        if (const YamlNode* g = root.Path("metadata.gpu")) c.gpus = ParseCount(g->Text());
         c.startup_probe = node.Get("startup_check");
         c.readiness_probe = node.Get("health_check");
         w.containers.push_back(c);

@@ -312,30 +312,18 @@ TEST(LintRuleTest, SchemaDirValidatesCustomResources) {
 }
 
 TEST(LintTest, EverythingRenderProducesPasses) {
+  // Every file of every combination, linted together as `k3 lint DIR` does: manifests, JSON, scripts and
+  // Dockerfiles.
   for (const testing::Combination& c : testing::AllCombinations()) {
-    const std::string& target = c.options.target;
-    const Engine engine = c.options.engine;
-    {
-      std::vector<YamlDocument> docs;
-      for (const auto& [path, text] : testing::RenderCombination(c)) {
-        if (path.find(".yaml") == std::string::npos && path.find(".yml") == std::string::npos &&
-            path.find(".json") == std::string::npos) {
-          continue;
-        }
-        auto parsed = ParseYamlDocuments(text, path);
-        ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
-        for (YamlDocument& d : *parsed) docs.push_back(std::move(d));
-      }
-      LintOptions o = Options();
-      // Full CRD validation of every target is crd_test's job; here once, through lint's own --schema-dir
-      // path.
-      if (target == "gcp-gke" && engine == Engine::kVllm && c.options.gateway && c.options.weights.empty())
-        o.schema_dir = testing::SourceDir() + "/../shared/schemas";
-      auto f = LintDocuments(docs, o);
-      for (const Finding& finding : f) {
-        // The only finding allowed: the guide's own caveat that kimi-k3's arm64 variant must be checked.
-        EXPECT_EQ(finding.rule, "K3-ARCH-002") << c.label << ": " << FormatFindings({finding}, false);
-      }
+    LintOptions o = Options();
+    // Full CRD validation of every target is crd_test's job; here once, through lint's own --schema-dir
+    // path.
+    if (c.options.target == "gcp-gke" && c.options.engine == Engine::kVllm && c.options.gateway &&
+        c.options.weights.empty())
+      o.schema_dir = testing::SourceDir() + "/../shared/schemas";
+    for (const Finding& finding : LintFiles(testing::RenderCombination(c), o)) {
+      // The only finding allowed: the guide's own caveat that kimi-k3's arm64 variant must be checked.
+      EXPECT_EQ(finding.rule, "K3-ARCH-002") << c.label << ": " << FormatFindings({finding}, false);
     }
   }
 }
