@@ -3,29 +3,44 @@
 # present it only runs dpkg queries and returns in well under a second.
 #
 #   scripts/install-deps.sh              build + test dependencies
+#   scripts/install-deps.sh --build      what building the k3 binary needs (the Dockerfile's build stage)
+#   scripts/install-deps.sh --runtime    the shared libraries the k3 binary runs with (the image)
 #   scripts/install-deps.sh --reference  also python3-torch, for tools/reference (golden generation only)
 set -euo pipefail
 
-packages=(
+build=(
   # toolchain
-  g++ cmake ninja-build pkg-config clang-14 libclang-rt-14-dev clang-format
+  g++ cmake ninja-build pkg-config
   # libraries (design.md "Dependencies")
   libcli11-dev nlohmann-json3-dev libspdlog-dev libfmt-dev libhwy-dev libpcre2-dev libyaml-cpp-dev
   libboost-dev
   libvalijson-dev  # deploy tests: CRD validation; k3 verify: tool-call arguments
-  libcurl4-openssl-dev  # src/client: HTTP(S) for k3 verify / k3 bench
+  libcurl4-openssl-dev  # src/client: HTTP(S) for k3 verify / k3 bench / weights
   libgloo-dev  # src/dist: collectives of one model across rank processes (TCP transport)
+)
+runtime=(
+  # what `ldd k3` names beyond libc / libstdc++ (each pulls its own dependencies)
+  libyaml-cpp0.7 libcurl4 libhwy1 libgloo0 libspdlog1.10 libfmt9 libpcre2-8-0 ca-certificates
+)
+tests=(
+  clang-14 libclang-rt-14-dev clang-format  # sanitizer build and fuzzers
   iproute2  # tests/dist: the two-namespace test (ip netns, veth)
   # tests/deploy/rendered_test.py: rendered scripts through shellcheck, and every aws / az command line
   # through the real CLI offline (gcloud and kubectl are not in Debian: checked where installed)
   shellcheck awscli azure-cli python3-yaml
-  # tests and benchmarks
   googletest libgtest-dev libgmock-dev libbenchmark-dev
   chromium  # tests/e2e: k3 bench SVG screenshot; with 23 libraries ~360 MB installed, ~1 min to install
 )
-if [[ "${1:-}" == "--reference" ]]; then
-  packages+=(python3-torch python3-numpy)
-fi
+case "${1:-}" in
+  --build) packages=("${build[@]}") ;;
+  --runtime) packages=("${runtime[@]}") ;;
+  --reference) packages=("${build[@]}" "${tests[@]}" python3-torch python3-numpy) ;;
+  "") packages=("${build[@]}" "${tests[@]}") ;;
+  *)
+    echo "install-deps.sh: unknown option '$1' (use --build, --runtime or --reference)" >&2
+    exit 2
+    ;;
+esac
 
 missing=()
 for p in "${packages[@]}"; do

@@ -168,8 +168,8 @@ Result<std::vector<RenderedFile>> Render(const Catalog& catalog, const RenderOpt
   K3_ASSIGN_OR_RETURN(ctx.weights, ParseWeightsUri(weights));
   if (options.engine == Engine::kK3 && options.image.empty()) {
     return InvalidArgument(
-        "--engine k3 needs --image REGISTRY/k3:TAG (an image built from this repository; "
-        "k3stack publishes none)");
+        "--engine k3 needs --image REGISTRY/k3:TAG: build it from this repository's Dockerfile and push it "
+        "to your registry (docs/deploy.md, \"The k3 image\"); k3stack publishes none");
   }
   ctx.image = options.image.empty() ? kVllmImage : options.image;
   ctx.app_name = "kimi-k3";

@@ -65,8 +65,8 @@ Result<std::vector<RenderedFile>> RenderLwsTarget(const RenderContext& ctx) {
   }
   if (multi) {
     apply.push_back(
-        "kubectl apply --server-side -f https://github.com/kubernetes-sigs/lws/releases/latest/download/"
-        "manifests.yaml");
+        "kubectl apply --server-side -f https://github.com/kubernetes-sigs/lws/releases/download/v0.10.0/"
+        "manifests.yaml");  // the release whose CRD ../shared/schemas validates against
   }
   apply.push_back(
       "kubectl apply -f weights.yaml && kubectl wait --for=condition=complete --timeout=24h job/" +
