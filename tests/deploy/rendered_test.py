@@ -9,13 +9,16 @@ binary into a temporary directory:
      shellcheck is not installed);
   2. every `k3` command line in a manifest is accepted by `k3 serve --dry-run`, under the LeaderWorkerSet
      environment for leader and worker pods;
-  3. the model path chain holds: the directory the weights are written to (pre-sync Job, mount, operator)
+  3. every core object (and each LWS / KServe pod template, as a Pod) validates against the upstream
+     Kubernetes and Gateway API schemas (tests/deploy/core_schemas, pinned npm packages), when node and
+     those packages are installed;
+  4. the model path chain holds: the directory the weights are written to (pre-sync Job, mount, operator)
      is the directory the engine reads;
-  4. the scripts and the NOTES.md apply steps run against stub cloud CLIs that record each invocation;
+  5. the scripts and the NOTES.md apply steps run against stub cloud CLIs that record each invocation;
      every recorded `aws`, `az`, `gcloud` and `kubectl` invocation is then run by the real CLI inside a
      network namespace with no credentials, so it fails at credentials or network, never at parsing.
      Each outcome is classified; a usage error fails the test. Counts per CLI are printed.
-  5. cleanup.sh, with the stub failing one resource, still deletes the others, reports the failure in its
+  6. cleanup.sh, with the stub failing one resource, still deletes the others, reports the failure in its
      summary and exits non-zero.
 Network: the real CLIs run under `unshare --net` (loopback only, down). Stubs exist only at this cloud
 boundary; nothing else is mocked.
@@ -453,6 +456,23 @@ def check_invocations(invocations, home, results):
             fail(f"{cli} {shlex.join(argv)}\n  -> {kind}: {out.strip()[:800]}")
 
 
+# ------------------------------------------------------------------------------------------ core schemas
+def check_core_schemas(work, counts):
+    """Every rendered core object (and LWS / KServe pod template) against the upstream Kubernetes schemas."""
+    here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "core_schemas")
+    if not shutil.which("node") or not os.path.isdir(os.path.join(here, "node_modules")):
+        print("core schemas: skipped (needs node and `npm ci --prefix tests/deploy/core_schemas`)")
+        return
+    files = sorted(os.path.join(root, f) for root, _, names in os.walk(work) for f in names
+                   if f.endswith((".yaml", ".yml")) and "/refused" not in root)
+    r = subprocess.run(["node", os.path.join(here, "validate.mjs"), *files], capture_output=True, text=True,
+                       timeout=300)
+    print(r.stdout.strip()[-4000:])
+    counts["core schema runs"] = 1
+    if r.returncode != 0:
+        fail(f"core schemas: {r.stdout.strip()[-2000:]} {r.stderr.strip()[-1000:]}")
+
+
 # --------------------------------------------------------------------------------------- cleanup failure
 def check_cleanup_continues(label, d, stub_dir, work, fail_pattern, later):
     """cleanup.sh with `fail_pattern` failing: every command in `later` still runs, exit != 0, summary."""
@@ -523,6 +543,7 @@ def main():
             counts["refusals"] += 1
             if r.returncode == 0 or "--" not in r.stderr:  # the message names the flag to change
                 fail(f"k3 render {label}: expected a refusal naming the fix, got exit {r.returncode}: {r.stderr}")
+        check_core_schemas(work, counts)
         if not shutil.which("unshare"):
             print("cloud CLI argument checks: skipped (no `unshare` to run them without network)")
         else:
