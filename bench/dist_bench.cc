@@ -1,7 +1,9 @@
-// bench/dist_bench: latency and bandwidth of the Gloo all-reduce (dist::Communicator::AllReduceSum) on
-// loopback, for the sizes K3 sends per decode token (spec/distributed.md), with 2 and 4 rank processes.
+// bench/dist_bench: latency and bandwidth of the all-reduce (dist::Communicator::AllReduceSum) between
+// rank processes of one machine, for the sizes K3 sends per decode token (spec/distributed.md), with 2 and
+// 4 ranks: through shared memory (what ranks on one machine use), or over Gloo's TCP ring with
+// K3_DIST_SHM=0 (what ranks on different machines use), on loopback.
 //
-//   dist_bench [--worlds 2,4] [--scale 1]
+//   dist_bench [--worlds 2,4] [--scale 1]          K3_DIST_SHM=0 dist_bench   for the TCP path
 //
 // The bench re-runs itself once per rank (K3_DIST_BENCH_RANK / _WORLD / _PORT); rank 0 prints the table.
 // Each timed call is preceded by a Barrier, so a figure is one all-reduce from a common start, not a
@@ -86,7 +88,10 @@ int RunRank(int rank, int world, int port, double scale) {
   k3::dist::Communicator& comm = **created;
   comm.SetTimeout(std::chrono::seconds(60));
   if (rank == 0) {
-    std::printf("\n%d ranks (processes) on 127.0.0.1, Gloo TCP, ring all-reduce, fp32\n", world);
+    const char* shm = std::getenv("K3_DIST_SHM");
+    const bool tcp = shm != nullptr && std::string(shm) == "0";
+    std::printf("\n%d ranks (processes) on 127.0.0.1, all-reduce %s, fp32\n", world,
+                tcp ? "over Gloo TCP (ring; K3_DIST_SHM=0)" : "through shared memory (ranks on one machine)");
     std::printf("%-14s %10s %6s %10s %10s %10s %10s %10s\n", "size", "bytes", "calls", "median us", "p90 us",
                 "slowest us", "algbw GB/s", "busbw GB/s");
   }

@@ -17,12 +17,14 @@
 #include <thread>
 #include <vector>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 
 #include "src/dist/communicator.h"
 #include "src/dist/rendezvous_store.h"
+#include "src/dist/shm_allreduce.h"
 #include "src/dist/store_frame.h"
 
 namespace k3::dist {
@@ -201,14 +203,82 @@ TEST(DistRanks, DISABLED_Rank) {
 
 // --- the parent side -----------------------------------------------------------------------------
 
-TEST(GlooCommunicatorTest, CollectivesOnTwoAndFourRanksAgreeBitForBit) {
-  for (int world : {2, 4}) {
-    auto results = RunRanks("collectives", world, 30000);
-    for (int r = 0; r < world; ++r) {
-      EXPECT_EQ(results[r].exit_code, 0) << "world " << world << " rank " << r << ":\n" << results[r].output;
-      EXPECT_EQ(Report(results[r]), Report(results[0])) << "rank " << r << " summed differently";
+// Ranks on one machine all-reduce through shared memory; K3_DIST_SHM=0 keeps them on Gloo's TCP path,
+// the one ranks on different machines take. Both are run.
+class Transport {
+ public:
+  explicit Transport(bool shared_memory) {
+    if (shared_memory) {
+      unsetenv("K3_DIST_SHM");
+    } else {
+      setenv("K3_DIST_SHM", "0", 1);
     }
   }
+  ~Transport() { unsetenv("K3_DIST_SHM"); }
+};
+
+TEST(GlooCommunicatorTest, CollectivesOnTwoAndFourRanksAgreeBitForBit) {
+  for (bool shm : {true, false}) {
+    Transport transport(shm);
+    for (int world : {2, 4}) {
+      auto results = RunRanks("collectives", world, 30000);
+      for (int r = 0; r < world; ++r) {
+        EXPECT_EQ(results[r].exit_code, 0)
+            << (shm ? "shm" : "tcp") << " world " << world << " rank " << r << ":\n"
+            << results[r].output;
+        EXPECT_EQ(Report(results[r]), Report(results[0])) << "rank " << r << " summed differently";
+      }
+    }
+  }
+}
+
+TEST(ShmAllReduceTest, ThreeRanksSumInRankOrderAcrossChunks) {
+  const std::string name = fmt::format("/k3-test-{}", getpid());
+  auto owner = ShmAllReduce::Create(name, 3);
+  ASSERT_TRUE(owner.ok()) << owner.status().ToString();
+  std::vector<std::unique_ptr<ShmAllReduce>> ranks;
+  ranks.push_back(std::move(*owner));
+  for (int r = 1; r < 3; ++r) {
+    auto opened = ShmAllReduce::Open(name, r, 3);
+    ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+    ranks.push_back(std::move(*opened));
+  }
+  for (int r = 0; r < 3; ++r) ranks[r]->Attach(r);
+  ranks[0]->Unlink();
+  EXPECT_FALSE(ShmAllReduce::Open(name, 1, 3).ok());   // the name is gone, the mappings stay
+  const size_t n = ShmAllReduce::kSlotFloats * 2 + 5;  // three chunks, the last one short
+  std::vector<std::vector<float>> data(3, std::vector<float>(n));
+  for (int r = 0; r < 3; ++r) {
+    for (size_t i = 0; i < n; ++i) data[r][i] = static_cast<float>((r + 1) * (i % 101)) + 0.1f * r;
+  }
+  std::vector<std::thread> threads;
+  std::vector<Status> status(3);
+  for (int round = 0; round < 3; ++round) {  // generations alternate between the two slot sets
+    threads.clear();
+    for (int r = 0; r < 3; ++r) {
+      threads.emplace_back([&, r] { status[r] = ranks[r]->AllReduceSum(data[r], std::chrono::seconds(10)); });
+    }
+    for (auto& t : threads) t.join();
+    for (int r = 0; r < 3; ++r) ASSERT_TRUE(status[r].ok()) << status[r].ToString();
+    for (int r = 1; r < 3; ++r) ASSERT_EQ(data[r], data[0]) << "round " << round << " rank " << r;
+  }
+  // One round by hand: ((a0 + a1) + a2) in fp32, then twice more on the result.
+  float expect = static_cast<float>(1 * 7) + 0.0f;
+  expect = expect + (static_cast<float>(2 * 7) + 0.1f);
+  expect = expect + (static_cast<float>(3 * 7) + 0.2f);
+  for (int round = 1; round < 3; ++round) expect = (expect + expect) + expect;
+  EXPECT_EQ(data[0][7], expect);
+}
+
+TEST(ShmAllReduceTest, ARankThatNeverArrivesIsATimeoutNamingIt) {
+  const std::string name = fmt::format("/k3-test-timeout-{}", getpid());
+  auto owner = ShmAllReduce::Create(name, 2);
+  ASSERT_TRUE(owner.ok()) << owner.status().ToString();
+  (*owner)->Attach(0);
+  std::vector<float> x(16, 1.0f);
+  Status s = (*owner)->AllReduceSum(x, std::chrono::milliseconds(200));
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("waiting for rank 1"), std::string::npos) << s.ToString();
 }
 
 TEST(GlooCommunicatorTest, FingerprintMismatchIsRefusedByEveryRank) {
@@ -231,11 +301,14 @@ TEST(GlooCommunicatorTest, ARankThatNeverJoinsIsNamedAfterTheTimeout) {
 }
 
 TEST(GlooCommunicatorTest, ALostPeerIsAStatusNamingItNotAHang) {
-  auto results = RunRanks("peer_dies", 2, 10000);
-  EXPECT_EQ(results[0].exit_code, 0) << results[0].output;
-  const std::string report = Report(results[0]);
-  EXPECT_NE(report.find("lost rank 1"), std::string::npos) << report;
-  EXPECT_NE(report.find("again: IoError"), std::string::npos) << report;  // later calls fail fast
+  for (bool shm : {true, false}) {
+    Transport transport(shm);
+    auto results = RunRanks("peer_dies", 2, 10000);
+    EXPECT_EQ(results[0].exit_code, 0) << results[0].output;
+    const std::string report = Report(results[0]);
+    EXPECT_NE(report.find("lost rank 1"), std::string::npos) << (shm ? "shm: " : "tcp: ") << report;
+    EXPECT_NE(report.find("again: IoError"), std::string::npos) << report;  // later calls fail fast
+  }
 }
 
 TEST(GlooCommunicatorTest, AMasterPortInUseIsNamed) {

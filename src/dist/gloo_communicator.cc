@@ -4,17 +4,24 @@
 //      itself under k3/joined/<rank> with its fingerprint under k3/fingerprint/<rank>;
 //   2. rank 0 waits for every rank (a timeout names the ranks that never joined), compares fingerprints
 //      and publishes its verdict under k3/verdict ("ok" or why not), which every rank reads;
-//   3. Gloo connects every pair of ranks through the store (keys under gloo/).
+//   3. Gloo connects every pair of ranks through the store (keys under gloo/);
+//   4. when every rank runs on this machine (same boot id, network namespace and host name under
+//      k3/machine/<rank>), rank 0 creates a shared-memory segment (k3/shm-name) that every rank maps
+//      (k3/shm-open/<rank>): all-reduces then go through it (shm_allreduce.h), the other collectives
+//      through Gloo. K3_DIST_SHM=0 keeps every collective on Gloo.
 // Collectives catch every Gloo exception and turn it into a Status naming the lost rank where rank 0's
 // store saw that rank's connection close; a communicator that failed once fails every later call.
 #include <arpa/inet.h>
 #include <netdb.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <thread>
 
 #include <fmt/format.h>
@@ -31,6 +38,7 @@
 
 #include "src/dist/communicator.h"
 #include "src/dist/rendezvous_store.h"
+#include "src/dist/shm_allreduce.h"
 
 namespace k3::dist {
 namespace {
@@ -116,18 +124,25 @@ class GlooCommunicator final : public Communicator {
  public:
   GlooCommunicator(int rank, int world, std::unique_ptr<StoreServer> server,
                    std::unique_ptr<StoreClient> client, std::shared_ptr<gloo::rendezvous::Context> context,
-                   std::chrono::milliseconds timeout)
+                   std::unique_ptr<ShmAllReduce> shm, std::chrono::milliseconds timeout)
       : rank_(rank),
         world_(world),
         server_(std::move(server)),
         client_(std::move(client)),
         context_(std::move(context)),
+        shm_(std::move(shm)),
         timeout_(timeout) {}
 
   int rank() const override { return rank_; }
   int world_size() const override { return world_; }
 
   Status AllReduceSum(std::span<float> data) override {
+    if (shm_ != nullptr) {
+      if (!broken_.ok()) return broken_;
+      Status s = shm_->AllReduceSum(data, timeout_);
+      if (!s.ok()) broken_ = s;
+      return s;
+    }
     return Run("all-reduce", [&] {
       gloo::AllreduceOptions opts(context_);
       opts.setOutput(data.data(), data.size());
@@ -223,10 +238,64 @@ class GlooCommunicator final : public Communicator {
   std::unique_ptr<StoreServer> server_;  // rank 0
   std::unique_ptr<StoreClient> client_;
   std::shared_ptr<gloo::rendezvous::Context> context_;
+  std::unique_ptr<ShmAllReduce> shm_;  // all ranks on this machine: all-reduces through shared memory
   std::chrono::milliseconds timeout_;
   uint32_t tag_ = 1;
   Status broken_;
 };
+
+// This machine as the ranks must share it to share memory: boot id (the kernel instance), network
+// namespace (pods on one node have their own, and may not share /dev/shm) and host name.
+std::string MachineIdentity() {
+  std::string boot;
+  std::ifstream("/proc/sys/kernel/random/boot_id") >> boot;
+  struct stat ns {};
+  const unsigned long long netns = stat("/proc/self/ns/net", &ns) == 0 ? ns.st_ino : 0;
+  char host[256] = {};
+  gethostname(host, sizeof(host) - 1);
+  return fmt::format("{}/{}/{}", boot, netns, host);
+}
+
+// Step 4 of the rendezvous (see the top of this file): a shared-memory all-reduce when every rank is on
+// this machine and every rank could map the segment; nullptr otherwise (Gloo then carries everything).
+// Every rank reads the same keys, so every rank takes the same decision.
+Result<std::unique_ptr<ShmAllReduce>> SharedMemoryAllReduce(const CommunicatorOptions& o, StoreClient& client,
+                                                            std::chrono::milliseconds timeout) {
+  K3_RETURN_IF_ERROR(client.Set(fmt::format("k3/machine/{}", o.rank), MachineIdentity()));
+  bool local = o.world_size <= ShmAllReduce::kMaxRanks;
+  for (int r = 0; r < o.world_size; ++r) {
+    K3_ASSIGN_OR_RETURN(std::string theirs, client.Get(fmt::format("k3/machine/{}", r), timeout));
+    local &= theirs == MachineIdentity();
+  }
+  if (!local) return std::unique_ptr<ShmAllReduce>();
+  std::unique_ptr<ShmAllReduce> shm;
+  if (o.rank == 0) {
+    const std::string name = fmt::format("/k3-allreduce-{}-{}", getpid(), o.master_port);
+    auto created = ShmAllReduce::Create(name, o.world_size);
+    if (created.ok()) shm = std::move(*created);
+    K3_RETURN_IF_ERROR(client.Set("k3/shm-name", created.ok() ? name : ""));
+    K3_RETURN_IF_ERROR(client.Set("k3/shm-open/0", created.ok() ? "ok" : created.status().ToString()));
+  } else {
+    K3_ASSIGN_OR_RETURN(std::string name, client.Get("k3/shm-name", timeout));
+    Status opened = InvalidArgument("rank 0 has no segment");
+    if (!name.empty()) {
+      auto o_shm = ShmAllReduce::Open(name, o.rank, o.world_size);
+      opened = o_shm.status();
+      if (o_shm.ok()) shm = std::move(*o_shm);
+    }
+    K3_RETURN_IF_ERROR(
+        client.Set(fmt::format("k3/shm-open/{}", o.rank), opened.ok() ? "ok" : opened.ToString()));
+  }
+  bool everyone = true;
+  for (int r = 0; r < o.world_size; ++r) {
+    K3_ASSIGN_OR_RETURN(std::string state, client.Get(fmt::format("k3/shm-open/{}", r), timeout));
+    everyone &= state == "ok";
+  }
+  if (!everyone) return std::unique_ptr<ShmAllReduce>();  // the segment (if any) goes with `shm`
+  shm->Attach(o.rank);
+  if (o.rank == 0) shm->Unlink();  // every rank has mapped it: no name is left behind, whatever happens
+  return shm;
+}
 
 Result<std::unique_ptr<Communicator>> CreateGloo(const CommunicatorOptions& o) {
   // Gloo writes to its sockets without MSG_NOSIGNAL: a write to a rank that just died would kill this
@@ -318,8 +387,13 @@ Result<std::unique_ptr<Communicator>> CreateGloo(const CommunicatorOptions& o) {
     context->setTimeout(left());
     GlooStore store(client.get(), left());
     context->connectFullMesh(store, device);
-    return std::unique_ptr<Communicator>(std::make_unique<GlooCommunicator>(
-        o.rank, o.world_size, std::move(server), std::move(client), std::move(context), o.timeout));
+    std::unique_ptr<ShmAllReduce> shm;
+    if (const char* env = std::getenv("K3_DIST_SHM"); env == nullptr || std::string(env) != "0") {
+      K3_ASSIGN_OR_RETURN(shm, SharedMemoryAllReduce(o, *client, left()));
+    }
+    return std::unique_ptr<Communicator>(
+        std::make_unique<GlooCommunicator>(o.rank, o.world_size, std::move(server), std::move(client),
+                                           std::move(context), std::move(shm), o.timeout));
   } catch (const std::exception& e) {
     return IoError("rank {}: connecting to the other ranks failed: {} (interface: {})", o.rank, e.what(),
                    o.ifname.empty() ? attr.hostname : o.ifname);
