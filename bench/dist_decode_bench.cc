@@ -3,6 +3,7 @@
 // communication share of a decode step (time inside the collectives on rank 0 over the step time).
 //
 // The communication share comes from Model::CollectiveSeconds (time rank 0 spends inside collectives).
+// Rank 1 prints its peak resident memory at the end (it only ever loads its shard).
 //   dist_decode_bench --model DIR [--tokens 32] [--repeats 5] [--prompt-len 16] [--expert-parallel 1]
 //
 // Each repetition: 1 process x 2 threads decodes --tokens tokens after a prompt; then 2 ranks (this
@@ -13,6 +14,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -52,6 +54,25 @@ double DecodeRun(k3::model::Model& model, int64_t prompt_len, int64_t tokens) {
     K3_CHECK_OK(model.Forward(std::span(&step, 1), &out));
   }
   return Seconds(t0, Clock::now());
+}
+
+// A field of /proc/self/status in MB ("VmHWM", "RssFile", "RssAnon"); -1 when absent.
+double StatusMb(const std::string& key) {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind(key + ":", 0) == 0) return std::atof(line.c_str() + key.size() + 1) / 1024.0;
+  }
+  return -1;
+}
+
+// Bytes of the checkpoint's *.safetensors files, in MB.
+double CheckpointMb(const std::string& dir) {
+  double bytes = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    if (e.path().extension() == ".safetensors") bytes += static_cast<double>(e.file_size());
+  }
+  return bytes / (1024.0 * 1024.0);
 }
 
 struct Args {
@@ -105,6 +126,12 @@ int main(int argc, char** argv) {
       K3_CHECK_OK(member.status());
       K3_CHECK_OK(k3::model::RunWorker(*member->model, *member->comm));
     }
+    // Rank 1 only ever held its shard: its peak resident memory is what one rank of two costs.
+    std::printf(
+        "rank 1 of 2: peak resident %.0f MB (now: mapped weights %.0f MB, own memory %.0f MB) for a %.0f MB "
+        "checkpoint\n",
+        StatusMb("VmHWM"), StatusMb("RssFile"), StatusMb("RssAnon"), CheckpointMb(a.model));
+    std::fflush(stdout);
     return 0;
   }
 
