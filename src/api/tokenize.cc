@@ -110,15 +110,28 @@ std::optional<std::string> Detokenize(std::string_view body, const ServerContext
 }
 
 std::string ModelsBody(const ServerContext& ctx) {
-  return DumpJson({{"object", "list"},
-                   {"data",
-                    {{{"id", ctx.served_model_name},
-                      {"object", "model"},
-                      {"created", ctx.created},
-                      {"owned_by", "k3stack"},
-                      {"root", ctx.served_model_name},
-                      {"parent", nullptr},
-                      {"max_model_len", ctx.max_model_len}}}}});
+  // vLLM's ModelCard carries one permission object; clients that read it find it.
+  const nlohmann::json permission = {{"id", "modelperm-" + ctx.served_model_name},
+                                     {"object", "model_permission"},
+                                     {"created", ctx.created},
+                                     {"allow_create_engine", false},
+                                     {"allow_sampling", true},
+                                     {"allow_logprobs", true},
+                                     {"allow_search_indices", false},
+                                     {"allow_view", true},
+                                     {"allow_fine_tuning", false},
+                                     {"organization", "*"},
+                                     {"group", nullptr},
+                                     {"is_blocking", false}};
+  const nlohmann::json model = {{"id", ctx.served_model_name},
+                                {"object", "model"},
+                                {"created", ctx.created},
+                                {"owned_by", "k3stack"},
+                                {"root", ctx.served_model_name},
+                                {"parent", nullptr},
+                                {"max_model_len", ctx.max_model_len},
+                                {"permission", nlohmann::json::array({permission})}};
+  return DumpJson({{"object", "list"}, {"data", nlohmann::json::array({model})}});
 }
 
 }  // namespace k3::api

@@ -68,15 +68,24 @@ TEST(DetokenizeTest, RoundTripAndRangeChecks) {
 }
 
 TEST(ModelsTest, ListShape) {
-  EXPECT_EQ(json::parse(ModelsBody(TestContext())), json({{"object", "list"},
-                                                          {"data",
-                                                           {{{"id", "Kimi-K3"},
-                                                             {"object", "model"},
-                                                             {"created", 1700000000},
-                                                             {"owned_by", "k3stack"},
-                                                             {"root", "Kimi-K3"},
-                                                             {"parent", nullptr},
-                                                             {"max_model_len", 4096}}}}}));
+  const json permission = {{"id", "modelperm-Kimi-K3"},
+                           {"object", "model_permission"},
+                           {"created", 1700000000},
+                           {"allow_create_engine", false},
+                           {"allow_sampling", true},
+                           {"allow_logprobs", true},
+                           {"allow_search_indices", false},
+                           {"allow_view", true},
+                           {"allow_fine_tuning", false},
+                           {"organization", "*"},
+                           {"group", nullptr},
+                           {"is_blocking", false}};
+  const json model = {{"id", "Kimi-K3"},       {"object", "model"},
+                      {"created", 1700000000}, {"owned_by", "k3stack"},
+                      {"root", "Kimi-K3"},     {"parent", nullptr},
+                      {"max_model_len", 4096}, {"permission", json::array({permission})}};
+  EXPECT_EQ(json::parse(ModelsBody(TestContext())),
+            json({{"object", "list"}, {"data", json::array({model})}}));
 }
 
 TEST(ErrorBodyTest, OpenAiShapeAndNeverThrows) {

@@ -1,5 +1,6 @@
 // Tests for src/base: Status/Result plumbing, bf16 rounding, ThreadPool coverage, file helpers.
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 
 #include <atomic>
 #include <cmath>
@@ -12,6 +13,7 @@
 #include "src/base/bf16.h"
 #include "src/base/file.h"
 #include "src/base/huge_pages.h"
+#include "src/base/open_files.h"
 #include "src/base/status.h"
 #include "src/base/thread_pool.h"
 
@@ -108,6 +110,32 @@ TEST(HugePageBuffer, AlignedZeroedAndMovable) {
   EXPECT_EQ(HugePageBuffer(0).data(), nullptr);
   EXPECT_EQ(HugePageAlign(1), kHugePageBytes);
   EXPECT_EQ(HugePageAlign(kHugePageBytes), kHugePageBytes);
+}
+
+}  // namespace
+}  // namespace k3
+
+namespace k3 {
+namespace {
+
+TEST(OpenFilesTest, SoftLimitIsRaisedToTheHardOneAndNeverLowered) {
+  rlimit lim{};
+  ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &lim), 0);
+  if (lim.rlim_max != RLIM_INFINITY && lim.rlim_max > 64) {
+    rlimit low = lim;
+    low.rlim_cur = 64;  // as a system with a low default would start the server
+    ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &low), 0);
+  }
+  const OpenFilesLimit first = RaiseOpenFilesLimit();
+  ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &lim), 0);
+  EXPECT_EQ(first.soft, lim.rlim_cur);
+  if (lim.rlim_max != RLIM_INFINITY) {
+    EXPECT_EQ(lim.rlim_cur, lim.rlim_max);
+  }
+  EXPECT_GE(first.soft, first.before);
+  const OpenFilesLimit again = RaiseOpenFilesLimit();  // already at the hard limit: unchanged
+  EXPECT_FALSE(again.raised);
+  EXPECT_EQ(again.soft, first.soft);
 }
 
 }  // namespace

@@ -16,11 +16,12 @@ std::string GenerateRequestId() {
 }
 
 std::string RequestIdFor(std::string_view sent) {
-  if (sent.empty() || sent.size() > 128) return GenerateRequestId();
+  if (sent.empty()) return GenerateRequestId();
   for (char c : sent) {
     if (c < 0x21 || c > 0x7e) return GenerateRequestId();
   }
-  return std::string(sent);
+  // A long id is echoed capped (its first 128 bytes) rather than replaced, so a client can still match it.
+  return std::string(sent.substr(0, kMaxRequestIdBytes));
 }
 
 }  // namespace k3::server

@@ -12,6 +12,7 @@
 #include <spdlog/spdlog.h>
 
 #include "src/api/openai.h"
+#include "src/base/open_files.h"
 #include "src/base/thread_pool.h"
 #include "src/model/model.h"
 #include "src/model/rank_group.h"
@@ -159,6 +160,9 @@ int RunServe(const ServeConfig& config) {
                       : std::filesystem::path(config.model_dir).lexically_normal().filename().string();
     if (served_name.empty()) served_name = config.model_dir;
   }
+  const OpenFilesLimit files = RaiseOpenFilesLimit();  // one descriptor per connection, idle ones too
+  spdlog::info("open files limit: {}{} (hard {})", files.soft,
+               files.raised ? fmt::format(", raised from {}", files.before) : std::string(), files.hard);
   OpenAiService service(served_name, config.version);
   Router router;
   service.AddRoutes(&router);
