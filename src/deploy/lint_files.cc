@@ -294,8 +294,7 @@ void CheckVolumes(const std::vector<YamlDocument>& docs, Sink& sink) {
             }
           }
           if (w.kind == "Job") {
-            std::smatch m;
-            std::string cmd = c.command_line;
+            const std::string& cmd = c.command_line;
             std::string last;
             for (auto it = std::sregex_iterator(cmd.begin(), cmd.end(), kDest); it != std::sregex_iterator();
                  ++it)
