@@ -7,8 +7,10 @@
 #   env: K3_REAL_BIN, K3_WORKER_NETNS, K3_LEADER_ADDRESS
 set -uo pipefail
 if [[ ${1:-} != serve ]]; then exec "$K3_REAL_BIN" "$@"; fi
-# A rendezvous port per group: the suite may run two groups at once (prefix test: warm and cold).
-port=$((30000 + RANDOM % 20000))
+# A rendezvous port per group: the suite may run two groups at once (prefix test: warm and cold). Below
+# the kernel's ephemeral range (32768-60999), where the suite's own client connections take their ports
+# (a CI run once drew a port a client held, and the leader refused it as in use).
+port=$((21000 + RANDOM % 8000))
 lws=(LWS_GROUP_SIZE=2 LWS_LEADER_ADDRESS="$K3_LEADER_ADDRESS")
 ip netns exec "$K3_WORKER_NETNS" env "${lws[@]}" LWS_WORKER_INDEX=1 \
   "$K3_REAL_BIN" "$@" --tensor-parallel-size 2 --master-port "$port" --headless &
