@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "bench/machine_limits.h"
+#include "src/model/sequences.h"
 #include "src/base/check.h"
 #include "src/base/file.h"
 #include "src/base/thread_pool.h"
@@ -153,10 +154,10 @@ TokenCost CostPerToken(const k3::io::ModelConfig& cfg) {
   return cost;
 }
 
-void Forward(k3::model::Model& model, k3::model::SequenceState* state, const std::vector<int32_t>& ids) {
-  k3::model::SequenceBatchItem item{state, ids, false};
+void Forward(k3::model::Sequences& seqs, int32_t slot, const std::vector<int32_t>& ids) {
+  k3::model::SequenceBatchItem item{slot, ids, false};
   k3::model::ForwardOutput out;
-  K3_CHECK_OK(model.Forward(std::span<const k3::model::SequenceBatchItem>(&item, 1), &out));
+  K3_CHECK_OK(seqs.Forward(std::span<const k3::model::SequenceBatchItem>(&item, 1), &out));
 }
 
 std::string Samples(const std::vector<double>& v) {
@@ -225,13 +226,15 @@ int main(int argc, char** argv) {
     model = std::move(loaded).value();
     const auto t2 = Clock::now();
     {
-      auto state = model->NewSequenceState();
-      Forward(*model, state.get(), {1});
+      k3::model::Sequences state_seqs(*model);
+      const int32_t state = state_seqs.New();
+      Forward(state_seqs, state, {1});
     }
     const auto t3 = Clock::now();
     {
-      auto state = model->NewSequenceState();
-      Forward(*model, state.get(), {1});
+      k3::model::Sequences state_seqs(*model);
+      const int32_t state = state_seqs.New();
+      Forward(state_seqs, state, {1});
     }
     start_s.push_back(Seconds(t0, t3));
     load_s.push_back(Seconds(t0, t1));
@@ -267,11 +270,12 @@ int main(int argc, char** argv) {
     k3::kernels::SetBf16DotProducts(dot_products);
     std::vector<int32_t> prompt(16);
     for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = static_cast<int32_t>((i * 7919 + 13 + r) % vocab);
-    auto state = model->NewSequenceState();
-    Forward(*model, state.get(), prompt);
+    k3::model::Sequences state_seqs(*model);
+      const int32_t state = state_seqs.New();
+    Forward(state_seqs, state, prompt);
     const auto d0 = Clock::now();
     for (int64_t s = 0; s < decode_steps; ++s)
-      Forward(*model, state.get(), {static_cast<int32_t>((s * 31 + r) % vocab)});
+      Forward(state_seqs, state, {static_cast<int32_t>((s * 31 + r) % vocab)});
     const double tps = static_cast<double>(decode_steps) / Seconds(d0, Clock::now());
     k3::kernels::SetBf16DotProducts(true);
     return tps;
@@ -318,9 +322,10 @@ int main(int argc, char** argv) {
       long_prompt[i] = static_cast<int32_t>((i * 104729 + 7) % vocab);
     std::vector<double> prefill_s;
     for (int64_t r = 0; r < prefill_repeats; ++r) {
-      auto prefill_state = model->NewSequenceState();
+      k3::model::Sequences prefill_state_seqs(*model);
+      const int32_t prefill_state = prefill_state_seqs.New();
       const auto p0 = Clock::now();
-      Forward(*model, prefill_state.get(), long_prompt);
+      Forward(prefill_state_seqs, prefill_state, long_prompt);
       prefill_s.push_back(Seconds(p0, Clock::now()));
     }
     const double seconds = Median(prefill_s);

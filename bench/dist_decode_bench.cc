@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "bench/machine_limits.h"
+#include "src/model/sequences.h"
 #include "src/base/check.h"
 #include "src/base/thread_pool.h"
 #include "src/dist/launch.h"
@@ -43,15 +44,16 @@ double DecodeRun(k3::model::Model& model, int64_t prompt_len, int64_t tokens) {
   const int64_t vocab = model.config().vocab_size;
   std::vector<int32_t> prompt(static_cast<size_t>(prompt_len));
   for (int64_t i = 0; i < prompt_len; ++i) prompt[i] = static_cast<int32_t>((i * 131 + 7) % vocab);
-  auto state = model.NewSequenceState();
+  k3::model::Sequences seqs(model);
+  const int32_t state = seqs.New();
   k3::model::ForwardOutput out;
-  k3::model::SequenceBatchItem item{state.get(), prompt, false};
-  K3_CHECK_OK(model.Forward(std::span(&item, 1), &out));
+  k3::model::SequenceBatchItem item{state, prompt, false};
+  K3_CHECK_OK(seqs.Forward(std::span(&item, 1), &out));
   const auto t0 = Clock::now();
   for (int64_t s = 0; s < tokens; ++s) {
     const int32_t id = static_cast<int32_t>((s * 31 + 5) % vocab);
-    k3::model::SequenceBatchItem step{state.get(), std::span<const int32_t>(&id, 1), false};
-    K3_CHECK_OK(model.Forward(std::span(&step, 1), &out));
+    k3::model::SequenceBatchItem step{state, std::span<const int32_t>(&id, 1), false};
+    K3_CHECK_OK(seqs.Forward(std::span(&step, 1), &out));
   }
   return Seconds(t0, Clock::now());
 }

@@ -5,10 +5,8 @@
 
 namespace k3::cache {
 
-BlockPool::BlockPool(int64_t num_blocks, int64_t block_floats)
-    : block_floats_(block_floats),
-      memory_(new float[static_cast<size_t>(num_blocks * block_floats)]),  // left uninitialised on purpose
-      seq_refs_(static_cast<size_t>(num_blocks), 0),
+BlockPool::BlockPool(int64_t num_blocks)
+    : seq_refs_(static_cast<size_t>(num_blocks), 0),
       cache_refs_(static_cast<size_t>(num_blocks), 0) {
   free_.reserve(static_cast<size_t>(num_blocks));
   for (int64_t b = num_blocks - 1; b >= 0; --b) free_.push_back(static_cast<int32_t>(b));

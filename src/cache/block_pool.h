@@ -1,6 +1,7 @@
-// BlockPool: a fixed set of MLA latent cache blocks allocated once, with reference counts.
+// BlockPool: the ids of a fixed set of MLA latent cache blocks and their reference counts.
 //
-// Block b holds [num_mla_layers, block_tokens, R + Rp] floats (ModelSequenceState's block layout).
+// Block b holds [num_mla_layers, block_tokens, R + Rp] floats in the model's memory (state_slots.h);
+// this pool only decides which ids are free and who refers to each.
 // References come from sequence block tables (`seq` refs: the blocks in use) and from prefix-cache
 // snapshots (`cache` refs: reclaimable by evicting the snapshot). A block returns to the free list when
 // both counts reach zero; it may be written in place only while its total count is 1.
@@ -15,17 +16,15 @@ namespace k3::cache {
 
 class BlockPool {
  public:
-  BlockPool(int64_t num_blocks, int64_t block_floats);
+  explicit BlockPool(int64_t num_blocks);
 
   int64_t num_blocks() const { return static_cast<int64_t>(seq_refs_.size()); }
-  int64_t block_floats() const { return block_floats_; }
   int64_t num_free() const { return static_cast<int64_t>(free_.size()); }
   // Blocks referenced by at least one sequence.
   int64_t num_in_use_by_sequences() const { return in_use_by_sequences_; }
 
   // A free block with one sequence reference, or nullopt when none is free.
   std::optional<int32_t> Allocate();
-  float* data(int32_t id) { return memory_.get() + static_cast<int64_t>(id) * block_floats_; }
   int32_t total_refs(int32_t id) const { return seq_refs_[id] + cache_refs_[id]; }
 
   void RefSequence(int32_t id);
@@ -36,8 +35,6 @@ class BlockPool {
  private:
   void MaybeFree(int32_t id);
 
-  int64_t block_floats_;
-  std::unique_ptr<float[]> memory_;  // [num_blocks, block_floats]; pages are touched only when used
   std::vector<int32_t> seq_refs_;
   std::vector<int32_t> cache_refs_;
   std::vector<int32_t> free_;  // stack: the most recently freed block is reused first

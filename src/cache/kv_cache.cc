@@ -2,9 +2,9 @@
 #include "src/cache/kv_cache.h"
 
 #include <algorithm>
-#include <cstring>
 
 #include "src/base/check.h"
+#include "src/model/sequence_state.h"
 
 namespace k3::cache {
 
@@ -39,6 +39,7 @@ Result<KvCacheLayout> PlanKvCache(const io::ModelConfig& cfg, const KvCacheOptio
 
 Result<std::unique_ptr<KvCache>> KvCache::Create(const io::ModelConfig& cfg, const KvCacheOptions& options,
                                                  std::shared_ptr<model::StateOpLog> log) {
+  if (log == nullptr) return InvalidArgument("the KV cache needs the model's state op log");
   K3_ASSIGN_OR_RETURN(KvCacheLayout layout, PlanKvCache(cfg, options));
   return std::unique_ptr<KvCache>(new KvCache(cfg, options, layout, std::move(log)));
 }
@@ -49,7 +50,7 @@ KvCache::KvCache(const io::ModelConfig& cfg, const KvCacheOptions& options, cons
       log_(std::move(log)),
       layout_(layout),
       block_tokens_(options.block_tokens),
-      pool_(layout.num_blocks, std::max<int64_t>(layout.block_bytes / int64_t{sizeof(float)}, 1)) {
+      pool_(layout.num_blocks) {
   if (layout.max_snapshots > 0) {
     prefix_ = std::make_unique<PrefixCache>(&pool_, block_tokens_, layout.max_snapshots, log_);
   }
@@ -66,14 +67,12 @@ void KvCache::ReleaseSlots(int64_t n) {
   used_slots_ -= n;
 }
 
-std::unique_ptr<model::ModelSequenceState> KvCache::NewState() const {
-  auto state = std::make_unique<model::ModelSequenceState>(cfg_, log_);
-  state->SetExternalMlaBlocks(block_tokens_);
-  return state;
+std::unique_ptr<PagedSequence> KvCache::NewState() const {
+  return std::make_unique<PagedSequence>(log_, block_tokens_);
 }
 
-bool KvCache::Reserve(model::ModelSequenceState* state, int64_t tokens) {
-  K3_CHECK(state->paged() && state->block_tokens() == block_tokens_);
+bool KvCache::Reserve(PagedSequence* state, int64_t tokens) {
+  K3_CHECK(state->block_tokens() == block_tokens_ && state->log() == log_.get());
   if (tokens <= state->num_tokens()) return true;
   const int64_t have = state->num_blocks();
   const int64_t need = (tokens + block_tokens_ - 1) / block_tokens_;
@@ -86,27 +85,23 @@ bool KvCache::Reserve(model::ModelSequenceState* state, int64_t tokens) {
     const int32_t old_id = state->block_id(b);
     if (pool_.total_refs(old_id) == 1) continue;
     const int32_t id = *pool_.Allocate();
-    std::memcpy(pool_.data(id), pool_.data(old_id),
-                sizeof(float) * static_cast<size_t>(pool_.block_floats()));
-    if (log_ != nullptr) log_->CopyBlock(old_id, id);
-    state->ReplaceBlock(b, id, pool_.data(id));
+    log_->CopyBlock(old_id, id);  // executed before the step that writes into it
+    state->ReplaceBlock(b, id);
     pool_.UnrefSequence(old_id);
   }
   for (int64_t b = have; b < need; ++b) {
-    const int32_t id = *pool_.Allocate();
-    state->AppendBlock(id, pool_.data(id));
+    state->AppendBlock(*pool_.Allocate());
   }
   return true;
 }
 
-void KvCache::Release(model::ModelSequenceState* state) {
+void KvCache::Release(PagedSequence* state) {
   for (int32_t id : state->ReleaseBlocks()) pool_.UnrefSequence(id);
 }
 
-std::unique_ptr<model::ModelSequenceState> KvCache::Fork(const model::ModelSequenceState& state) {
-  std::unique_ptr<model::SequenceState> copy = state.Clone();
+std::unique_ptr<PagedSequence> KvCache::Fork(const PagedSequence& state) {
   for (int32_t id : state.block_ids()) pool_.RefSequence(id);
-  return std::unique_ptr<model::ModelSequenceState>(static_cast<model::ModelSequenceState*>(copy.release()));
+  return state.Fork();
 }
 
 double KvCache::Usage() const {

@@ -1,5 +1,6 @@
-// KvCache: the engine's memory — paged MLA latent blocks, KDA state slots and the prefix cache, sized
-// from one byte budget.
+// KvCache: the engine's bookkeeping of the model's state memory — paged MLA latent blocks, KDA state
+// slots and the prefix cache, sized from one byte budget. The memory itself is the model's (model.h):
+// every change here is a slot op in the StateOpLog that the next StepPlan carries.
 //
 // Budget split (Create): a KDA slot costs the per-sequence KDA bytes (recurrent states + conv tails); a
 // block costs num_mla_layers * block_tokens * (R + Rp) * 4 bytes. Running sequences get
@@ -20,7 +21,8 @@
 #include "src/cache/block_pool.h"
 #include "src/cache/prefix_cache.h"
 #include "src/io/model_config.h"
-#include "src/model/sequence_state.h"
+#include "src/cache/paged_sequence.h"
+#include "src/model/state_log.h"
 
 namespace k3::cache {
 
@@ -44,10 +46,10 @@ Result<KvCacheLayout> PlanKvCache(const io::ModelConfig& cfg, const KvCacheOptio
 
 class KvCache {
  public:
-  // cfg: what one state holds (Model::state_config()). `log`: the model's StateOpLog when it is sharded
-  // (states, clones, snapshot copies and copy-on-write block copies are recorded there), else null.
+  // cfg: what one state holds (Model::state_config()). `log`: where states, clones, snapshot copies and
+  // copy-on-write block copies are recorded for the model to execute (non-null).
   static Result<std::unique_ptr<KvCache>> Create(const io::ModelConfig& cfg, const KvCacheOptions& options,
-                                                 std::shared_ptr<model::StateOpLog> log = nullptr);
+                                                 std::shared_ptr<model::StateOpLog> log);
 
   const KvCacheLayout& layout() const { return layout_; }
   int64_t block_tokens() const { return block_tokens_; }
@@ -59,15 +61,15 @@ class KvCache {
   bool AcquireSlots(int64_t n);
   void ReleaseSlots(int64_t n);
 
-  // An empty paged state (no slot taken: slots are acquired separately).
-  std::unique_ptr<model::ModelSequenceState> NewState() const;
+  // An empty paged state in a new model slot (no KDA slot of the budget taken: AcquireSlots does that).
+  std::unique_ptr<PagedSequence> NewState() const;
   // Makes positions [num_tokens(), tokens) writable: appends blocks and copies shared ones.
   // False when the pool is short (the state keeps what it had).
-  bool Reserve(model::ModelSequenceState* state, int64_t tokens);
+  bool Reserve(PagedSequence* state, int64_t tokens);
   // Drops the state's block references and empties it.
-  void Release(model::ModelSequenceState* state);
+  void Release(PagedSequence* state);
   // A copy sharing every block (for n > 1); the first write to a shared block copies it.
-  std::unique_ptr<model::ModelSequenceState> Fork(const model::ModelSequenceState& state);
+  std::unique_ptr<PagedSequence> Fork(const PagedSequence& state);
 
   // 0..1: bytes of blocks and slots held by sequences over the budget's blocks and slots.
   double Usage() const;

@@ -7,6 +7,8 @@
 
 #include <gtest/gtest.h>
 
+#include "src/model/sequences.h"
+#include "src/model/sequence_state.h"
 #include "src/model/testing/random_model.h"
 
 namespace k3::cache {
@@ -39,31 +41,39 @@ TEST(KvCache, BudgetSplit) {
   EXPECT_FALSE(PlanKvCache(cfg, tiny).ok());
 }
 
+using model::StateOp;
+using model::StateOpKind;
+
+std::shared_ptr<model::StateOpLog> NewLog() { return std::make_shared<model::StateOpLog>(); }
+
 TEST(KvCache, ReserveForkCopyOnWriteAndRelease) {
   const io::ModelConfig cfg = model::testing::TinyK3Config();
-  auto cache = KvCache::Create(cfg, Options(10, false));
+  auto log = NewLog();
+  auto cache = KvCache::Create(cfg, Options(10, false), log);
   ASSERT_TRUE(cache.ok());
   KvCache& kv = **cache;
   const int64_t total = kv.free_blocks();
   auto a = kv.NewState();
+  EXPECT_EQ(log->Drain(), (std::vector<StateOp>{{StateOpKind::kNew, a->slot(), 0}}));
   ASSERT_TRUE(kv.Reserve(a.get(), 6));  // 2 blocks of 4
   EXPECT_EQ(a->num_blocks(), 2);
   EXPECT_EQ(kv.free_blocks(), total - 2);
-  for (int64_t p = 0; p < 6; ++p) a->MlaRow(1, p)[0] = static_cast<float>(p);
   a->Advance(6);
   auto b = kv.Fork(*a);
+  EXPECT_EQ(log->Drain(), (std::vector<StateOp>{{StateOpKind::kClone, a->slot(), b->slot()}}));
   EXPECT_EQ(b->block_ids(), a->block_ids());
+  EXPECT_EQ(b->num_tokens(), 6);
   EXPECT_EQ(kv.free_blocks(), total - 2);
-  // b writes position 6 (block 1, shared): copied first; block 0 stays shared.
+  // b writes position 6 (block 1, shared): the model copies it first; block 0 stays shared.
   ASSERT_TRUE(kv.Reserve(b.get(), 7));
   EXPECT_EQ(b->block_id(0), a->block_id(0));
   EXPECT_NE(b->block_id(1), a->block_id(1));
-  EXPECT_EQ(b->MlaRow(1, 5)[0], 5.0f);
-  b->MlaRow(1, 6)[0] = 60.0f;
-  // a now owns its block 1 alone: written in place.
+  EXPECT_EQ(log->Drain(), (std::vector<StateOp>{{StateOpKind::kCopyBlock, a->block_id(1), b->block_id(1)}}));
+  // a now owns its block 1 alone: written in place, nothing recorded.
   const int32_t a1 = a->block_id(1);
   ASSERT_TRUE(kv.Reserve(a.get(), 7));
   EXPECT_EQ(a->block_id(1), a1);
+  EXPECT_TRUE(log->Drain().empty());
   EXPECT_EQ(kv.free_blocks(), total - 3);
   EXPECT_GT(kv.Usage(), 0.0);
   kv.Release(a.get());
@@ -74,10 +84,13 @@ TEST(KvCache, ReserveForkCopyOnWriteAndRelease) {
   auto c = kv.NewState();
   EXPECT_FALSE(kv.Reserve(c.get(), (total + 1) * 4));
   EXPECT_EQ(kv.free_blocks(), total);
+  const int32_t c_slot = c->slot();
+  c.reset();
+  EXPECT_EQ(log->Drain(), (std::vector<StateOp>{{StateOpKind::kNew, c_slot, 0}, {StateOpKind::kFree, c_slot, 0}}));
 }
 
 TEST(KvCache, SlotsAreCounted) {
-  auto cache = KvCache::Create(model::testing::TinyK3Config(), Options(10, false));
+  auto cache = KvCache::Create(model::testing::TinyK3Config(), Options(10, false), NewLog());
   ASSERT_TRUE(cache.ok());
   EXPECT_TRUE((*cache)->AcquireSlots(3));
   EXPECT_FALSE((*cache)->AcquireSlots(2));
@@ -87,7 +100,8 @@ TEST(KvCache, SlotsAreCounted) {
 
 TEST(PrefixCache, SnapshotRestoreAndLruEviction) {
   const io::ModelConfig cfg = model::testing::TinyK3Config();
-  auto cache = KvCache::Create(cfg, Options(20, true));
+  auto log = NewLog();
+  auto cache = KvCache::Create(cfg, Options(20, true), log);
   ASSERT_TRUE(cache.ok());
   KvCache& kv = **cache;
   PrefixCache* pc = kv.prefix();
@@ -96,24 +110,31 @@ TEST(PrefixCache, SnapshotRestoreAndLruEviction) {
   const std::vector<int32_t> tokens = {5, 6, 7, 8, 9, 10};
   auto a = kv.NewState();
   ASSERT_TRUE(kv.Reserve(a.get(), 6));
-  a->MlaRow(0, 5)[1] = 3.5f;
-  a->kda(0).recurrent[2] = 1.25f;
   a->Advance(6);
+  (void)log->Drain();
   const std::vector<float> logits = {0.5f, 0.25f};
   pc->Insert(tokens, *a, logits);
   EXPECT_TRUE(pc->Contains(tokens));
+  // The snapshot's KDA state is a model slot of its own, cloned from a's.
+  const std::vector<StateOp> inserted = log->Drain();
+  ASSERT_EQ(inserted.size(), 1u);
+  EXPECT_EQ(inserted[0].kind, StateOpKind::kClone);
+  EXPECT_EQ(inserted[0].a, a->slot());
+  const int32_t snapshot_slot = inserted[0].b;
   kv.Release(a.get());
   EXPECT_EQ(kv.free_blocks(), total - 2);  // the snapshot keeps the blocks
   EXPECT_EQ(kv.Usage(), 0.0);              // but they are reclaimable
 
-  // Full hit: logits come back. Longer prompt: a hit of 6 without logits. Different token: no hit.
+  // Full hit: logits come back and the KDA state is copied in. Longer prompt: a hit of 6 without
+  // logits. Different token: no hit.
   auto b = kv.NewState();
+  (void)log->Drain();
   std::vector<float> got;
   EXPECT_EQ(pc->Restore(tokens, b.get(), &got), 6);
   EXPECT_EQ(got, logits);
-  EXPECT_EQ(b->kda(0).recurrent[2], 1.25f);
-  EXPECT_EQ(b->MlaRow(0, 5)[1], 3.5f);
+  EXPECT_EQ(log->Drain(), (std::vector<StateOp>{{StateOpKind::kCopyKda, snapshot_slot, b->slot()}}));
   EXPECT_EQ(b->num_tokens(), 6);
+  EXPECT_EQ(b->num_blocks(), 2);
   std::vector<int32_t> longer = tokens;
   longer.push_back(1);
   auto c = kv.NewState();
@@ -123,15 +144,20 @@ TEST(PrefixCache, SnapshotRestoreAndLruEviction) {
   other[3] = 99;
   auto d = kv.NewState();
   EXPECT_EQ(pc->Restore(other, d.get(), &got), 0);
-  // c extends the shared partial block: copy-on-write keeps the snapshot intact.
+  EXPECT_EQ(d->num_blocks(), 0);
+  // c extends the shared partial block: copy-on-write keeps the snapshot's block intact.
+  const int32_t shared = c->block_id(1);
+  (void)log->Drain();
   ASSERT_TRUE(kv.Reserve(c.get(), 7));
-  c->MlaRow(0, 5)[1] = -1.0f;
+  EXPECT_EQ(log->Drain(), (std::vector<StateOp>{{StateOpKind::kCopyBlock, shared, c->block_id(1)}}));
   c->Advance(1);
   auto e = kv.NewState();
   EXPECT_EQ(pc->Restore(tokens, e.get(), &got), 6);
-  EXPECT_EQ(e->MlaRow(0, 5)[1], 3.5f);
+  EXPECT_EQ(e->block_id(1), shared);
   for (auto* s : {b.get(), c.get(), e.get()}) kv.Release(s);
+  (void)log->Drain();
   EXPECT_TRUE(pc->EvictOne());
+  EXPECT_EQ(log->Drain(), (std::vector<StateOp>{{StateOpKind::kFree, snapshot_slot, 0}}));
   EXPECT_FALSE(pc->EvictOne());
   EXPECT_EQ(kv.free_blocks(), total);
 }
@@ -147,29 +173,102 @@ TEST(PrefixCache, ChainedHashesDependOnEveryEarlierBlock) {
   EXPECT_EQ(ChainedBlockHashes(std::vector<int32_t>(a.begin(), a.begin() + 7), 4).size(), 1u);
 }
 
+// Runs `tokens` of each paged state in one plan (the ops recorded since the last one first), then
+// advances the states: what the engine does each step.
+std::vector<float> Execute(model::Model& m, model::StateOpLog& log,
+                           std::vector<std::pair<PagedSequence*, std::span<const int32_t>>> batch) {
+  model::StepPlan plan;
+  plan.ops = log.Drain();
+  for (auto& [seq, tokens] : batch) plan.items.push_back(seq->ToStepItem(tokens, true));
+  model::ForwardOutput out;
+  K3_CHECK_OK(m.Execute(plan, &out));
+  for (auto& [seq, tokens] : batch) seq->Advance(static_cast<int64_t>(tokens.size()));
+  return out.logits;
+}
+
 TEST(KvCache, PagedStateGivesTheSameLogitsAsAStandaloneOne) {
   ThreadPool pool(2);
   const io::ModelConfig cfg = model::testing::TinyK3Config();
   auto m = model::testing::MakeRandomModel(cfg, 3, &pool);
   ASSERT_TRUE(m.ok());
-  auto cache = KvCache::Create(cfg, Options(20, false));
+  auto log = NewLog();
+  auto cache = KvCache::Create(cfg, Options(20, false), log);
   ASSERT_TRUE(cache.ok());
   std::vector<int32_t> prompt;
   for (int i = 0; i < 11; ++i) prompt.push_back((i * 37) % 128);
-  auto standalone = (*m)->NewSequenceState();
-  auto paged = (*cache)->NewState();
-  model::ForwardOutput want, got;
-  model::SequenceBatchItem item{standalone.get(), prompt, true};
-  K3_CHECK_OK((*m)->Forward(std::span<const model::SequenceBatchItem>(&item, 1), &want));
+  model::Sequences standalone(**m);
+  model::ForwardOutput want;
+  model::SequenceBatchItem item{standalone.New(), prompt, true};
+  K3_CHECK_OK(standalone.Forward(std::span<const model::SequenceBatchItem>(&item, 1), &want));
   // Paged: in chunks of 3, 5 and 3 tokens.
+  auto paged = (*cache)->NewState();
   std::vector<float> logits;
   for (auto [from, n] : std::vector<std::pair<int, int>>{{0, 3}, {3, 5}, {8, 3}}) {
     ASSERT_TRUE((*cache)->Reserve(paged.get(), from + n));
-    model::SequenceBatchItem chunk{paged.get(), std::span<const int32_t>(prompt.data() + from, n), true};
-    K3_CHECK_OK((*m)->Forward(std::span<const model::SequenceBatchItem>(&chunk, 1), &got));
-    logits.insert(logits.end(), got.logits.begin(), got.logits.end());
+    const std::vector<float> got =
+        Execute(**m, *log, {{paged.get(), std::span<const int32_t>(prompt.data() + from, n)}});
+    logits.insert(logits.end(), got.begin(), got.end());
   }
   EXPECT_EQ(logits, want.logits);
+}
+
+// The slot ops the cache records carry the state's content in the model: a fork that copies its shared
+// partial block on write, and a prefix restore into a new state, each continue exactly like the
+// original sequence.
+TEST(KvCache, ForksAndPrefixRestoresContinueLikeTheOriginal) {
+  const io::ModelConfig cfg = model::testing::TinyK3Config();
+  auto m = model::testing::MakeRandomModel(cfg, 4, nullptr);
+  ASSERT_TRUE(m.ok());
+  auto log = NewLog();
+  auto cache = KvCache::Create(cfg, Options(40, true), log);
+  ASSERT_TRUE(cache.ok());
+  KvCache& kv = **cache;
+  const std::vector<int32_t> prompt = {3, 14, 15, 92, 65, 35, 89, 79, 32, 38, 46};  // 11: 3 blocks, last partial
+  const int32_t next[] = {26, 43};
+  // Reference: prompt, then next[0], next[1] one at a time.
+  model::Sequences reference(**m);
+  const int32_t ref = reference.New();
+  model::ForwardOutput out;
+  model::SequenceBatchItem prefill{ref, prompt, false};
+  K3_CHECK_OK(reference.Forward(std::span(&prefill, 1), &out));
+  std::vector<std::vector<float>> want;
+  for (int32_t token : next) {
+    model::SequenceBatchItem step{ref, std::span<const int32_t>(&token, 1), false};
+    K3_CHECK_OK(reference.Forward(std::span(&step, 1), &out));
+    want.push_back(out.logits);
+  }
+
+  auto a = kv.NewState();
+  ASSERT_TRUE(kv.Reserve(a.get(), 11));
+  (void)Execute(**m, *log, {{a.get(), prompt}});
+  kv.prefix()->Insert(prompt, *a, {});
+  auto b = kv.Fork(*a);
+  ASSERT_TRUE(kv.Reserve(a.get(), 12));  // copy-on-write of the partial block (the snapshot and b share it)
+  ASSERT_TRUE(kv.Reserve(b.get(), 12));
+  auto c = kv.NewState();
+  std::vector<float> ready;
+  std::vector<int32_t> longer = prompt;
+  longer.push_back(next[0]);
+  ASSERT_EQ(kv.prefix()->Restore(longer, c.get(), &ready), 11);
+  ASSERT_TRUE(kv.Reserve(c.get(), 12));
+  std::vector<float> got = Execute(**m, *log, {{a.get(), std::span(next, 1)}, {b.get(), std::span(next, 1)},
+                                               {c.get(), std::span(next, 1)}});
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_LE(model::testing::MaxRowRelativeError(got.data() + i * cfg.vocab_size, want[0].data(), 1,
+                                                  cfg.vocab_size),
+              1e-5)
+        << "sequence " << i;
+  }
+  // One more step each: the copies did not write into each other's blocks.
+  for (auto* s : {a.get(), b.get(), c.get()}) ASSERT_TRUE(kv.Reserve(s, 13));
+  got = Execute(**m, *log, {{a.get(), std::span(next + 1, 1)}, {b.get(), std::span(next + 1, 1)},
+                            {c.get(), std::span(next + 1, 1)}});
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_LE(model::testing::MaxRowRelativeError(got.data() + i * cfg.vocab_size, want[1].data(), 1,
+                                                  cfg.vocab_size),
+              1e-5)
+        << "sequence " << i;
+  }
 }
 
 }  // namespace

@@ -60,17 +60,15 @@ bool PrefixCache::Contains(std::span<const int32_t> tokens) const {
   return false;
 }
 
-void PrefixCache::Insert(std::span<const int32_t> tokens, const model::ModelSequenceState& state,
+void PrefixCache::Insert(std::span<const int32_t> tokens, const PagedSequence& state,
                          std::span<const float> logits) {
-  K3_CHECK(state.paged() && state.num_tokens() == static_cast<int64_t>(tokens.size()) && !tokens.empty());
+  K3_CHECK(state.num_tokens() == static_cast<int64_t>(tokens.size()) && !tokens.empty());
   if (max_snapshots_ <= 0 || Contains(tokens)) return;
   while (num_snapshots() >= max_snapshots_) EvictOne();
   Snapshot snap;
   snap.key = Key(tokens);
   snap.tokens.assign(tokens.begin(), tokens.end());
-  snap.kda.reserve(static_cast<size_t>(state.num_kda_layers()));
-  for (int64_t i = 0; i < state.num_kda_layers(); ++i) snap.kda.push_back(state.kda(i));
-  if (log_ != nullptr) snap.slot = log_->Snapshot(state.slot());
+  snap.slot = log_->Snapshot(state.slot());
   const int64_t blocks = (state.num_tokens() + block_tokens_ - 1) / block_tokens_;
   for (int64_t b = 0; b < blocks; ++b) {
     snap.blocks.push_back(state.block_id(b));
@@ -82,9 +80,8 @@ void PrefixCache::Insert(std::span<const int32_t> tokens, const model::ModelSequ
   ++positions_[static_cast<int64_t>(tokens.size())];
 }
 
-int64_t PrefixCache::Restore(std::span<const int32_t> tokens, model::ModelSequenceState* state,
-                             std::vector<float>* logits) {
-  K3_CHECK(state->paged() && state->num_tokens() == 0 && state->num_blocks() == 0);
+int64_t PrefixCache::Restore(std::span<const int32_t> tokens, PagedSequence* state, std::vector<float>* logits) {
+  K3_CHECK(state->num_tokens() == 0 && state->num_blocks() == 0);
   logits->clear();
   if (lru_.empty()) return 0;
   const std::vector<uint64_t> chain = ChainedBlockHashes(tokens, block_tokens_);
@@ -100,11 +97,10 @@ int64_t PrefixCache::Restore(std::span<const int32_t> tokens, model::ModelSequen
       Snapshot& snap = *it->second;
       if (!std::ranges::equal(snap.tokens, tokens.first(p))) continue;
       if (p == n && snap.logits.empty()) continue;  // the last token's logits would be missing
-      for (int64_t i = 0; i < state->num_kda_layers(); ++i) state->kda(i) = snap.kda[i];
-      if (log_ != nullptr) log_->CopyKda(snap.slot, state->slot());
+      log_->CopyKda(snap.slot, state->slot());
       for (int32_t id : snap.blocks) {
         pool_->RefSequence(id);
-        state->AppendBlock(id, pool_->data(id));
+        state->AppendBlock(id);
       }
       state->SetNumTokens(p);
       if (p == n) *logits = snap.logits;
@@ -132,7 +128,7 @@ void PrefixCache::Drop(Lru::iterator it) {
   if (--positions_[static_cast<int64_t>(it->tokens.size())] == 0)
     positions_.erase(static_cast<int64_t>(it->tokens.size()));
   for (int32_t id : it->blocks) pool_->UnrefCache(id);
-  if (log_ != nullptr) log_->Free(it->slot);
+  log_->Free(it->slot);
   lru_.erase(it);
 }
 

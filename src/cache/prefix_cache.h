@@ -17,14 +17,15 @@
 #include <vector>
 
 #include "src/cache/block_pool.h"
-#include "src/model/sequence_state.h"
+#include "src/cache/paged_sequence.h"
+#include "src/model/state_log.h"
 
 namespace k3::cache {
 
 class PrefixCache {
  public:
-  // At most `max_snapshots` snapshots are kept (each costs one KDA state).
-  // `log` (sharded models): a snapshot's KDA copy gets a slot there, so the other ranks keep one too.
+  // At most `max_snapshots` snapshots are kept (each costs one KDA state, a model slot made, copied
+  // from and freed through `log`).
   PrefixCache(BlockPool* pool, int64_t block_tokens, int64_t max_snapshots,
               std::shared_ptr<model::StateOpLog> log = nullptr);
   ~PrefixCache();
@@ -34,13 +35,11 @@ class PrefixCache {
   bool Contains(std::span<const int32_t> tokens) const;
   // Stores a snapshot of `state` after tokens (state->num_tokens() == tokens.size()); `logits` may be
   // empty. Evicts the least recently used snapshot when full. No-op if one exists already.
-  void Insert(std::span<const int32_t> tokens, const model::ModelSequenceState& state,
-              std::span<const float> logits);
+  void Insert(std::span<const int32_t> tokens, const PagedSequence& state, std::span<const float> logits);
   // Finds the longest snapshot prefix of `tokens` (at most tokens.size(); a hit at tokens.size() needs
   // stored logits) and restores it into the empty paged `state` (blocks referenced, KDA copied). Returns
   // the tokens restored (0: no hit) and the logits row when the whole of `tokens` was found.
-  int64_t Restore(std::span<const int32_t> tokens, model::ModelSequenceState* state,
-                  std::vector<float>* logits);
+  int64_t Restore(std::span<const int32_t> tokens, PagedSequence* state, std::vector<float>* logits);
   // Drops the least recently used snapshot; false when there is none.
   bool EvictOne();
 
@@ -48,10 +47,9 @@ class PrefixCache {
   struct Snapshot {
     uint64_t key = 0;
     std::vector<int32_t> tokens;
-    std::vector<model::KdaLayerState> kda;
     std::vector<int32_t> blocks;  // cache references, covering [0, tokens.size())
     std::vector<float> logits;    // empty unless taken at a prompt end
-    int32_t slot = -1;            // its slot in log_ (sharded models)
+    int32_t slot = -1;            // the model slot holding its KDA state
   };
   using Lru = std::list<Snapshot>;  // front: most recently used
 

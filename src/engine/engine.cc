@@ -26,20 +26,31 @@ Result<std::unique_ptr<Engine>> Engine::Create(model::Model* model, const tokeni
                                                EngineOptions options) {
   if (model == nullptr || tokenizer == nullptr)
     return InvalidArgument("the engine needs a model and a tokenizer");
-  if (options.max_num_seqs < 1) return InvalidArgument("max_num_seqs must be at least 1");
+  if (options.max_num_seqs < 1 || options.max_num_seqs > kMaxNumSeqs)
+    return InvalidArgument("max_num_seqs must be in [1, {}]", kMaxNumSeqs);
   if (options.max_num_batched_tokens < 1) return InvalidArgument("max_num_batched_tokens must be at least 1");
-  if (options.block_tokens < 1) return InvalidArgument("block_tokens must be at least 1");
+  if (options.block_tokens < 1 || options.block_tokens > model::kMaxBlockTokens)
+    return InvalidArgument("block_tokens must be in [1, {}]", model::kMaxBlockTokens);
   if (options.prefix_snapshot_interval < 0) return InvalidArgument("prefix_snapshot_interval must be >= 0");
   if (options.max_waiting < 0) return InvalidArgument("max_waiting must be >= 0");
   if (options.kv_cache_bytes <= 0) options.kv_cache_bytes = int64_t{1} << 30;
   const io::ModelConfig& cfg = model->config();
+  if (!model->ClaimForEngine())
+    return InvalidArgument("the model is driven by another engine already (one engine per model)");
+  struct Unclaim {
+    model::Model* model;
+    ~Unclaim() {
+      if (model != nullptr) model->ReleaseFromEngine();
+    }
+  } unclaim{model};  // until the engine below owns the claim
   cache::KvCacheOptions cache_options;  // sized for what this rank's states hold
   cache_options.bytes = options.kv_cache_bytes;
   cache_options.block_tokens = options.block_tokens;
   cache_options.max_seqs = options.max_num_seqs;
   cache_options.prefix_caching = options.enable_prefix_caching;
+  auto state_log = std::make_shared<model::StateOpLog>();
   K3_ASSIGN_OR_RETURN(std::unique_ptr<cache::KvCache> kv,
-                      cache::KvCache::Create(model->state_config(), cache_options, model->state_log()));
+                      cache::KvCache::Create(model->state_config(), cache_options, state_log));
   int64_t limit = kv->max_tokens_per_sequence();
   if (cfg.max_position_embeddings > 0) limit = std::min(limit, cfg.max_position_embeddings);
   if (options.max_model_len == 0) {
@@ -52,14 +63,17 @@ Result<std::unique_ptr<Engine>> Engine::Create(model::Model* model, const tokeni
   }
   options.max_num_seqs =
       static_cast<int32_t>(std::min<int64_t>(options.max_num_seqs, kv->layout().num_slots));
-  return std::unique_ptr<Engine>(std::make_unique<EngineImpl>(model, tokenizer, options, std::move(kv)));
+  unclaim.model = nullptr;
+  return std::unique_ptr<Engine>(
+      std::make_unique<EngineImpl>(model, tokenizer, options, std::move(state_log), std::move(kv)));
 }
 
 EngineImpl::EngineImpl(model::Model* model, const tokenizer::Tokenizer* tokenizer, EngineOptions options,
-                       std::unique_ptr<cache::KvCache> cache)
+                       std::shared_ptr<model::StateOpLog> state_log, std::unique_ptr<cache::KvCache> cache)
     : model_(model),
       tokenizer_(tokenizer),
       options_(options),
+      state_log_(std::move(state_log)),
       cache_(std::move(cache)),
       vocab_(model->config().vocab_size),
       seed_source_(std::random_device{}()) {
@@ -67,7 +81,17 @@ EngineImpl::EngineImpl(model::Model* model, const tokenizer::Tokenizer* tokenize
   thread_ = std::thread([this] { Loop(); });
 }
 
-EngineImpl::~EngineImpl() { Shutdown(false); }
+EngineImpl::~EngineImpl() {
+  Shutdown(false);
+  // Free the model slots this engine made (sequences, prefix snapshots), so the model can serve another
+  // engine later; not after a failed step (the model's states are unusable then).
+  waiting_.clear();
+  running_.clear();
+  requests_.clear();
+  cache_.reset();
+  (void)FlushStateOps();  // a group already shut down refuses it: nothing left to free then
+  model_->ReleaseFromEngine();
+}
 
 Result<uint64_t> EngineImpl::Submit(Request request, EventCallback on_event) {
   const SamplingParams& sp = request.sampling;
@@ -188,10 +212,22 @@ void EngineImpl::Loop() {
     RemoveFinished();
     if (stopping && !HasWork()) break;
     if (HasWork()) Step();
+    if (!HasWork()) {
+      const Status flushed = FlushStateOps();
+      if (!flushed.ok()) FailAll(flushed);
+    }
     PublishMetrics();
   }
   PublishMetrics();
   alive_ = false;
+}
+
+Status EngineImpl::FlushStateOps() {
+  if (!fatal_.ok()) return OkStatus();
+  model::StepPlan plan;
+  plan.ops = state_log_->Drain();
+  if (plan.ops.empty()) return OkStatus();
+  return model_->Execute(plan, &forward_out_);
 }
 
 void EngineImpl::AbortRequest(RequestState* req) {

@@ -6,8 +6,8 @@
 //   engine->Cancel(*id);                                            // client went away
 //
 // Each step the scheduler admits waiting requests (FIFO) within the memory budget, looks up the prefix
-// cache, builds one batch of prefill chunks (token budget per step) and decode tokens, runs
-// Model::Forward, samples every sequence (with its TokenConstraint mask), detokenises, checks stop
+// cache, builds one StepPlan (the state-slot ops since the last step, then a batch of prefill chunks within
+// the token budget and decode tokens, by slot id), has the model execute it, samples every sequence (with its TokenConstraint mask), detokenises, checks stop
 // conditions and emits Events. A full cache preempts the newest running sequence (recompute later).
 #pragma once
 
@@ -89,6 +89,10 @@ struct Event {
   Usage usage;                // filled when request_done
 };
 using EventCallback = std::function<void(const Event&)>;
+
+// Most running sequences an engine takes (its model slots come from one StateOpLog range, with room for
+// the prefix cache's snapshots).
+inline constexpr int32_t kMaxNumSeqs = 1 << 15;
 
 struct EngineOptions {
   int64_t max_model_len = 0;              // 0: the model's context (config) capped by the cache

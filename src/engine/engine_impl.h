@@ -26,7 +26,7 @@ namespace k3::engine {
 class EngineImpl final : public Engine {
  public:
   EngineImpl(model::Model* model, const tokenizer::Tokenizer* tokenizer, EngineOptions options,
-             std::unique_ptr<cache::KvCache> cache);
+             std::shared_ptr<model::StateOpLog> state_log, std::unique_ptr<cache::KvCache> cache);
   ~EngineImpl() override;
 
   Result<uint64_t> Submit(Request request, EventCallback on_event) override;
@@ -40,6 +40,9 @@ class EngineImpl final : public Engine {
   void Loop();
   bool HasWork() const { return !waiting_.empty() || !running_.empty(); }
   void AbortRequest(RequestState* req);
+  // Idle: executes the slot ops no step has carried yet (finished sequences' slots are freed now, not
+  // at the next request).
+  Status FlushStateOps();
 
   // --- engine_step.cc ---
   void Step();
@@ -65,6 +68,7 @@ class EngineImpl final : public Engine {
   model::Model* model_;
   const tokenizer::Tokenizer* tokenizer_;
   EngineOptions options_;
+  std::shared_ptr<model::StateOpLog> state_log_;  // slot ops since the last step's plan
   std::unique_ptr<cache::KvCache> cache_;
   const int64_t vocab_;
 
@@ -86,6 +90,7 @@ class EngineImpl final : public Engine {
   std::deque<Sequence*> waiting_;   // FIFO; preempted sequences go back to the front
   std::vector<Sequence*> running_;  // admission order (newest last)
   int64_t prefix_queries_ = 0, prefix_hits_ = 0, prompt_total_ = 0, generation_total_ = 0, preemptions_ = 0;
+  model::StepPlan plan_;  // this step's (reused)
   model::ForwardOutput forward_out_;
   std::vector<uint64_t> mask_;
 

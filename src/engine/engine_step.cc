@@ -1,5 +1,5 @@
 // One engine step: schedule (running sequences first, oldest first; then FIFO admission with prefix-cache
-// lookups), one Model::Forward over every scheduled chunk, prefix snapshots, the n > 1 fork, sampling,
+// lookups), one Model::Execute of a StepPlan (the slot ops since the last step + every scheduled chunk), prefix snapshots, the n > 1 fork, sampling,
 // stop checks and events.
 #include <algorithm>
 #include <deque>
@@ -122,18 +122,20 @@ void EngineImpl::Step() {
   for (Sequence* seq : running_) seq->chunk = 0;
   AdmitWaiting(ScheduleRunning(options_.max_num_batched_tokens));
 
-  std::vector<model::SequenceBatchItem> items;
   std::vector<Sequence*> batch;
+  plan_.items.clear();
   for (Sequence* seq : running_) {
     if (seq->chunk == 0) continue;
     const int64_t done = seq->state->num_tokens();
-    items.push_back(
-        {seq->state.get(), std::span<const int32_t>(seq->tokens.data() + done, seq->chunk), false});
+    plan_.items.push_back(
+        seq->state->ToStepItem(std::span<const int32_t>(seq->tokens.data() + done, seq->chunk), false));
     batch.push_back(seq);
   }
-  if (!items.empty()) {
-    const Status forward = model_->Forward(items, &forward_out_);
+  if (!batch.empty()) {
+    plan_.ops = state_log_->Drain();
+    const Status forward = model_->Execute(plan_, &forward_out_);
     if (!forward.ok()) return FailAll(forward);
+    for (Sequence* seq : batch) seq->state->Advance(seq->chunk);
   }
 
   // Sequences whose every token is processed sample now: from this step's logits or restored ones.

@@ -343,12 +343,20 @@ TEST(Engine, PreemptionByRecomputeKeepsResults) {
   options.block_tokens = 64;
   options.kv_cache_bytes = 16 * layout->slot_bytes;
   ASSERT_EQ(8 * layout->slot_bytes / (layout->block_bytes * 4), 10);
-  auto engine = MakeEngine(options);
-  ASSERT_EQ(engine->options().max_model_len, 640);
-  // 30 more tokens each: most sequences grow into a second block while others still run.
-  auto small = RunAll(*engine, MixedRequests(30));
-  EXPECT_GT(engine->Metrics().preemptions_total, 0);
-  EXPECT_EQ(engine->Metrics().kv_cache_usage, 0.0);
+  std::vector<RequestResult> small;
+  {
+    auto engine = MakeEngine(options);
+    ASSERT_EQ(engine->options().max_model_len, 640);
+    // 30 more tokens each: most sequences grow into a second block while others still run.
+    small = RunAll(*engine, MixedRequests(30));
+    EXPECT_GT(engine->Metrics().preemptions_total, 0);
+    EXPECT_EQ(engine->Metrics().kv_cache_usage, 0.0);
+    // One engine per model (its KV cache names the model's blocks): a second is refused meanwhile.
+    auto second = Engine::Create(F().model.get(), F().tok.get(), EngineOptions{});
+    ASSERT_FALSE(second.ok());
+    EXPECT_NE(second.status().message().find("another engine"), std::string::npos) << second.status().message();
+  }
+  // Once it is gone, an engine with another block size takes the model over.
   auto big = RunAll(*MakeEngine(), MixedRequests(30));
   ExpectSameResults(big, small);
 }

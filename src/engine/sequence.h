@@ -16,7 +16,7 @@
 #include "src/engine/engine.h"
 #include "src/engine/sampler.h"
 #include "src/engine/stop_strings.h"
-#include "src/model/sequence_state.h"
+#include "src/cache/paged_sequence.h"
 #include "src/tokenizer/incremental_decoder.h"
 
 namespace k3::engine {
@@ -28,8 +28,8 @@ struct Sequence {
   int32_t choice = 0;
   std::vector<int32_t> tokens;  // prompt + generated
   int64_t prompt_len = 0;
-  std::unique_ptr<model::ModelSequenceState> state;  // null while waiting
-  int64_t slots_held = 0;                            // KDA slots (the leader holds n until it forks)
+  std::unique_ptr<cache::PagedSequence> state;  // null while waiting
+  int64_t slots_held = 0;                       // KDA slots (the leader holds n until it forks)
   std::unique_ptr<Sampler> sampler;
   std::unique_ptr<chat::TokenConstraint> constraint;
   std::unique_ptr<tokenizer::IncrementalDecoder> decoder;

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <numeric>
 
+#include "src/model/sequences.h"
+
 namespace k3::model {
 
 std::vector<std::pair<int32_t, float>> TopLogits(std::span<const float> logits, int64_t k) {
@@ -27,10 +29,11 @@ Result<std::vector<int32_t>> GreedyGenerate(Model& model, std::span<const int32_
       return InvalidArgument("token id {} is outside the model's vocabulary [0, {})", id, N);
     }
   }
-  auto state = model.NewSequenceState();
+  Sequences sequences(model);
+  const int32_t seq = sequences.New();
   ForwardOutput out;
-  SequenceBatchItem item{state.get(), prompt, /*all_logits=*/true};
-  K3_RETURN_IF_ERROR(model.Forward(std::span<const SequenceBatchItem>(&item, 1), &out));
+  SequenceBatchItem item{seq, prompt, /*all_logits=*/true};
+  K3_RETURN_IF_ERROR(sequences.Forward(std::span<const SequenceBatchItem>(&item, 1), &out));
   for (int64_t i = 0; i < out.rows; ++i) {
     if (on_step) on_step(i, prompt[i], std::span<const float>(out.logits.data() + i * N, N));
   }
@@ -40,10 +43,10 @@ Result<std::vector<int32_t>> GreedyGenerate(Model& model, std::span<const int32_
     const int32_t next = TopLogits(last, 1)[0].first;
     generated.push_back(next);
     if (step + 1 == max_new) break;  // the last token's successor is not needed
-    SequenceBatchItem decode{state.get(), std::span<const int32_t>(&generated.back(), 1), false};
-    K3_RETURN_IF_ERROR(model.Forward(std::span<const SequenceBatchItem>(&decode, 1), &out));
+    SequenceBatchItem decode{seq, std::span<const int32_t>(&generated.back(), 1), false};
+    K3_RETURN_IF_ERROR(sequences.Forward(std::span<const SequenceBatchItem>(&decode, 1), &out));
     last = std::span<const float>(out.logits.data(), N);
-    if (on_step) on_step(state->num_tokens() - 1, next, last);
+    if (on_step) on_step(sequences.num_tokens(seq) - 1, next, last);
   }
   return generated;
 }

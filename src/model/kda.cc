@@ -92,7 +92,7 @@ void KdaForward(const io::ModelConfig& cfg, const KdaWeights& w, int64_t kda_ind
     kernels::GatherHeadRows(g + row0 * P, P, h * K, n, K, /*l2norm=*/false, 1.0f, hg);
     kernels::GatherHeadRows(beta + row0 * H, H, h, n, 1, /*l2norm=*/false, 1.0f, hb);
     float* S = seg.state->kda(kda_index).recurrent.data() + h * K * V;  // [K, V]
-    if (n == 1 || s->prefill_form == KdaPrefillForm::kRecurrent) {
+    if (n == 1 || s->prefill_form == kernels::KdaPrefillForm::kRecurrent) {
       kernels::KdaRecurrent(hq, hk, hv, hg, hb, n, K, V, S, ho);
     } else {
       kernels::KdaChunked(hq, hk, hv, hg, hb, n, K, V, S, ho, &ws.chunk);

@@ -22,6 +22,7 @@
 #include "src/model/mlp.h"
 #include "src/model/moe.h"
 #include "src/model/sequence_state.h"
+#include "src/model/state_slots.h"
 #include "src/model/weights.h"
 
 namespace k3::model {
@@ -76,7 +77,8 @@ class ModelImpl final : public Model {
         weights_(std::move(weights)),
         storage_(std::move(storage)),
         pool_(pool),
-        collectives_(parallelism.comm) {
+        collectives_(parallelism.comm),
+        slots_(local_cfg_) {
     bank_capacity_ =
         cfg_.has_attn_res() ? (cfg_.num_layers + cfg_.attn_res_block_size - 1) / cfg_.attn_res_block_size : 0;
   }
@@ -85,13 +87,13 @@ class ModelImpl final : public Model {
   const io::ModelConfig& state_config() const override { return local_cfg_; }
   const ShardSpec& shard() const override { return shard_; }
   double CollectiveSeconds() const override { return collectives_.seconds(); }
-  std::unique_ptr<SequenceState> NewSequenceState() const override {
-    return std::make_unique<ModelSequenceState>(local_cfg_);
-  }
-  Status Forward(std::span<const SequenceBatchItem> batch, ForwardOutput* out) override;
+  Status Execute(const StepPlan& plan, ForwardOutput* out) override;
   void SetKdaPrefillForm(KdaPrefillForm form) override { s_.kda.prefill_form = form; }
 
  private:
+  // The forward pass over the batch's segments (their states prepared, tokens checked).
+  Status Forward(std::span<const SequenceSegment> segments, std::span<const StepItem> items,
+                 ForwardOutput* out);
   // Attention sub-block of `layer` on normed [T, D] -> s_.sublayer.
   void Attention(const LayerWeights& layer, int64_t T, std::span<const SequenceSegment> segments) {
     float* a = Grow(s_.sublayer, T * cfg_.hidden_size);
@@ -145,6 +147,8 @@ class ModelImpl final : public Model {
   std::shared_ptr<const void> storage_;
   ThreadPool* pool_;
   Collectives collectives_;
+  StateSlots slots_;
+  std::vector<SequenceSegment> segments_;  // this step's items
   std::vector<float> local_logits_;  // [rows, N/t] (sharded)
   std::vector<float> gathered_;      // [t, rows, N/t] (rank 0)
   int64_t bank_capacity_ = 0;        // B: frozen entries per token at most
@@ -152,34 +156,43 @@ class ModelImpl final : public Model {
   std::vector<int64_t> all_rows_;  // 0..T-1
 };
 
-Status ModelImpl::Forward(std::span<const SequenceBatchItem> batch, ForwardOutput* out) {
-  const int64_t D = cfg_.hidden_size, N = cfg_.vocab_size, B = bank_capacity_;
-  K3_CHECK(!batch.empty());
-
+Status ModelImpl::Execute(const StepPlan& plan, ForwardOutput* out) {
+  for (const StateOp& op : plan.ops) K3_RETURN_IF_ERROR(slots_.Apply(op));
+  out->rows = 0;
+  if (plan.kind != StepKind::kForward || plan.items.empty()) return OkStatus();
   // Segments: each sequence's rows in the stacked batch.
-  std::vector<SequenceSegment> segments;
-  std::vector<int64_t> logit_rows;
-  std::set<const SequenceState*> seen;
+  segments_.clear();
+  std::set<int32_t> seen;
   int64_t T = 0;
-  for (const SequenceBatchItem& item : batch) {
-    auto* state = dynamic_cast<ModelSequenceState*>(item.state);
-    K3_CHECK(state != nullptr);
-    K3_CHECK(!item.tokens.empty());
-    K3_CHECK(seen.insert(state).second);  // a sequence appears once per batch
+  for (const StepItem& item : plan.items) {
+    if (!seen.insert(item.slot).second)
+      return DataLoss("step plan: slot {} appears twice in one batch", item.slot);
+    K3_ASSIGN_OR_RETURN(ModelSequenceState * state, slots_.Prepare(item));
     const int64_t n = static_cast<int64_t>(item.tokens.size());
-    segments.push_back(SequenceSegment{state, T, n, state->num_tokens()});
-    for (int64_t i = item.all_logits ? 0 : n - 1; i < n; ++i) logit_rows.push_back(T + i);
-    state->ReserveMlaTokens(state->num_tokens() + n);
+    segments_.push_back(SequenceSegment{state, T, n, state->num_tokens()});
     T += n;
+  }
+  return Forward(segments_, plan.items, out);
+}
+
+Status ModelImpl::Forward(std::span<const SequenceSegment> segments, std::span<const StepItem> items,
+                          ForwardOutput* out) {
+  const int64_t D = cfg_.hidden_size, N = cfg_.vocab_size, B = bank_capacity_;
+  const int64_t T = segments.back().row_begin + segments.back().rows;
+  std::vector<int64_t> logit_rows;
+  for (size_t i = 0; i < segments.size(); ++i) {
+    const SequenceSegment& seg = segments[i];
+    for (int64_t r = items[i].all_logits ? 0 : seg.rows - 1; r < seg.rows; ++r)
+      logit_rows.push_back(seg.row_begin + r);
+    seg.state->ReserveMlaTokens(seg.start_pos + seg.rows);
   }
 
   // Embedding rows: h [T, D].
   float* h = Grow(s_.prefix, T * D);
   {
     int64_t row = 0;
-    for (const SequenceBatchItem& item : batch) {
+    for (const StepItem& item : items) {
       for (int32_t id : item.tokens) {
-        K3_CHECK(id >= 0 && id < N);
         kernels::Bf16ToF32(weights_->embed.data + static_cast<int64_t>(id) * D, D, h + row * D);
         ++row;
       }

@@ -1,19 +1,26 @@
-// Model: a loaded K3-family checkpoint and its batched forward pass (spec §2).
+// Model: a loaded K3-family checkpoint, the per-sequence states it owns and its batched forward pass
+// (spec §2).
 //
-//   auto model = Model::Load(dir, &pool);                // mmap + check every tensor against the config
-//   auto seq = model->NewSequenceState();                // KDA states + conv tails + MLA latent cache
-//   SequenceBatchItem items[] = {{seq.get(), prompt_ids}};
-//   K3_CHECK_OK(model->Forward(items, &logits));         // logits of each item's last token (or all)
+//   auto model = Model::Load(dir, &pool);          // mmap + check every tensor against the config
+//   StepPlan plan;                                  // step_plan.h: slot ops + the batch, by slot id
+//   plan.ops = {{StateOpKind::kNew, /*slot=*/0}};   // KDA states + conv tails + MLA latent cache
+//   plan.items = {{.slot = 0, .start_pos = 0, .tokens = prompt_ids}};
+//   K3_CHECK_OK(model->Execute(plan, &logits));     // logits of each item's last token (or all)
+//
+// Sequence states live on the model side, in slots named by the caller (the engine's KV cache, or
+// Sequences in sequences.h for one-process tools): Execute applies the plan's slot operations in order,
+// then advances every item's slot by its new tokens (a prefill chunk or a single decode token) and
+// returns logits. The same serialisable plan drives every rank of a sharded model (rank_group.h), so the
+// engine never touches a state's memory and a device backend keeps its states where its kernels run.
+// Results do not depend on how a prompt is chunked or on what else is in the batch (up to fp32
+// summation order, <= 1e-5).
 //
 // Sharded (Parallelism with a communicator of world t > 1): every rank loads the same checkpoint and
-// binds only its part (shard.h); all ranks call Forward with the same batch in the same order, and only
-// rank 0 receives logits. A failed collective (a lost rank) makes Forward return its Status.
-//
-// Forward takes a batch of sequences, each with its new tokens (a prefill chunk or a single decode token)
-// and its own state, advances every state by those tokens and returns logits. Results do not depend on
-// how a prompt is chunked or on what else is in the batch (up to fp32 summation order, <= 1e-5).
+// binds only its part (shard.h); all ranks execute the same plans in the same order, and only rank 0
+// receives logits. A failed collective (a lost rank) makes Execute return its Status.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -26,7 +33,7 @@
 #include "src/io/model_config.h"
 #include "src/kernels/kda_core.h"
 #include "src/model/shard.h"
-#include "src/model/state_log.h"
+#include "src/model/step_plan.h"
 
 namespace k3::io {
 struct TensorView;
@@ -39,23 +46,8 @@ namespace k3::model {
 
 using kernels::KdaPrefillForm;  // the KDA prefill algorithm (kernels/kda_core.h)
 
-// Per-sequence decode state. Sizes (see spec §6): per KDA layer H*K*V fp32 recurrent state plus
-// 3 * (W-1) * P fp32 conv tails; per MLA layer (kv_lora + rope) floats per cached token.
-// The engine issue replaces the contiguous MLA cache by paged blocks behind the same accessors.
-class SequenceState {
- public:
-  virtual ~SequenceState() = default;
-  // Number of tokens already processed (the next token's position).
-  virtual int64_t num_tokens() const = 0;
-  // Deep copy (prefix snapshots, n > 1).
-  virtual std::unique_ptr<SequenceState> Clone() const = 0;
-};
-
-struct SequenceBatchItem {
-  SequenceState* state = nullptr;
-  std::span<const int32_t> tokens;  // >= 1 new tokens
-  bool all_logits = false;          // true: logits for every new token; false: only the last
-};
+// Per-sequence state sizes (spec §6): per KDA layer H*K*V fp32 recurrent state plus 3 * (W-1) * P fp32
+// conv tails; per MLA layer (kv_lora + rope) floats per cached token (sequence_state.h).
 
 // How one model is split over ranks: the rank's shard and the group's communicator (null: one process;
 // its rank and world size must match shard's).
@@ -64,7 +56,7 @@ struct Parallelism {
   dist::Communicator* comm = nullptr;
 };
 
-// Output of Forward: logits rows, concatenated over items in batch order; item i contributes
+// Output of Execute: logits rows, concatenated over items in batch order; item i contributes
 // tokens.size() rows if all_logits else 1. Shape [rows, vocab_size].
 struct ForwardOutput {
   std::vector<float> logits;
@@ -88,18 +80,23 @@ class Model {
   // What one rank's per-sequence state holds (LocalConfig: H/t heads); config() in one process.
   virtual const io::ModelConfig& state_config() const = 0;
   virtual const ShardSpec& shard() const = 0;
-  virtual std::unique_ptr<SequenceState> NewSequenceState() const = 0;
-  // Each item's state must come from this model's NewSequenceState(), appear once in the batch, and its
-  // token ids must be < vocab_size (checked: a violation is a programming error and aborts). Not ok only
-  // when a collective failed (sharded models); the states are then unusable.
-  virtual Status Forward(std::span<const SequenceBatchItem> batch, ForwardOutput* out) = 0;
+  // Applies plan.ops to the slots, then runs plan.items as one batch (kind kForward; other kinds are
+  // no-ops here). A plan that names a missing slot or block, repeats a slot in the batch, disagrees with
+  // a slot's position or holds a token id outside the vocabulary is DataLoss (the slots stay as the ops
+  // left them). Not ok also when a collective failed (sharded models); the states are then unusable.
+  virtual Status Execute(const StepPlan& plan, ForwardOutput* out) = 0;
   // Seconds spent inside collectives so far (0 in one process); rank 0's includes sending the plans.
   virtual double CollectiveSeconds() const { return 0.0; }
-  // Rank 0 of a sharded model: the log its states must be made with (KvCache), so the other ranks mirror
-  // them. Null in one process and on the other ranks.
-  virtual std::shared_ptr<StateOpLog> state_log() const { return nullptr; }
   // KDA prefill algorithm (kda_core.h); kRecurrent by default.
   virtual void SetKdaPrefillForm(KdaPrefillForm form) = 0;
+
+  // One engine drives a model at a time: its KV cache chooses the block ids of the model's paged MLA
+  // memory. Engine::Create claims the model (false: another engine holds it); the engine releases it.
+  bool ClaimForEngine() { return !claimed_by_engine_.exchange(true); }
+  void ReleaseFromEngine() { claimed_by_engine_.store(false); }
+
+ private:
+  std::atomic<bool> claimed_by_engine_{false};
 };
 
 }  // namespace k3::model

@@ -10,6 +10,8 @@
 
 #include <gtest/gtest.h>
 
+#include "src/model/sequences.h"
+#include "src/model/state_slots.h"
 #include "src/model/testing/random_model.h"
 
 namespace k3::model {
@@ -30,19 +32,20 @@ std::vector<int32_t> Prompt(int64_t n, int32_t vocab, uint32_t seed) {
 // Logits of every prompt token, feeding the prompt in pieces of the given lengths.
 std::vector<float> LogitsInPieces(Model& model, const std::vector<int32_t>& prompt,
                                   const std::vector<int64_t>& pieces) {
-  auto state = model.NewSequenceState();
+  Sequences seqs(model);
+  const int32_t state = seqs.New();
   std::vector<float> all;
   int64_t pos = 0;
   for (int64_t len : pieces) {
-    SequenceBatchItem item{state.get(), std::span<const int32_t>(prompt.data() + pos, len), true};
+    SequenceBatchItem item{state, std::span<const int32_t>(prompt.data() + pos, len), true};
     ForwardOutput out;
-    K3_CHECK_OK(model.Forward(std::span<const SequenceBatchItem>(&item, 1), &out));
+    K3_CHECK_OK(seqs.Forward(std::span<const SequenceBatchItem>(&item, 1), &out));
     EXPECT_EQ(out.rows, len);
     all.insert(all.end(), out.logits.begin(), out.logits.end());
     pos += len;
   }
   EXPECT_EQ(pos, static_cast<int64_t>(prompt.size()));
-  EXPECT_EQ(state->num_tokens(), pos);
+  EXPECT_EQ(seqs.num_tokens(state), pos);
   return all;
 }
 
@@ -96,35 +99,37 @@ TEST_P(ModelTest, BatchingDoesNotChangeLogits) {
 
   // Sequence 0 alone: prefill, then kSteps decode tokens.
   std::vector<std::vector<float>> alone;
+  Sequences seqs(**model);
   {
-    auto state = (*model)->NewSequenceState();
+    const int32_t state = seqs.New();
     ForwardOutput out;
-    SequenceBatchItem item{state.get(), prompts[0], false};
-    K3_CHECK_OK((*model)->Forward(std::span<const SequenceBatchItem>(&item, 1), &out));
+    SequenceBatchItem item{state, prompts[0], false};
+    K3_CHECK_OK(seqs.Forward(std::span<const SequenceBatchItem>(&item, 1), &out));
     alone.push_back(out.logits);
     for (int s = 0; s < kSteps; ++s) {
-      SequenceBatchItem step{state.get(), std::span<const int32_t>(&decode_ids[s], 1), false};
-      K3_CHECK_OK((*model)->Forward(std::span<const SequenceBatchItem>(&step, 1), &out));
+      SequenceBatchItem step{state, std::span<const int32_t>(&decode_ids[s], 1), false};
+      K3_CHECK_OK(seqs.Forward(std::span<const SequenceBatchItem>(&step, 1), &out));
       alone.push_back(out.logits);
     }
+    seqs.Free(state);
   }
   // All 8 together; sequences 4..7 join one step late, so prefill chunks and decode tokens mix.
-  std::vector<std::unique_ptr<SequenceState>> states;
-  for (int i = 0; i < kSeqs; ++i) states.push_back((*model)->NewSequenceState());
+  std::vector<int32_t> states;
+  for (int i = 0; i < kSeqs; ++i) states.push_back(seqs.New());
   for (int step = 0; step <= kSteps; ++step) {
     std::vector<SequenceBatchItem> items;
     for (int i = 0; i < kSeqs; ++i) {
       const int joined = i < 4 ? 0 : 1;
       if (step < joined) continue;
       if (step == joined) {
-        items.push_back({states[i].get(), prompts[i], false});
+        items.push_back({states[i], prompts[i], false});
       } else {
         items.push_back(
-            {states[i].get(), std::span<const int32_t>(&decode_ids[step - joined - 1], 1), false});
+            {states[i], std::span<const int32_t>(&decode_ids[step - joined - 1], 1), false});
       }
     }
     ForwardOutput out;
-    K3_CHECK_OK((*model)->Forward(items, &out));
+    K3_CHECK_OK(seqs.Forward(items, &out));
     ASSERT_EQ(out.rows, static_cast<int64_t>(items.size()));
     // Row 0 is sequence 0.
     EXPECT_LE(MaxRowRelativeError(out.logits.data(), alone[step].data(), 1, cfg.vocab_size), 1e-5)
@@ -137,26 +142,75 @@ TEST_P(ModelTest, CloneContinuesIdentically) {
   auto model = testing::MakeRandomModel(cfg, 5, nullptr);
   ASSERT_TRUE(model.ok()) << model.status().ToString();
   const std::vector<int32_t> prompt = Prompt(9, cfg.vocab_size, 1);
-  auto state = (*model)->NewSequenceState();
+  Sequences seqs(**model);
+  const int32_t state = seqs.New();
   ForwardOutput out;
-  SequenceBatchItem item{state.get(), prompt, false};
-  K3_CHECK_OK((*model)->Forward(std::span<const SequenceBatchItem>(&item, 1), &out));
-  auto copy = state->Clone();
-  EXPECT_EQ(copy->num_tokens(), 9);
+  SequenceBatchItem item{state, prompt, false};
+  K3_CHECK_OK(seqs.Forward(std::span<const SequenceBatchItem>(&item, 1), &out));
+  const int32_t copy = seqs.Clone(state);
+  EXPECT_EQ(seqs.num_tokens(copy), 9);
   const int32_t next = 17;
   ForwardOutput a, b;
-  SequenceBatchItem step_a{state.get(), std::span<const int32_t>(&next, 1), false};
-  K3_CHECK_OK((*model)->Forward(std::span<const SequenceBatchItem>(&step_a, 1), &a));
+  SequenceBatchItem step_a{state, std::span<const int32_t>(&next, 1), false};
+  K3_CHECK_OK(seqs.Forward(std::span<const SequenceBatchItem>(&step_a, 1), &a));
   // The original advanced; the copy did not share its storage.
-  SequenceBatchItem step_b{copy.get(), std::span<const int32_t>(&next, 1), false};
-  K3_CHECK_OK((*model)->Forward(std::span<const SequenceBatchItem>(&step_b, 1), &b));
+  SequenceBatchItem step_b{copy, std::span<const int32_t>(&next, 1), false};
+  K3_CHECK_OK(seqs.Forward(std::span<const SequenceBatchItem>(&step_b, 1), &b));
   EXPECT_EQ(a.logits, b.logits);
   // A different history gives different logits (the state matters).
-  auto fresh = (*model)->NewSequenceState();
+  const int32_t fresh = seqs.New();
   ForwardOutput c;
-  SequenceBatchItem step_c{fresh.get(), std::span<const int32_t>(&next, 1), false};
-  K3_CHECK_OK((*model)->Forward(std::span<const SequenceBatchItem>(&step_c, 1), &c));
+  SequenceBatchItem step_c{fresh, std::span<const int32_t>(&next, 1), false};
+  K3_CHECK_OK(seqs.Forward(std::span<const SequenceBatchItem>(&step_c, 1), &c));
   EXPECT_GT(MaxRowRelativeError(c.logits.data(), a.logits.data(), 1, cfg.vocab_size), 1e-3);
+}
+
+// A plan the model cannot run is DataLoss naming what is wrong, never an abort: the engine and the
+// other ranks' plans reach the model through the same Execute.
+TEST_P(ModelTest, BadPlansAreDataLoss) {
+  io::ModelConfig cfg = Config();
+  auto model = testing::MakeRandomModel(cfg, 5, nullptr);
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  auto run = [&](StepPlan plan) {
+    ForwardOutput out;
+    return (*model)->Execute(plan, &out);
+  };
+  auto item = [](int32_t slot, int64_t pos, std::vector<int32_t> tokens) {
+    StepItem i;
+    i.slot = slot;
+    i.start_pos = pos;
+    i.tokens = std::move(tokens);
+    return i;
+  };
+  StepPlan make;
+  make.ops = {{StateOpKind::kNew, 1, 0}};
+  ASSERT_TRUE(run(make).ok());
+  struct Bad {
+    StepPlan plan;
+    const char* says;
+  };
+  std::vector<Bad> bad;
+  bad.push_back({StepPlan{.items = {item(2, 0, {1})}}, "slot 2, which does not exist"});
+  bad.push_back({StepPlan{.items = {item(1, 0, {1}), item(1, 0, {2})}}, "appears twice"});
+  bad.push_back({StepPlan{.items = {item(1, 5, {1})}}, "position 0 here but 5"});
+  bad.push_back({StepPlan{.items = {item(1, 0, {static_cast<int32_t>(cfg.vocab_size)})}}, "outside the vocabulary"});
+  bad.push_back({StepPlan{.items = {item(1, 0, {})}}, "no new tokens"});
+  bad.push_back({StepPlan{.ops = {{StateOpKind::kNew, 1, 0}}}, "reuses slot 1"});
+  bad.push_back({StepPlan{.ops = {{StateOpKind::kFree, 3, 0}}}, "frees slot 3"});
+  bad.push_back({StepPlan{.ops = {{StateOpKind::kCopyBlock, 0, 1}}}, "block 0, which was never written"});
+  StepItem paged = item(1, 0, {1, 2, 3});
+  paged.block_tokens = 2;
+  paged.blocks = {7};
+  bad.push_back({StepPlan{.items = {paged}}, "1 blocks for 3 tokens"});
+  paged.blocks = {7, kMaxBlockId};
+  bad.push_back({StepPlan{.items = {paged}}, "out of range"});
+  for (const Bad& b : bad) {
+    const Status s = run(b.plan);
+    EXPECT_EQ(s.code(), StatusCode::kDataLoss) << b.says;
+    EXPECT_NE(s.message().find(b.says), std::string::npos) << s.ToString();
+  }
+  // The slot is still usable after the refused plans.
+  EXPECT_TRUE(run(StepPlan{.items = {item(1, 0, {1, 2})}}).ok());
 }
 
 INSTANTIATE_TEST_SUITE_P(Variants, ModelTest, ::testing::Values(true, false),

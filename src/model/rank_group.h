@@ -4,14 +4,14 @@
 //             engine over leader; leader->Shutdown() at the end
 //   rank > 0: Status s = RunWorker(*local, *comm);    // until rank 0 shuts down or the group breaks
 //
-// LeaderModel wraps rank 0's shard. Its states record what happens to them (StateOpLog); each Forward
-// sends one StepPlan (the ops since the last plan + the batch by slot id) to every rank, then runs the
-// local forward, whose collectives the workers join. While idle it sends a heartbeat plan every
+// LeaderModel wraps rank 0's shard. Each Execute sends its StepPlan (the slot ops since the last plan +
+// the batch by slot id, as the engine built it) to every rank, then executes it on rank 0's shard, whose
+// collectives the workers join. While idle it sends a heartbeat plan every
 // `heartbeat` so a worker waiting for work can tell a quiet leader from a dead one. A failed send or
 // collective is sticky: every later Forward returns it and `on_failure` hears it once.
 //
-// RunWorker keeps a mirror of rank 0's slots (its own heads' KDA states; the replicated MLA blocks),
-// applies each plan's ops, and runs the same forward. A malformed plan, an unknown slot or block, a
+// RunWorker receives each plan and executes it on its own shard: its model's slots hold its heads' KDA
+// states and the replicated MLA blocks, so the same ops and batch keep every rank in step. A malformed plan, an unknown slot or block, a
 // sequence gap or a lost peer ends it with a Status; it never aborts on what it receives.
 #pragma once
 
@@ -39,9 +39,8 @@ class LeaderModel final : public Model {
   const io::ModelConfig& config() const override { return local_->config(); }
   const io::ModelConfig& state_config() const override { return local_->state_config(); }
   const ShardSpec& shard() const override { return local_->shard(); }
-  std::unique_ptr<SequenceState> NewSequenceState() const override;
-  Status Forward(std::span<const SequenceBatchItem> batch, ForwardOutput* out) override;
-  std::shared_ptr<StateOpLog> state_log() const override { return log_; }
+  // Sends `plan` to every rank, then executes it here (the workers join its collectives).
+  Status Execute(const StepPlan& plan, ForwardOutput* out) override;
   double CollectiveSeconds() const override { return local_->CollectiveSeconds() + plan_seconds_; }
   void SetKdaPrefillForm(KdaPrefillForm form) override { local_->SetKdaPrefillForm(form); }
 
@@ -50,7 +49,7 @@ class LeaderModel final : public Model {
 
  private:
   // comm_mu_ held.
-  Status Send(StepPlan plan);
+  Status Send(const StepPlan& plan);
   void Fail(const Status& status);
   void HeartbeatLoop();
 
@@ -58,7 +57,6 @@ class LeaderModel final : public Model {
   dist::Communicator* comm_;
   std::chrono::milliseconds heartbeat_;
   std::function<void(const Status&)> on_failure_;
-  std::shared_ptr<StateOpLog> log_ = std::make_shared<StateOpLog>();
 
   std::mutex comm_mu_;  // one plan (and its forward) at a time on the communicator
   uint64_t sequence_ = 0;

@@ -10,7 +10,7 @@
 
 #include "src/base/check.h"
 #include "src/model/greedy.h"
-#include "src/model/sequence_state.h"
+#include "src/model/sequences.h"
 #include "src/model/step_plan.h"
 #include "src/model/testing/random_model.h"
 #include "src/model/testing/thread_communicator.h"
@@ -34,10 +34,10 @@ std::vector<int32_t> Prompt(int64_t n, int32_t vocab) {
 using testing::ThreadGroup;
 
 std::vector<float> AllLogits(Model& model, std::span<const int32_t> prompt) {
-  auto state = model.NewSequenceState();
-  SequenceBatchItem item{state.get(), prompt, true};
+  Sequences seqs(model);
+  SequenceBatchItem item{seqs.New(), prompt, true};
   ForwardOutput out;
-  K3_CHECK_OK(model.Forward(std::span<const SequenceBatchItem>(&item, 1), &out));
+  K3_CHECK_OK(seqs.Forward(std::span<const SequenceBatchItem>(&item, 1), &out));
   return out.logits;
 }
 
@@ -72,20 +72,20 @@ TEST_P(ShardedEqualsOneProcess, LogitsAndGreedy) {
   EXPECT_EQ(*got_greedy, *want_greedy);
 
   // A clone continues like its original (the workers replay the clone).
-  auto state = group.leader().NewSequenceState();
-  SequenceBatchItem first{state.get(), std::span<const int32_t>(prompt).first(10), false};
+  auto seqs = std::make_unique<Sequences>(group.leader());
+  const int32_t state = seqs->New();
+  SequenceBatchItem first{state, std::span<const int32_t>(prompt).first(10), false};
   ForwardOutput out;
-  ASSERT_TRUE(group.leader().Forward(std::span(&first, 1), &out).ok());
-  auto copy = state->Clone();
-  SequenceBatchItem both[] = {{state.get(), std::span<const int32_t>(prompt).subspan(10, 9), false},
-                              {copy.get(), std::span<const int32_t>(prompt).subspan(10, 9), false}};
-  ASSERT_TRUE(group.leader().Forward(both, &out).ok());
+  ASSERT_TRUE(seqs->Forward(std::span(&first, 1), &out).ok());
+  const int32_t copy = seqs->Clone(state);
+  SequenceBatchItem both[] = {{state, std::span<const int32_t>(prompt).subspan(10, 9), false},
+                              {copy, std::span<const int32_t>(prompt).subspan(10, 9), false}};
+  ASSERT_TRUE(seqs->Forward(both, &out).ok());
   ASSERT_EQ(out.rows, 2);
   const float* last = want.data() + 18 * cfg.vocab_size;
   EXPECT_LT(MaxRowRelativeError(out.logits.data(), last, 1, cfg.vocab_size), 1e-5);
   EXPECT_LT(MaxRowRelativeError(out.logits.data() + cfg.vocab_size, last, 1, cfg.vocab_size), 1e-5);
-  state.reset();
-  copy.reset();
+  seqs.reset();  // frees both slots on every rank
   EXPECT_TRUE(group.Finish().ok()) << group.Finish().ToString();
 }
 

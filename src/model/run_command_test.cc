@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include "src/base/check.h"
+#include "src/model/sequences.h"
 #include "src/model/model.h"
 #include "src/model/testing/random_model.h"
 
@@ -85,11 +86,10 @@ TEST_F(RunCommandTest, LoadsWhatWasWrittenAndRuns) {
   ASSERT_TRUE(in_memory.ok()) << in_memory.status().ToString();
   const std::vector<int32_t> prompt = {1, 2, 3, 4};
   ForwardOutput a, b;
-  auto sa = (*loaded)->NewSequenceState();
-  auto sb = (*in_memory)->NewSequenceState();
-  SequenceBatchItem ia{sa.get(), prompt, true}, ib{sb.get(), prompt, true};
-  K3_CHECK_OK((*loaded)->Forward(std::span(&ia, 1), &a));
-  K3_CHECK_OK((*in_memory)->Forward(std::span(&ib, 1), &b));
+  Sequences sa(**loaded), sb(**in_memory);
+  SequenceBatchItem ia{sa.New(), prompt, true}, ib{sb.New(), prompt, true};
+  K3_CHECK_OK(sa.Forward(std::span(&ia, 1), &a));
+  K3_CHECK_OK(sb.Forward(std::span(&ib, 1), &b));
   EXPECT_EQ(a.logits, b.logits);
 
   const CommandResult r = RunK3("--model " + dir + " --prompt-ids 1,2,3 --max-new 3 --threads 1");

@@ -6,9 +6,7 @@
 
 namespace k3::model {
 
-ModelSequenceState::ModelSequenceState(const io::ModelConfig& cfg, std::shared_ptr<StateOpLog> log)
-    : log_(std::move(log)) {
-  if (log_ != nullptr) slot_ = log_->New();
+ModelSequenceState::ModelSequenceState(const io::ModelConfig& cfg) {
   const int64_t H = cfg.kda_num_heads, K = cfg.kda_head_dim, P = cfg.kda_proj_dim();
   const int64_t taps = cfg.short_conv_kernel_size - 1;
   kda_.resize(static_cast<size_t>(cfg.num_kda_layers()));
@@ -20,15 +18,11 @@ ModelSequenceState::ModelSequenceState(const io::ModelConfig& cfg, std::shared_p
   num_mla_layers_ = cfg.num_mla_layers();
 }
 
-ModelSequenceState::~ModelSequenceState() {
-  if (log_ != nullptr) log_->Free(slot_);
-}
-
 int64_t ModelSequenceState::MlaBlockFloats(const io::ModelConfig& cfg, int64_t block_tokens) {
   return cfg.num_mla_layers() * block_tokens * (cfg.kv_lora_rank + cfg.qk_rope_head_dim);
 }
 
-std::unique_ptr<SequenceState> ModelSequenceState::Clone() const {
+std::unique_ptr<ModelSequenceState> ModelSequenceState::Clone() const {
   auto copy = std::unique_ptr<ModelSequenceState>(new ModelSequenceState());
   copy->num_tokens_ = num_tokens_;
   copy->mla_row_width_ = mla_row_width_;
@@ -37,10 +31,6 @@ std::unique_ptr<SequenceState> ModelSequenceState::Clone() const {
   copy->paged_ = paged_;
   copy->kda_ = kda_;
   copy->block_ids_ = block_ids_;
-  if (log_ != nullptr) {
-    copy->log_ = log_;
-    copy->slot_ = log_->Clone(slot_);
-  }
   if (paged_) {
     copy->blocks_ = blocks_;
     return copy;

@@ -1,4 +1,4 @@
-// ModelSequenceState: the concrete per-sequence decode state behind model.h's SequenceState.
+// ModelSequenceState: one slot's per-sequence decode state, owned by the model (state_slots.h).
 //
 // Per KDA layer: the recurrent state S [H, K, V] fp32 (zero at sequence start) and the conv tails
 // [3, W-1, P] fp32 (the q, k, v pre-conv projection rows of the last W-1 tokens, oldest first; zero at
@@ -7,23 +7,18 @@
 //
 // The MLA cache is paged: a block table maps position p to block p / block_tokens, and each block holds
 // [num_mla_layers, block_tokens, R + Rp] floats. A standalone state (the default) owns its blocks and
-// grows them on demand; a paged state (SetExternalMlaBlocks) gets its blocks from an external pool
-// (src/cache), which appends them before each Forward, counts references and does copy-on-write.
+// grows them on demand; a paged state (SetExternalMlaBlocks) is given its blocks by its slot table
+// (state_slots.h) from each plan's block table: the engine's KV cache chooses the block ids, counts
+// references and orders copy-on-write copies; the block memory stays here, on the model side.
 // MLA rows are reached only through MlaRow().
-//
-// A state made with a StateOpLog (rank 0 of a sharded model) has a slot id; its creation, clones and
-// destruction are recorded there so the other ranks mirror them (step_plan.h).
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <vector>
 
-#include "src/model/state_log.h"
-
 #include "src/base/check.h"
 #include "src/io/model_config.h"
-#include "src/model/model.h"
 
 namespace k3::model {
 
@@ -32,24 +27,20 @@ struct KdaLayerState {
   std::vector<float> conv_tail;  // [3, W-1, P]: q, k, v
 };
 
-class ModelSequenceState final : public SequenceState {
+class ModelSequenceState {
  public:
   // Block size of standalone states.
   static constexpr int64_t kStandaloneBlockTokens = 64;
 
-  explicit ModelSequenceState(const io::ModelConfig& cfg, std::shared_ptr<StateOpLog> log = nullptr);
-  ~ModelSequenceState() override;
+  explicit ModelSequenceState(const io::ModelConfig& cfg);
   ModelSequenceState(const ModelSequenceState&) = delete;
   ModelSequenceState& operator=(const ModelSequenceState&) = delete;
 
-  // Slot id in the op log (-1 without one) and the log itself (null in one process).
-  int32_t slot() const { return slot_; }
-  StateOpLog* op_log() const { return log_.get(); }
-
-  int64_t num_tokens() const override { return num_tokens_; }
-  // Standalone: a deep copy. Paged: KDA state copied, the block table shared (the pool's owner counts
-  // the extra references; a block is written in place only while one table refers to it).
-  std::unique_ptr<SequenceState> Clone() const override;
+  // Number of tokens already processed (the next token's position).
+  int64_t num_tokens() const { return num_tokens_; }
+  // Standalone: a deep copy. Paged: KDA state copied, the block table shared (the KV cache counts the
+  // extra references; a block is written in place only while one table refers to it).
+  std::unique_ptr<ModelSequenceState> Clone() const;
 
   int64_t num_kda_layers() const { return static_cast<int64_t>(kda_.size()); }
   KdaLayerState& kda(int64_t kda_index) { return kda_[kda_index]; }
@@ -101,8 +92,6 @@ class ModelSequenceState final : public SequenceState {
   std::vector<float*> blocks_;                   // block table: memory of each block
   std::vector<int32_t> block_ids_;               // paged: pool ids of blocks_
   std::vector<std::unique_ptr<float[]>> owned_;  // standalone: the blocks themselves
-  std::shared_ptr<StateOpLog> log_;
-  int32_t slot_ = -1;
 };
 
 }  // namespace k3::model

@@ -1,9 +1,18 @@
 // StateOpLog: slot ids and the op record (state_log.h).
 #include "src/model/state_log.h"
 
+#include <atomic>
+
 #include "src/base/check.h"
 
 namespace k3::model {
+
+StateOpLog::StateOpLog() {
+  static std::atomic<uint32_t> next_range{0};
+  const auto ranges = static_cast<uint32_t>(kMaxSlotId / kSlotsPerLog);
+  next_id_ = static_cast<int32_t>(next_range.fetch_add(1) % ranges) * kSlotsPerLog;
+  end_id_ = next_id_ + kSlotsPerLog;
+}
 
 int32_t StateOpLog::Allocate() {
   if (!free_ids_.empty()) {
@@ -11,7 +20,7 @@ int32_t StateOpLog::Allocate() {
     free_ids_.pop_back();
     return id;
   }
-  K3_CHECK(next_id_ < kMaxSlotId);
+  K3_CHECK(next_id_ < end_id_);  // the engine caps max_num_seqs well below kSlotsPerLog
   return next_id_++;
 }
 

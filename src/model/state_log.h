@@ -16,8 +16,14 @@
 
 namespace k3::model {
 
+// Live slots one log can name at once (an engine: max_num_seqs sequences + at most 4096 snapshots).
+inline constexpr int32_t kSlotsPerLog = 1 << 16;
+
 class StateOpLog {
  public:
+  // Each log names its slots from its own range of kSlotsPerLog ids (one of kMaxSlotId / kSlotsPerLog,
+  // taken in turn), so several logs (two engines in a test, an engine and Sequences) can drive one model.
+  StateOpLog();
   // A new slot holding an empty state.
   int32_t New();
   // A new slot holding a copy of `source` (returns it).
@@ -36,7 +42,8 @@ class StateOpLog {
   std::mutex mu_;
   std::vector<StateOp> ops_;
   std::vector<int32_t> free_ids_;
-  int32_t next_id_ = 0;
+  int32_t next_id_;
+  int32_t end_id_;
 };
 
 }  // namespace k3::model

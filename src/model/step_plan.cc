@@ -59,12 +59,14 @@ class Reader {
 
 }  // namespace
 
-std::string EncodeStepPlan(const StepPlan& plan) {
+std::string EncodeStepPlan(const StepPlan& plan) { return EncodeStepPlan(plan, plan.sequence); }
+
+std::string EncodeStepPlan(const StepPlan& plan, uint64_t sequence) {
   Writer w;
   w.Raw(kMagic, sizeof(kMagic));
   w.Put<uint32_t>(kVersion);
   w.Put<uint8_t>(static_cast<uint8_t>(plan.kind));
-  w.Put<uint64_t>(plan.sequence);
+  w.Put<uint64_t>(sequence);
   w.Put<uint32_t>(static_cast<uint32_t>(plan.ops.size()));
   for (const StateOp& op : plan.ops) {
     w.Put<uint8_t>(static_cast<uint8_t>(op.kind));

@@ -1,6 +1,7 @@
 // StepPlan: one engine step as every rank of a sharded model executes it (spec/distributed.md, "One
 // engine step across ranks"), and its wire format.
 //
+// Model::Execute runs one plan against the slots its model owns, in one process as on every rank.
 // Rank 0 owns requests, scheduler, cache bookkeeping and sampling. Each step it sends the plan: the
 // state-slot operations since the last plan (new / clone / copy KDA / free a slot, copy an MLA block for
 // copy-on-write) and the batch (slot, position, new token ids, whether every row's logits are wanted,
@@ -25,7 +26,7 @@ namespace k3::model {
 
 enum class StateOpKind : uint8_t {
   kNew = 1,        // a: slot (an empty standalone state)
-  kClone = 2,      // a: source slot, b: new slot (SequenceState::Clone)
+  kClone = 2,      // a: source slot, b: new slot (a copy: KDA state, position and block table)
   kCopyKda = 3,    // a: source slot, b: target slot (KDA states and conv tails only)
   kFree = 4,       // a: slot
   kCopyBlock = 5,  // a: source block, b: target block (MLA rows of every layer)
@@ -69,8 +70,12 @@ inline constexpr uint32_t kMaxItemTokens = 1u << 24;
 inline constexpr uint32_t kMaxItemBlocks = 1u << 24;
 inline constexpr size_t kMaxPlanBytes = size_t{1} << 30;
 inline constexpr int32_t kMaxSlotId = 1 << 24;
+inline constexpr int32_t kMaxBlockTokens = 1 << 12;  // tokens per paged MLA block
+inline constexpr int32_t kMaxBlockId = 1 << 22;  // the KV cache never has more blocks (kv_cache.cc)
 
 std::string EncodeStepPlan(const StepPlan& plan);
+// The same with `sequence` in place of plan.sequence (rank 0 numbers the plans the engine built).
+std::string EncodeStepPlan(const StepPlan& plan, uint64_t sequence);
 // DataLoss naming what is wrong (bad magic, version, a count past the end or above a limit, an unknown
 // kind, a negative slot or position, trailing bytes).
 Result<StepPlan> DecodeStepPlan(std::string_view bytes);

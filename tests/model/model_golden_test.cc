@@ -8,7 +8,7 @@
 //   3. Model::Load, then for every golden prompt the logits row [vocab] of every prompt position must be
 //      within relative L2 error 1e-2 of the reference, computed four ways: one prefill Forward with
 //      all_logits; the prompt in two chunks; all prompts in one batch; one token per Forward with the
-//      SequenceState carried (the decode path). model.h: results do not depend on chunking or batching.
+//      sequence state carried (the decode path). model.h: results do not depend on chunking or batching.
 //   4. the 32-token greedy continuation after every prompt must equal the reference's.
 // The generated presets are initialised so that they do not amplify rounding noise (weight_init.h,
 // kResidualBranchGain and the two after it); before that, a single bf16 value rounded the other way grew
@@ -39,6 +39,7 @@
 
 #include "hwy/targets.h"
 
+#include "src/model/sequences.h"
 #include "src/base/check.h"
 #include "src/base/thread_pool.h"
 #include "src/model/generator.h"
@@ -364,28 +365,30 @@ class ModelGoldenTest : public ::testing::TestWithParam<std::string> {
 TEST_P(ModelGoldenTest, PrefillLogitsMatchReference) {
   for (size_t pi = 0; pi < golden_.prompts.size(); ++pi) {
     const GoldenPrompt& p = golden_.prompts[pi];
-    auto state = model_->NewSequenceState();
-    model::SequenceBatchItem item{state.get(), p.ids, /*all_logits=*/true};
+    model::Sequences seqs(*model_);
+    const int32_t state = seqs.New();
+    model::SequenceBatchItem item{state, p.ids, /*all_logits=*/true};
     model::ForwardOutput out;
-    K3_CHECK_OK(model_->Forward({&item, 1}, &out));
+    K3_CHECK_OK(seqs.Forward({&item, 1}, &out));
     ASSERT_EQ(out.rows, static_cast<int64_t>(p.ids.size()));
     ASSERT_EQ(out.logits.size(), p.ids.size() * golden_.vocab);
     ExpectPromptRows(p, pi, 0, out.logits.data(), out.rows, "prefill");
-    EXPECT_EQ(state->num_tokens(), static_cast<int64_t>(p.ids.size()));
+    EXPECT_EQ(seqs.num_tokens(state), static_cast<int64_t>(p.ids.size()));
   }
   std::printf("%s: max relative L2 of prefill logits %.3g\n", golden_.preset.c_str(), max_rel_);
 }
 
-// The decode path (one token per Forward, SequenceState carried: conv tails, KDA state, MLA cache) over
+// The decode path (one token per step, the sequence's state carried: conv tails, KDA state, MLA cache) over
 // the prompt, against the same golden rows.
 TEST_P(ModelGoldenTest, TokenByTokenDecodeOfPromptMatchesReference) {
   for (size_t pi = 0; pi < golden_.prompts.size(); ++pi) {
     const GoldenPrompt& p = golden_.prompts[pi];
-    auto state = model_->NewSequenceState();
+    model::Sequences seqs(*model_);
+    const int32_t state = seqs.New();
     model::ForwardOutput out;
     for (size_t pos = 0; pos < p.ids.size(); ++pos) {
-      model::SequenceBatchItem item{state.get(), {&p.ids[pos], 1}, /*all_logits=*/false};
-      K3_CHECK_OK(model_->Forward({&item, 1}, &out));
+      model::SequenceBatchItem item{state, {&p.ids[pos], 1}, /*all_logits=*/false};
+      K3_CHECK_OK(seqs.Forward({&item, 1}, &out));
       ASSERT_EQ(out.rows, 1);
       ExpectPromptRows(p, pi, static_cast<int64_t>(pos), out.logits.data(), 1, "token-by-token decode");
     }
@@ -406,16 +409,17 @@ TEST_P(ModelGoldenTest, GreedyContinuationMatchesReference) {
   double max_step_rel = 0;
   for (size_t pi = 0; pi < golden_.prompts.size(); ++pi) {
     const GoldenPrompt& p = golden_.prompts[pi];
-    auto state = model_->NewSequenceState();
-    model::SequenceBatchItem item{state.get(), p.ids, /*all_logits=*/false};
+    model::Sequences seqs(*model_);
+    const int32_t state = seqs.New();
+    model::SequenceBatchItem item{state, p.ids, /*all_logits=*/false};
     model::ForwardOutput out;
-    K3_CHECK_OK(model_->Forward({&item, 1}, &out));
+    K3_CHECK_OK(seqs.Forward({&item, 1}, &out));
     ASSERT_EQ(out.rows, 1);
     std::vector<int32_t> generated = {Argmax(out.logits.data(), vocab)};
     for (size_t step = 1; step < p.continuation.size(); ++step) {
       const int32_t token = p.continuation[step - 1];
-      model::SequenceBatchItem next{state.get(), {&token, 1}, /*all_logits=*/false};
-      K3_CHECK_OK(model_->Forward({&next, 1}, &out));
+      model::SequenceBatchItem next{state, {&token, 1}, /*all_logits=*/false};
+      K3_CHECK_OK(seqs.Forward({&next, 1}, &out));
       ASSERT_EQ(out.rows, 1);
       const GoldenStep& gs = p.steps[step - 1];
       double num = 0;
@@ -440,15 +444,16 @@ TEST_P(ModelGoldenTest, ChunkedPrefillMatchesReference) {
   for (size_t pi = 0; pi < golden_.prompts.size(); ++pi) {
     const GoldenPrompt& p = golden_.prompts[pi];
     const size_t half = p.ids.size() / 2;
-    auto state = model_->NewSequenceState();
+    model::Sequences seqs(*model_);
+    const int32_t state = seqs.New();
     const std::span<const int32_t> ids(p.ids);
     model::ForwardOutput out;
-    model::SequenceBatchItem first{state.get(), ids.first(half), /*all_logits=*/true};
-    K3_CHECK_OK(model_->Forward({&first, 1}, &out));
+    model::SequenceBatchItem first{state, ids.first(half), /*all_logits=*/true};
+    K3_CHECK_OK(seqs.Forward({&first, 1}, &out));
     ASSERT_EQ(out.rows, static_cast<int64_t>(half));
     ExpectPromptRows(p, pi, 0, out.logits.data(), out.rows, "chunked prefill (first half)");
-    model::SequenceBatchItem second{state.get(), ids.subspan(half), /*all_logits=*/true};
-    K3_CHECK_OK(model_->Forward({&second, 1}, &out));
+    model::SequenceBatchItem second{state, ids.subspan(half), /*all_logits=*/true};
+    K3_CHECK_OK(seqs.Forward({&second, 1}, &out));
     ASSERT_EQ(out.rows, static_cast<int64_t>(p.ids.size() - half));
     ExpectPromptRows(p, pi, static_cast<int64_t>(half), out.logits.data(), out.rows,
                      "chunked prefill (second half)");
@@ -456,14 +461,12 @@ TEST_P(ModelGoldenTest, ChunkedPrefillMatchesReference) {
 }
 
 TEST_P(ModelGoldenTest, BatchedPrefillMatchesReference) {
-  std::vector<std::unique_ptr<model::SequenceState>> states;
+  model::Sequences seqs(*model_);
   std::vector<model::SequenceBatchItem> items;
-  for (const GoldenPrompt& p : golden_.prompts) {
-    states.push_back(model_->NewSequenceState());
-    items.push_back(model::SequenceBatchItem{states.back().get(), p.ids, /*all_logits=*/true});
-  }
+  for (const GoldenPrompt& p : golden_.prompts)
+    items.push_back(model::SequenceBatchItem{seqs.New(), p.ids, /*all_logits=*/true});
   model::ForwardOutput out;
-  K3_CHECK_OK(model_->Forward(items, &out));
+  K3_CHECK_OK(seqs.Forward(items, &out));
   int64_t row = 0;
   for (size_t pi = 0; pi < golden_.prompts.size(); ++pi) {
     const GoldenPrompt& p = golden_.prompts[pi];
