@@ -27,13 +27,13 @@
 #include <vector>
 
 #include "bench/machine_limits.h"
-#include "src/model/sequences.h"
 #include "src/base/check.h"
 #include "src/base/file.h"
 #include "src/base/thread_pool.h"
 #include "src/io/dtype.h"
 #include "src/kernels/ops.h"
 #include "src/model/model.h"
+#include "src/model/sequences.h"
 #include "src/model/tensors.h"
 
 namespace {
@@ -271,7 +271,7 @@ int main(int argc, char** argv) {
     std::vector<int32_t> prompt(16);
     for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = static_cast<int32_t>((i * 7919 + 13 + r) % vocab);
     k3::model::Sequences state_seqs(*model);
-      const int32_t state = state_seqs.New();
+    const int32_t state = state_seqs.New();
     Forward(state_seqs, state, prompt);
     const auto d0 = Clock::now();
     for (int64_t s = 0; s < decode_steps; ++s)

@@ -20,12 +20,12 @@
 #include <vector>
 
 #include "bench/machine_limits.h"
-#include "src/model/sequences.h"
 #include "src/base/check.h"
 #include "src/base/thread_pool.h"
 #include "src/dist/launch.h"
 #include "src/model/model.h"
 #include "src/model/rank_group.h"
+#include "src/model/sequences.h"
 
 namespace {
 

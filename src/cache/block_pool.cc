@@ -6,8 +6,7 @@
 namespace k3::cache {
 
 BlockPool::BlockPool(int64_t num_blocks)
-    : seq_refs_(static_cast<size_t>(num_blocks), 0),
-      cache_refs_(static_cast<size_t>(num_blocks), 0) {
+    : seq_refs_(static_cast<size_t>(num_blocks), 0), cache_refs_(static_cast<size_t>(num_blocks), 0) {
   free_.reserve(static_cast<size_t>(num_blocks));
   for (int64_t b = num_blocks - 1; b >= 0; --b) free_.push_back(static_cast<int32_t>(b));
 }

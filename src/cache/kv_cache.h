@@ -19,9 +19,9 @@
 
 #include "src/base/status.h"
 #include "src/cache/block_pool.h"
+#include "src/cache/paged_sequence.h"
 #include "src/cache/prefix_cache.h"
 #include "src/io/model_config.h"
-#include "src/cache/paged_sequence.h"
 #include "src/model/state_log.h"
 
 namespace k3::cache {

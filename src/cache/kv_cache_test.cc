@@ -7,8 +7,8 @@
 
 #include <gtest/gtest.h>
 
-#include "src/model/sequences.h"
 #include "src/model/sequence_state.h"
+#include "src/model/sequences.h"
 #include "src/model/testing/random_model.h"
 
 namespace k3::cache {
@@ -86,7 +86,8 @@ TEST(KvCache, ReserveForkCopyOnWriteAndRelease) {
   EXPECT_EQ(kv.free_blocks(), total);
   const int32_t c_slot = c->slot();
   c.reset();
-  EXPECT_EQ(log->Drain(), (std::vector<StateOp>{{StateOpKind::kNew, c_slot, 0}, {StateOpKind::kFree, c_slot, 0}}));
+  EXPECT_EQ(log->Drain(),
+            (std::vector<StateOp>{{StateOpKind::kNew, c_slot, 0}, {StateOpKind::kFree, c_slot, 0}}));
 }
 
 TEST(KvCache, SlotsAreCounted) {
@@ -223,7 +224,8 @@ TEST(KvCache, ForksAndPrefixRestoresContinueLikeTheOriginal) {
   auto cache = KvCache::Create(cfg, Options(40, true), log);
   ASSERT_TRUE(cache.ok());
   KvCache& kv = **cache;
-  const std::vector<int32_t> prompt = {3, 14, 15, 92, 65, 35, 89, 79, 32, 38, 46};  // 11: 3 blocks, last partial
+  const std::vector<int32_t> prompt = {3,  14, 15, 92, 65, 35,
+                                       89, 79, 32, 38, 46};  // 11: 3 blocks, last partial
   const int32_t next[] = {26, 43};
   // Reference: prompt, then next[0], next[1] one at a time.
   model::Sequences reference(**m);
@@ -251,8 +253,9 @@ TEST(KvCache, ForksAndPrefixRestoresContinueLikeTheOriginal) {
   longer.push_back(next[0]);
   ASSERT_EQ(kv.prefix()->Restore(longer, c.get(), &ready), 11);
   ASSERT_TRUE(kv.Reserve(c.get(), 12));
-  std::vector<float> got = Execute(**m, *log, {{a.get(), std::span(next, 1)}, {b.get(), std::span(next, 1)},
-                                               {c.get(), std::span(next, 1)}});
+  std::vector<float> got =
+      Execute(**m, *log,
+              {{a.get(), std::span(next, 1)}, {b.get(), std::span(next, 1)}, {c.get(), std::span(next, 1)}});
   for (int i = 0; i < 3; ++i) {
     EXPECT_LE(model::testing::MaxRowRelativeError(got.data() + i * cfg.vocab_size, want[0].data(), 1,
                                                   cfg.vocab_size),
@@ -261,8 +264,10 @@ TEST(KvCache, ForksAndPrefixRestoresContinueLikeTheOriginal) {
   }
   // One more step each: the copies did not write into each other's blocks.
   for (auto* s : {a.get(), b.get(), c.get()}) ASSERT_TRUE(kv.Reserve(s, 13));
-  got = Execute(**m, *log, {{a.get(), std::span(next + 1, 1)}, {b.get(), std::span(next + 1, 1)},
-                            {c.get(), std::span(next + 1, 1)}});
+  got = Execute(**m, *log,
+                {{a.get(), std::span(next + 1, 1)},
+                 {b.get(), std::span(next + 1, 1)},
+                 {c.get(), std::span(next + 1, 1)}});
   for (int i = 0; i < 3; ++i) {
     EXPECT_LE(model::testing::MaxRowRelativeError(got.data() + i * cfg.vocab_size, want[1].data(), 1,
                                                   cfg.vocab_size),

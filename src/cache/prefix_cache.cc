@@ -80,7 +80,8 @@ void PrefixCache::Insert(std::span<const int32_t> tokens, const PagedSequence& s
   ++positions_[static_cast<int64_t>(tokens.size())];
 }
 
-int64_t PrefixCache::Restore(std::span<const int32_t> tokens, PagedSequence* state, std::vector<float>* logits) {
+int64_t PrefixCache::Restore(std::span<const int32_t> tokens, PagedSequence* state,
+                             std::vector<float>* logits) {
   K3_CHECK(state->num_tokens() == 0 && state->num_blocks() == 0);
   logits->clear();
   if (lru_.empty()) return 0;

@@ -42,7 +42,7 @@ Result<std::unique_ptr<Engine>> Engine::Create(model::Model* model, const tokeni
     ~Unclaim() {
       if (model != nullptr) model->ReleaseFromEngine();
     }
-  } unclaim{model};  // until the engine below owns the claim
+  } unclaim{model};                     // until the engine below owns the claim
   cache::KvCacheOptions cache_options;  // sized for what this rank's states hold
   cache_options.bytes = options.kv_cache_bytes;
   cache_options.block_tokens = options.block_tokens;

@@ -7,8 +7,9 @@
 //
 // Each step the scheduler admits waiting requests (FIFO) within the memory budget, looks up the prefix
 // cache, builds one StepPlan (the state-slot ops since the last step, then a batch of prefill chunks within
-// the token budget and decode tokens, by slot id), has the model execute it, samples every sequence (with its TokenConstraint mask), detokenises, checks stop
-// conditions and emits Events. A full cache preempts the newest running sequence (recompute later).
+// the token budget and decode tokens, by slot id), has the model execute it, samples every sequence (with its
+// TokenConstraint mask), detokenises, checks stop conditions and emits Events. A full cache preempts the
+// newest running sequence (recompute later).
 #pragma once
 
 #include <cstdint>

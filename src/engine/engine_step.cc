@@ -1,6 +1,6 @@
 // One engine step: schedule (running sequences first, oldest first; then FIFO admission with prefix-cache
-// lookups), one Model::Execute of a StepPlan (the slot ops since the last step + every scheduled chunk), prefix snapshots, the n > 1 fork, sampling,
-// stop checks and events.
+// lookups), one Model::Execute of a StepPlan (the slot ops since the last step + every scheduled chunk),
+// prefix snapshots, the n > 1 fork, sampling, stop checks and events.
 #include <algorithm>
 #include <deque>
 #include <string>

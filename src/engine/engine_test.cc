@@ -354,7 +354,8 @@ TEST(Engine, PreemptionByRecomputeKeepsResults) {
     // One engine per model (its KV cache names the model's blocks): a second is refused meanwhile.
     auto second = Engine::Create(F().model.get(), F().tok.get(), EngineOptions{});
     ASSERT_FALSE(second.ok());
-    EXPECT_NE(second.status().message().find("another engine"), std::string::npos) << second.status().message();
+    EXPECT_NE(second.status().message().find("another engine"), std::string::npos)
+        << second.status().message();
   }
   // Once it is gone, an engine with another block size takes the model over.
   auto big = RunAll(*MakeEngine(), MixedRequests(30));

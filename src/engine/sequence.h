@@ -12,11 +12,11 @@
 #include <string>
 #include <vector>
 
+#include "src/cache/paged_sequence.h"
 #include "src/chat/token_constraint.h"
 #include "src/engine/engine.h"
 #include "src/engine/sampler.h"
 #include "src/engine/stop_strings.h"
-#include "src/cache/paged_sequence.h"
 #include "src/tokenizer/incremental_decoder.h"
 
 namespace k3::engine {

@@ -149,9 +149,9 @@ class ModelImpl final : public Model {
   Collectives collectives_;
   StateSlots slots_;
   std::vector<SequenceSegment> segments_;  // this step's items
-  std::vector<float> local_logits_;  // [rows, N/t] (sharded)
-  std::vector<float> gathered_;      // [t, rows, N/t] (rank 0)
-  int64_t bank_capacity_ = 0;        // B: frozen entries per token at most
+  std::vector<float> local_logits_;        // [rows, N/t] (sharded)
+  std::vector<float> gathered_;            // [t, rows, N/t] (rank 0)
+  int64_t bank_capacity_ = 0;              // B: frozen entries per token at most
   ForwardScratch s_;
   std::vector<int64_t> all_rows_;  // 0..T-1
 };

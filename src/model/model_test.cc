@@ -124,8 +124,7 @@ TEST_P(ModelTest, BatchingDoesNotChangeLogits) {
       if (step == joined) {
         items.push_back({states[i], prompts[i], false});
       } else {
-        items.push_back(
-            {states[i], std::span<const int32_t>(&decode_ids[step - joined - 1], 1), false});
+        items.push_back({states[i], std::span<const int32_t>(&decode_ids[step - joined - 1], 1), false});
       }
     }
     ForwardOutput out;
@@ -193,7 +192,8 @@ TEST_P(ModelTest, BadPlansAreDataLoss) {
   bad.push_back({StepPlan{.items = {item(2, 0, {1})}}, "slot 2, which does not exist"});
   bad.push_back({StepPlan{.items = {item(1, 0, {1}), item(1, 0, {2})}}, "appears twice"});
   bad.push_back({StepPlan{.items = {item(1, 5, {1})}}, "position 0 here but 5"});
-  bad.push_back({StepPlan{.items = {item(1, 0, {static_cast<int32_t>(cfg.vocab_size)})}}, "outside the vocabulary"});
+  bad.push_back(
+      {StepPlan{.items = {item(1, 0, {static_cast<int32_t>(cfg.vocab_size)})}}, "outside the vocabulary"});
   bad.push_back({StepPlan{.items = {item(1, 0, {})}}, "no new tokens"});
   bad.push_back({StepPlan{.ops = {{StateOpKind::kNew, 1, 0}}}, "reuses slot 1"});
   bad.push_back({StepPlan{.ops = {{StateOpKind::kFree, 3, 0}}}, "frees slot 3"});

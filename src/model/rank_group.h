@@ -11,8 +11,9 @@
 // collective is sticky: every later Forward returns it and `on_failure` hears it once.
 //
 // RunWorker receives each plan and executes it on its own shard: its model's slots hold its heads' KDA
-// states and the replicated MLA blocks, so the same ops and batch keep every rank in step. A malformed plan, an unknown slot or block, a
-// sequence gap or a lost peer ends it with a Status; it never aborts on what it receives.
+// states and the replicated MLA blocks, so the same ops and batch keep every rank in step. A malformed plan,
+// an unknown slot or block, a sequence gap or a lost peer ends it with a Status; it never aborts on what it
+// receives.
 #pragma once
 
 #include <atomic>

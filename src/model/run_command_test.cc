@@ -14,8 +14,8 @@
 #include <gtest/gtest.h>
 
 #include "src/base/check.h"
-#include "src/model/sequences.h"
 #include "src/model/model.h"
+#include "src/model/sequences.h"
 #include "src/model/testing/random_model.h"
 
 namespace k3::model {

@@ -44,7 +44,8 @@ Status Sequences::Forward(std::span<const SequenceBatchItem> batch, ForwardOutpu
     plan.items.push_back(std::move(step));
   }
   K3_RETURN_IF_ERROR(model_.Execute(plan, out));
-  for (const SequenceBatchItem& item : batch) positions_[item.slot] += static_cast<int64_t>(item.tokens.size());
+  for (const SequenceBatchItem& item : batch)
+    positions_[item.slot] += static_cast<int64_t>(item.tokens.size());
   return OkStatus();
 }
 

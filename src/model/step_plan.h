@@ -71,7 +71,7 @@ inline constexpr uint32_t kMaxItemBlocks = 1u << 24;
 inline constexpr size_t kMaxPlanBytes = size_t{1} << 30;
 inline constexpr int32_t kMaxSlotId = 1 << 24;
 inline constexpr int32_t kMaxBlockTokens = 1 << 12;  // tokens per paged MLA block
-inline constexpr int32_t kMaxBlockId = 1 << 22;  // the KV cache never has more blocks (kv_cache.cc)
+inline constexpr int32_t kMaxBlockId = 1 << 22;      // the KV cache never has more blocks (kv_cache.cc)
 
 std::string EncodeStepPlan(const StepPlan& plan);
 // The same with `sequence` in place of plan.sequence (rank 0 numbers the plans the engine built).

@@ -39,11 +39,11 @@
 
 #include "hwy/targets.h"
 
-#include "src/model/sequences.h"
 #include "src/base/check.h"
 #include "src/base/thread_pool.h"
 #include "src/model/generator.h"
 #include "src/model/model.h"
+#include "src/model/sequences.h"
 
 namespace k3 {
 namespace {
