@@ -166,6 +166,11 @@ Result<TargetPlan> PlanTarget(const Catalog& catalog, const ModelSpec& model, co
   }
   tp.instance = *instance;
   if (instance->CpuOnly()) return PlanCpuTarget(model, options, assumptions, bandwidth_bps, std::move(tp));
+  if (options.cpu.tensor_parallel_size > 0) {
+    tp.warnings.push_back(fmt::format(
+        "--tensor-parallel-size {} applies to CPU-only instances; on {} GPUs the layout follows --parallel",
+        options.cpu.tensor_parallel_size, instance_id));
+  }
   if (!target.instance_prefix.empty() && instance_id.rfind(target.instance_prefix, 0) != 0) {
     tp.warnings.push_back(fmt::format("{} needs an instance type starting with '{}' (got {})", target.id,
                                       target.instance_prefix, instance_id));

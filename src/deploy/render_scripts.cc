@@ -312,8 +312,8 @@ std::vector<RenderedFile> EksCpuScripts(const RenderContext& ctx, const std::str
       ctx.plan.instance.cpu_arch == "arm64" ? "AL2023_ARM_64_STANDARD" : "AL2023_x86_64_STANDARD";
   setup += fmt::format(
       "CLUSTER=${{CLUSTER:?set CLUSTER to the EKS cluster name}}\n"
-      "NODE_ROLE_ARN=${{NODE_ROLE_ARN:?set NODE_ROLE_ARN to the IAM role of the cluster's node groups}}\n"
-      "SUBNETS=${{SUBNETS:?set SUBNETS to the cluster's private subnet ids, space separated}}\n{3}\n"
+      "NODE_ROLE_ARN=${{NODE_ROLE_ARN:?set NODE_ROLE_ARN to the IAM role of the cluster node groups}}\n"
+      "SUBNETS=${{SUBNETS:?set SUBNETS to the private subnet ids of the cluster, space separated}}\n{3}\n"
       "# The EKS cluster itself (VPC, IAM) comes from the AI on EKS Terraform modules (guide §3.2).\n"
       "aws eks update-kubeconfig --name \"$CLUSTER\"\n"
       "# On-demand managed node group: {1} x {0} (k3 ranks, one per NUMA node; no GPU device plugin).\n"
