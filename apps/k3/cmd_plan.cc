@@ -15,6 +15,7 @@ void RegisterPlanCommand(CLI::App& app) {
     deploy::PlanOptions options;
     std::string format = "table";
     std::string parallel = "tp";
+    std::string engine = "vllm";
   };
   auto flags = std::make_shared<Flags>();
   CLI::App* cmd =
@@ -38,12 +39,26 @@ void RegisterPlanCommand(CLI::App& app) {
                   "tp: TP over up to 8 GPUs (across two 4-GPU nodes) | tp-pp: TP = GPUs "
                   "per node, PP = nodes (the guide's TP=4 x PP=2)")
       ->capture_default_str();
+  cmd->add_option("--engine", flags->engine,
+                  "vllm | k3 (k3 also plans CPU-only instances: RAM per rank, nodes, decode tokens/s)")
+      ->capture_default_str();
+  cmd->add_option("--tensor-parallel-size", flags->options.cpu.tensor_parallel_size,
+                  "CPU instances: ranks in all (default: one per NUMA node of every node)");
+  cmd->add_option("--network-latency-us", flags->options.cpu.inter_node_latency_us,
+                  "CPU instances: latency of one all-reduce ring step between nodes")
+      ->capture_default_str();
+  cmd->add_option("--memory-efficiency", flags->options.cpu.memory_efficiency,
+                  "CPU instances: sustained fraction of peak DRAM bandwidth")
+      ->capture_default_str();
   cmd->add_option("--format", flags->format, "table | json | markdown")->capture_default_str();
   cmd->callback([flags] {
     if (flags->parallel != "tp" && flags->parallel != "tp-pp") {
       return FailCommand("plan", "--parallel '" + flags->parallel + "': one of tp, tp-pp", 2);
     }
     flags->options.prefer_pp = flags->parallel == "tp-pp";
+    auto engine = deploy::ParseEngine(flags->engine);
+    if (!engine.ok()) return FailCommand("plan", engine.status().message(), 2);
+    flags->options.engine = *engine;
     const auto& catalog = deploy::EmbeddedCatalog();
     if (!catalog.ok()) return FailCommand("plan", catalog.status().ToString());
     auto format = deploy::ParsePlanFormat(flags->format);

@@ -43,6 +43,8 @@ void RegisterRenderCommand(CLI::App& app) {
   cmd->add_option("--weights-bandwidth", flags->options.plan.weights_bandwidth,
                   "storage read bandwidth (probes)")
       ->capture_default_str();
+  cmd->add_option("--tensor-parallel-size", flags->options.plan.cpu.tensor_parallel_size,
+                  "CPU instances with --engine k3: ranks in all (default: one per NUMA node of every node)");
   cmd->add_option("--parallel", flags->parallel,
                   "tp: TP over up to 8 GPUs (across two 4-GPU nodes) | tp-pp: TP = GPUs "
                   "per node, PP = nodes (the guide's TP=4 x PP=2)")
@@ -54,13 +56,9 @@ void RegisterRenderCommand(CLI::App& app) {
     flags->options.plan.prefer_pp = flags->parallel == "tp-pp";
     const auto& catalog = deploy::EmbeddedCatalog();
     if (!catalog.ok()) return FailCommand("render", catalog.status().ToString());
-    if (flags->engine == "vllm") {
-      flags->options.engine = deploy::Engine::kVllm;
-    } else if (flags->engine == "k3") {
-      flags->options.engine = deploy::Engine::kK3;
-    } else {
-      return FailCommand("render", "--engine '" + flags->engine + "': one of vllm, k3", 2);
-    }
+    auto engine = deploy::ParseEngine(flags->engine);
+    if (!engine.ok()) return FailCommand("render", engine.status().message(), 2);
+    flags->options.engine = *engine;
     auto files = deploy::Render(*catalog, flags->options);
     if (!files.ok()) return FailCommand("render", files.status().message(), 2);
     if (flags->out == "-") {

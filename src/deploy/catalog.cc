@@ -130,6 +130,24 @@ Status ParseGpus(const Json& root, Catalog& catalog) {
   return OkStatus();
 }
 
+// A CPU host: sockets, NUMA nodes, memory bandwidth with its source or derivation, network.
+Status ParseCpuHost(const Json& object, const std::string& where, CpuHost& cpu) {
+  FieldReader r(object, where);
+  cpu.model = r.String("model");
+  cpu.sockets = static_cast<int>(r.Int("sockets"));
+  cpu.numa_nodes = static_cast<int>(r.Int("numa_nodes"));
+  cpu.memory_bandwidth_gbs_per_socket = r.Number("memory_bandwidth_gbs_per_socket");
+  cpu.memory_bandwidth_note = r.String("memory_bandwidth_note");
+  cpu.network_gbps = r.Number("network_gbps");
+  K3_RETURN_IF_ERROR(r.status());
+  if (cpu.sockets < 1 || cpu.numa_nodes < 1 || cpu.memory_bandwidth_gbs_per_socket <= 0 ||
+      cpu.network_gbps <= 0) {
+    return InvalidArgument(
+        "{}: sockets, numa_nodes, memory_bandwidth_gbs_per_socket and network_gbps must be positive", where);
+  }
+  return OkStatus();
+}
+
 Status ParseInstances(const Json& root, Catalog& catalog) {
   FieldReader top(root, "instances.json");
   const Json* list = top.Array("instances");
@@ -140,9 +158,9 @@ Status ParseInstances(const Json& root, Catalog& catalog) {
     in.id = r.String("id");
     in.cloud = r.String("cloud");
     in.hardware_of = r.String("hardware_of", false);
-    in.gpu = r.String("gpu");
     in.gpu_count = static_cast<int>(r.Int("gpu_count"));
-    in.gpu_memory_gb = r.Number("gpu_memory_gb");
+    in.gpu = r.String("gpu", in.gpu_count > 0);
+    in.gpu_memory_gb = r.Number("gpu_memory_gb", in.gpu_count > 0);
     in.cpu_arch = r.String("cpu_arch");
     in.vcpu = static_cast<int>(r.Int("vcpu"));
     in.ram_gib = static_cast<int>(r.Int("ram_gib"));
@@ -151,7 +169,9 @@ Status ParseInstances(const Json& root, Catalog& catalog) {
     in.sources = r.Strings("sources");
     in.price_note = r.String("price_note", false);
     const Json* prices = r.Array("prices");
+    const Json* cpu = r.Object("cpu", in.gpu_count == 0);
     K3_RETURN_IF_ERROR(r.status());
+    if (cpu != nullptr) K3_RETURN_IF_ERROR(ParseCpuHost(*cpu, r.where() + ".cpu", in.cpu));
     for (size_t p = 0; p < prices->size(); ++p) {
       FieldReader pr((*prices)[p], fmt::format("{}.prices[{}]", r.where(), p));
       Price price{pr.Number("usd_per_hour"), pr.String("what"), pr.String("source"), pr.String("date"),
@@ -196,6 +216,13 @@ Status ParseModels(const Json& root, Catalog& catalog) {
     m.kda_conv_kernel = r.Int("kda_conv_kernel");
     m.kda_state_bytes_per_sequence = r.Int("kda_state_bytes_per_sequence");
     m.sources = r.Strings("sources");
+    m.hidden_size = r.Int("hidden_size", false);
+    m.moe_layers = r.Int("moe_layers", false);
+    m.moe_latent_size = r.Int("moe_latent_size", false);
+    m.routed_experts = r.Int("routed_experts", false);
+    m.experts_per_token = r.Int("experts_per_token", false);
+    m.expert_bytes = r.Int("expert_bytes", false);
+    m.embedding_bytes = r.Int("embedding_bytes", false);
     const Json* vllm = r.Object("vllm", true);
     K3_RETURN_IF_ERROR(r.status());
     FieldReader v(*vllm, r.where() + ".vllm");
@@ -244,7 +271,7 @@ Status CheckReferences(const Catalog& c) {
   };
   for (const Gpu& g : c.gpus) K3_RETURN_IF_ERROR(source_ok(g.source, "gpus.json: " + g.id));
   for (const Instance& in : c.instances) {
-    if (c.FindGpu(in.gpu) == nullptr)
+    if (in.gpu_count > 0 && c.FindGpu(in.gpu) == nullptr)
       return InvalidArgument("instances.json: {}: unknown gpu '{}'", in.id, in.gpu);
     for (const auto& s : in.sources) K3_RETURN_IF_ERROR(source_ok(s, "instances.json: " + in.id));
     for (const Price& p : in.prices)

@@ -47,6 +47,15 @@ struct ModelSpec {
   std::string vllm_parsers;
   std::map<std::string, std::string> vllm_env;
   std::vector<std::string> sources;
+  // Decode traffic (optional; 0 = unknown, the CPU planner then scales weight_bytes by active / total
+  // params): what one decode token reads from memory and how many all-reduces it needs under TP.
+  int64_t hidden_size = 0;        // all-reduce payload of attention / dense / shared outputs
+  int64_t moe_layers = 0;         // layers with routed experts
+  int64_t moe_latent_size = 0;    // width of the routed combine all-reduce (latent MoE)
+  int64_t routed_experts = 0;     // experts per MoE layer
+  int64_t experts_per_token = 0;  // top-k
+  int64_t expert_bytes = 0;       // one routed expert (w1 + w2 + w3) as stored
+  int64_t embedding_bytes = 0;    // the input embedding table (a decode token reads one row of it)
 
   int64_t MlaBytesPerToken() const { return mla_layers * mla_latent_values_per_token * cache_dtype_bytes; }
 };
@@ -66,12 +75,23 @@ struct Price {
   bool verified = true;
 };
 
+// The memory system and network of a CPU-only instance (gpu_count 0), which the k3 engine plans on.
+struct CpuHost {
+  std::string model;  // "Intel Xeon Platinum 8375C (Ice Lake)"
+  int sockets = 0;
+  int numa_nodes = 0;  // k3 runs one rank per NUMA node unless --tensor-parallel-size says otherwise
+  double memory_bandwidth_gbs_per_socket = 0;  // peak DRAM bandwidth, GB/s (10^9 B/s)
+  std::string memory_bandwidth_note;           // its source, or the derivation (channels x MT/s x 8 B)
+  double network_gbps = 0;                     // instance network bandwidth, Gbit/s
+  double MemoryBandwidthGbs() const { return memory_bandwidth_gbs_per_socket * sockets; }
+};
+
 struct Instance {
   std::string id;
-  std::string cloud;        // aws | azure | gcp | alibaba
-  std::string hardware_of;  // e.g. the EC2 type behind an ml. SageMaker type ("" = itself)
-  std::string gpu;
-  int gpu_count = 0;
+  std::string cloud;         // aws | azure | gcp | alibaba
+  std::string hardware_of;   // e.g. the EC2 type behind an ml. SageMaker type ("" = itself)
+  std::string gpu;           // "" on CPU-only instances
+  int gpu_count = 0;         // 0: CPU-only (see cpu)
   double gpu_memory_gb = 0;  // per GPU
   std::string cpu_arch;      // amd64 | arm64
   int vcpu = 0;
@@ -81,6 +101,9 @@ struct Instance {
   std::vector<std::string> sources;
   std::vector<Price> prices;
   std::string price_note;
+  CpuHost cpu;  // required when gpu_count is 0
+
+  bool CpuOnly() const { return gpu_count == 0; }
 };
 
 struct Target {

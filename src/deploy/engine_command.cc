@@ -18,6 +18,12 @@ std::string ShellLines(const std::string& head, const std::vector<std::string>& 
 
 const char* EngineName(Engine engine) { return engine == Engine::kK3 ? "k3" : "vllm"; }
 
+Result<Engine> ParseEngine(const std::string& name) {
+  if (name == "vllm") return Engine::kVllm;
+  if (name == "k3") return Engine::kK3;
+  return InvalidArgument("--engine '{}': one of vllm, k3", name);
+}
+
 std::vector<std::string> VllmFlags(const ServeSpec& spec) {
   std::vector<std::string> f = {"--trust-remote-code", "--load-format", "fastsafetensors",
                                 "--enable-prefix-caching"};
@@ -51,8 +57,7 @@ std::vector<std::string> K3ServeArgv(const ServeSpec& spec, K3Role role) {
       "--host", "0.0.0.0", "--port",       std::to_string(spec.port)};
   if (spec.max_model_len > 0)
     argv.insert(argv.end(), {"--max-model-len", std::to_string(spec.max_model_len)});
-  if (spec.layout.nodes > 1)
-    argv.insert(argv.end(), {"--tensor-parallel-size", std::to_string(spec.layout.nodes)});
+  if (spec.k3_world > 1) argv.insert(argv.end(), {"--tensor-parallel-size", std::to_string(spec.k3_world)});
   if (role == K3Role::kWorker) argv.push_back("--headless");
   return argv;
 }

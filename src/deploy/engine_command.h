@@ -7,12 +7,16 @@
 #include <string>
 #include <vector>
 
+#include "src/base/status.h"
 #include "src/deploy/catalog.h"
 #include "src/deploy/memory_plan.h"
 
 namespace k3::deploy {
 
 enum class Engine { kVllm, kK3, kSentinel };
+
+// "vllm" | "k3"; the error names --engine and the choices.
+Result<Engine> ParseEngine(const std::string& name);
 
 struct ServeSpec {
   Engine engine = Engine::kVllm;
@@ -22,6 +26,7 @@ struct ServeSpec {
   Layout layout;
   int port = 8000;
   int64_t max_model_len = 0;  // 0: not passed (engine default = model context)
+  int k3_world = 0;           // `k3 serve --tensor-parallel-size` (ranks of the group; <= 1: not passed)
 };
 
 // vLLM flags after the model (the guide's order): "--trust-remote-code", "--load-format", ...
@@ -39,9 +44,10 @@ enum class K3Role {
   kWorker,  // nodes 1..N-1 of a LeaderWorkerSet group: ranks only (--headless)
 };
 
-// `k3 serve` argv and its shell form. A group of N > 1 nodes runs one rank per node
-// (--tensor-parallel-size N: the CPU engine gives each rank all of its node's cores); node count, node rank
-// and leader address come from LeaderWorkerSet's LWS_GROUP_SIZE / LWS_WORKER_INDEX / LWS_LEADER_ADDRESS.
+// `k3 serve` argv and its shell form. --tensor-parallel-size is spec.k3_world: on GPU instances one rank
+// per node of a multi-node group, on CPU instances one rank per NUMA node (cpu_plan.h); node 0 starts its
+// node's ranks, and node count, node rank and leader address come from LeaderWorkerSet's LWS_GROUP_SIZE /
+// LWS_WORKER_INDEX / LWS_LEADER_ADDRESS.
 std::vector<std::string> K3ServeArgv(const ServeSpec& spec, K3Role role = K3Role::kServer);
 std::string K3ServeShell(const ServeSpec& spec);
 

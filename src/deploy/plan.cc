@@ -36,6 +36,74 @@ CostRange CostFor(const Instance& instance, int billed_instances) {
   return cost;
 }
 
+// Notes and procurement text every target plan carries.
+void AddTargetNotes(TargetPlan& tp) {
+  if (tp.instance.CpuOnly()) {
+    // The target's capacity notes are about GPU reservations; a CPU plan needs none of them.
+    tp.notes.push_back(fmt::format(
+        "CPU-only: {} is on-demand capacity (no reservation, Capacity Block or GPU driver); check the vCPU "
+        "quota of its family ({} vCPUs per node) before creating the node pool.",
+        tp.instance.id, tp.instance.vcpu));
+    tp.notes.push_back("Cleanup: the CPU node pool bills per hour until deleted (cleanup.sh deletes it).");
+  } else {
+    tp.notes = tp.target.capacity;
+    for (const std::string& c : tp.target.cleanup) tp.notes.push_back("Cleanup: " + c);
+  }
+  if (tp.instance.cpu_arch == "arm64") {
+    tp.notes.push_back(
+        std::string(tp.instance.CpuOnly() ? "arm64 hosts" : "arm64 (Grace) hosts") +
+        ": the image needs an arm64 variant; check with `docker manifest inspect` before deploying (guide "
+        "caveat 2).");
+  }
+}
+
+// A CPU-only instance: the k3 engine's ranks on CPU nodes (cpu_plan.h). vLLM's GPU build cannot serve there.
+Result<TargetPlan> PlanCpuTarget(const ModelSpec& model, const PlanOptions& options,
+                                 const MemoryAssumptions& assumptions, double bandwidth_bps, TargetPlan tp) {
+  const Instance& instance = tp.instance;
+  if (options.engine != Engine::kK3) {
+    return InvalidArgument(
+        "--instance {} is a CPU-only instance (no GPUs; data/catalog/instances.json gpu_count 0): the vLLM "
+        "engine needs GPUs; plan it with --engine k3 (the k3 engine runs on CPUs), or pick a GPU --instance",
+        instance.id);
+  }
+  const int want_tp = options.cpu.tensor_parallel_size;
+  if (want_tp < 0) return InvalidArgument("--tensor-parallel-size {}: must be positive", want_tp);
+  if (want_tp > 0 && model.kda_heads > 0 && model.kda_heads % want_tp != 0) {
+    return InvalidArgument(
+        "--tensor-parallel-size {}: does not divide the {} heads of {} (config.json "
+        "linear_attn_config.num_heads); pick a divisor of {}",
+        want_tp, model.kda_heads, model.id, model.kda_heads);
+  }
+  tp.cpu_only = true;
+  tp.cpu = PlanCpu(model, instance, assumptions, options.cpu, want_tp > 0 ? want_tp : kMaxNodesSearched);
+  if (!tp.cpu.fits) {
+    const RamPerRank& r = tp.cpu.ram;
+    return InvalidArgument(
+        "--instance {}: {} does not fit: {} node(s) x {} rank(s) need {:.1f} GB of RAM per node ({:.1f} GB "
+        "per rank) but {} has {} GiB ({:.1f} GB usable); lower --max-model-len or --concurrency, {}or pick "
+        "an "
+        "--instance with more RAM (instances.json ram_gib)",
+        instance.id, model.id, tp.cpu.nodes, tp.cpu.ranks_per_node, r.node_need_gb, r.need_gb, instance.id,
+        instance.ram_gib, r.node_usable_gb, want_tp > 0 ? "raise --tensor-parallel-size (more nodes), " : "");
+  }
+  tp.fits = true;
+  tp.layout.nodes = tp.cpu.nodes;
+  tp.layout.gpus_per_node = 0;
+  tp.layout.tp = tp.cpu.tp();
+  tp.layout.pp = 1;
+  tp.replicas = options.replicas;
+  const Target& target = tp.target;
+  if (target.one_instance_per_replica && tp.layout.nodes > 1) {
+    tp.warnings.push_back(fmt::format("{} serves one instance per replica, but the model needs {} x {}",
+                                      target.id, tp.layout.nodes, instance.id));
+  }
+  tp.cost = CostFor(instance, tp.layout.nodes * tp.replicas);
+  tp.probes = DeriveProbeBudget(model.weight_bytes, bandwidth_bps);
+  AddTargetNotes(tp);
+  return tp;
+}
+
 }  // namespace
 
 Result<double> ParseBandwidth(const std::string& text) {
@@ -97,6 +165,12 @@ Result<TargetPlan> PlanTarget(const Catalog& catalog, const ModelSpec& model, co
                            instance->cloud, target.id, target.cloud);
   }
   tp.instance = *instance;
+  if (instance->CpuOnly()) return PlanCpuTarget(model, options, assumptions, bandwidth_bps, std::move(tp));
+  if (options.cpu.tensor_parallel_size > 0) {
+    tp.warnings.push_back(fmt::format(
+        "--tensor-parallel-size {} applies to CPU-only instances; on {} GPUs the layout follows --parallel",
+        options.cpu.tensor_parallel_size, instance_id));
+  }
   if (!target.instance_prefix.empty() && instance_id.rfind(target.instance_prefix, 0) != 0) {
     tp.warnings.push_back(fmt::format("{} needs an instance type starting with '{}' (got {})", target.id,
                                       target.instance_prefix, instance_id));
@@ -143,13 +217,7 @@ Result<TargetPlan> PlanTarget(const Catalog& catalog, const ModelSpec& model, co
   }
   tp.cost = CostFor(*instance, billed);
   tp.probes = DeriveProbeBudget(model.weight_bytes, bandwidth_bps);
-  tp.notes = target.capacity;
-  for (const std::string& c : target.cleanup) tp.notes.push_back("Cleanup: " + c);
-  if (instance->cpu_arch == "arm64") {
-    tp.notes.push_back(
-        "arm64 (Grace) hosts: the image needs an arm64 variant; check with `docker manifest "
-        "inspect` before deploying (guide caveat 2).");
-  }
+  AddTargetNotes(tp);
   return tp;
 }
 

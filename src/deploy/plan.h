@@ -9,6 +9,8 @@
 
 #include "src/base/status.h"
 #include "src/deploy/catalog.h"
+#include "src/deploy/cpu_plan.h"
+#include "src/deploy/engine_command.h"
 #include "src/deploy/memory_plan.h"
 
 namespace k3::deploy {
@@ -22,7 +24,10 @@ struct PlanOptions {
   std::string weights_bandwidth = "10Gbps";
   bool prefer_pp = false;  // TP = GPUs per node, PP = nodes (the guide's TP=4/PP=2 alternative)
   int replicas = 1;
-  double overhead_gb_per_gpu = 8.0;
+  double overhead_gb_per_gpu = 8.0;  // per GPU; on a CPU instance, the working margin per rank
+  // The engine decides what a CPU-only instance means: k3 plans ranks on it (cpu_plan.h), vLLM refuses.
+  Engine engine = Engine::kVllm;
+  CpuAssumptions cpu;  // --tensor-parallel-size, --network-latency-us, --memory-efficiency
 };
 
 // Parses "10Gbps", "100Mbps", "1Tbps", "2GB/s", "500MB/s" into bits per second.
@@ -53,8 +58,10 @@ struct ProbeBudget {
 struct TargetPlan {
   Target target;
   Instance instance;
-  Layout layout;
+  Layout layout;  // on a CPU instance: nodes, gpus_per_node 0, tp = ranks
   MemoryPerGpu per_gpu;
+  bool cpu_only = false;  // the instance has no GPUs: `cpu` holds the plan
+  CpuPlan cpu;
   bool fits = false;  // the model fits on layout.nodes instances
   int replicas = 1;
   CostRange cost;

@@ -63,11 +63,13 @@ Rows TargetRows(const Plan& plan) {
   Rows rows = {{"Target", "Instance", "GPUs", "Arch", "Nodes", "Layout", "Need / GPU", "Cost / hour",
                 "Cost / month (730 h)", "Load", "Startup budget"}};
   for (const TargetPlan& t : plan.targets) {
-    rows.push_back({t.target.id, t.instance.id, fmt::format("{}x {}", t.instance.gpu_count, t.instance.gpu),
-                    t.instance.cpu_arch, t.fits ? std::to_string(t.layout.nodes) : "does not fit",
-                    LayoutText(t.layout), Gb(t.per_gpu.need_gb), FormatCostPerHour(t.cost),
-                    FormatCostPerMonth(t.cost), FormatDuration(t.probes.load_seconds),
-                    FormatDuration(t.probes.startup_budget_seconds)});
+    const std::string hardware = t.cpu_only ? fmt::format("CPU, {} NUMA", t.instance.cpu.numa_nodes)
+                                            : fmt::format("{}x {}", t.instance.gpu_count, t.instance.gpu);
+    const std::string need = t.cpu_only ? Gb(t.cpu.ram.need_gb) + " / rank" : Gb(t.per_gpu.need_gb);
+    rows.push_back({t.target.id, t.instance.id, hardware, t.instance.cpu_arch,
+                    t.fits ? std::to_string(t.layout.nodes) : "does not fit", LayoutText(t.layout), need,
+                    FormatCostPerHour(t.cost), FormatCostPerMonth(t.cost),
+                    FormatDuration(t.probes.load_seconds), FormatDuration(t.probes.startup_budget_seconds)});
   }
   return rows;
 }
@@ -93,14 +95,25 @@ std::string Details(const Plan& plan, bool markdown) {
     out += markdown ? fmt::format("\n### {} ({})\n\n", t.target.id, t.target.platform)
                     : fmt::format("\n{} ({})\n", t.target.id, t.target.platform);
     const std::string bullet = markdown ? "- " : "  - ";
-    out += bullet + fmt::format("{} x {}: {} GPUs per node, {} x {} GB, {}, {} vCPU, {} GiB RAM; {}\n",
-                                t.layout.nodes * t.replicas, t.instance.id, t.instance.gpu_count,
-                                t.instance.gpu_count, t.instance.gpu_memory_gb, t.instance.cpu_arch,
-                                t.instance.vcpu, t.instance.ram_gib, t.instance.interconnect);
-    out +=
-        bullet + fmt::format("per GPU: weights {} + MLA {} + KDA {} + overhead {} = {} of {} usable\n",
-                             Gb(t.per_gpu.weights_gb), Gb(t.per_gpu.mla_cache_gb), Gb(t.per_gpu.kda_state_gb),
-                             Gb(t.per_gpu.overhead_gb), Gb(t.per_gpu.need_gb), Gb(t.per_gpu.usable_gb));
+    if (t.cpu_only) {
+      out +=
+          bullet + fmt::format(
+                       "{} x {}: CPU-only, {}, {} socket(s), {} NUMA node(s), {} vCPU, {} GiB RAM, "
+                       "{:.1f} GB/s peak DRAM bandwidth per socket, {:.0f} Gbit/s network\n",
+                       t.layout.nodes * t.replicas, t.instance.id, t.instance.cpu_arch,
+                       t.instance.cpu.sockets, t.instance.cpu.numa_nodes, t.instance.vcpu, t.instance.ram_gib,
+                       t.instance.cpu.memory_bandwidth_gbs_per_socket, t.instance.cpu.network_gbps);
+      out += CpuPlanFormula(plan.model, t.instance, t.cpu, bullet);
+    } else {
+      out += bullet + fmt::format("{} x {}: {} GPUs per node, {} x {} GB, {}, {} vCPU, {} GiB RAM; {}\n",
+                                  t.layout.nodes * t.replicas, t.instance.id, t.instance.gpu_count,
+                                  t.instance.gpu_count, t.instance.gpu_memory_gb, t.instance.cpu_arch,
+                                  t.instance.vcpu, t.instance.ram_gib, t.instance.interconnect);
+      out += bullet + fmt::format("per GPU: weights {} + MLA {} + KDA {} + overhead {} = {} of {} usable\n",
+                                  Gb(t.per_gpu.weights_gb), Gb(t.per_gpu.mla_cache_gb),
+                                  Gb(t.per_gpu.kda_state_gb), Gb(t.per_gpu.overhead_gb),
+                                  Gb(t.per_gpu.need_gb), Gb(t.per_gpu.usable_gb));
+    }
     out += bullet + fmt::format(
                         "probes: startupProbe period {} s x failureThreshold {} = {} (2 x load {} + 600 s); "
                         "readiness every {} s\n",
@@ -137,6 +150,35 @@ Json PerGpuJson(const MemoryPerGpu& m) {
           {"need_gb", m.need_gb},
           {"usable_gb", m.usable_gb},
           {"fits", m.fits}};
+}
+
+Json CpuJson(const TargetPlan& t) {
+  const CpuPlan& c = t.cpu;
+  const DecodeEstimate& d = c.decode;
+  return {{"nodes", c.nodes},
+          {"ranks_per_node", c.ranks_per_node},
+          {"tensor_parallel_size", c.tp()},
+          {"ram_per_rank_gb",
+           {{"weights", c.ram.weights_gb},
+            {"mla_cache", c.ram.mla_cache_gb},
+            {"kda_state", c.ram.kda_state_gb},
+            {"margin", c.ram.overhead_gb},
+            {"total", c.ram.need_gb}}},
+          {"ram_per_node_gb", c.ram.node_need_gb},
+          {"ram_usable_per_node_gb", c.ram.node_usable_gb},
+          {"decode",
+           {{"routed_bytes_per_token", d.routed_bytes_per_token},
+            {"non_expert_bytes_per_token", d.dense_bytes_per_token},
+            {"bytes_per_rank", d.bytes_per_rank},
+            {"bandwidth_per_rank_gbs", d.bandwidth_per_rank_gbs},
+            {"memory_efficiency", c.assumptions.memory_efficiency},
+            {"memory_seconds", d.memory_seconds},
+            {"all_reduces_per_token", d.all_reduces_per_token},
+            {"ring_steps", d.ring_steps},
+            {"step_latency_us", d.step_latency_us},
+            {"network_seconds", d.network_seconds},
+            {"tokens_per_second", d.tokens_per_second}}},
+          {"memory_bandwidth_note", t.instance.cpu.memory_bandwidth_note}};
 }
 
 Json PlanJson(const Plan& plan) {
@@ -201,6 +243,7 @@ Json PlanJson(const Plan& plan) {
                          {"budget_seconds", t.probes.startup_budget_seconds}}},
                        {"warnings", t.warnings},
                        {"notes", t.notes}});
+    if (t.cpu_only) targets.back()["cpu"] = CpuJson(t);
   }
   j["targets"] = targets;
   Json sources = Json::array();

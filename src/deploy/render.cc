@@ -42,6 +42,12 @@ Status CheckServable(const RenderContext& ctx) {
         "az:// or gs:// (the pre-sync Job copies them), or --target alibaba-ack",
         ctx.weights.uri, t);
   }
+  if (p.cpu_only && (t == "aws-hyperpod" || t == "azure-ml" || t == "gcp-vertex" || t == "alibaba-pai-eas")) {
+    return InvalidArgument(
+        "--instance {} is CPU-only, and --target {} serves GPU endpoints: render CPU plans for a Kubernetes "
+        "target (aws-eks, azure-aks, gcp-gke, alibaba-ack, k8s)",
+        p.instance.id, t);
+  }
   if (ctx.options.engine == Engine::kK3) {
     // A k3 group spans nodes through LeaderWorkerSet's environment; KServe's multi-node workers have no
     // node index to start a rank with.
@@ -118,11 +124,18 @@ RenderedFile RenderNotes(const RenderContext& ctx, const std::vector<std::string
   const TargetPlan& p = ctx.plan;
   std::string s = fmt::format("# {} on {} ({}) with {}\n\n", ctx.model.served_name, p.target.id,
                               p.target.platform, EngineName(ctx.options.engine));
-  s += fmt::format("- Instances: {} x {} ({} x {} GPUs, {}), layout TP={} PP={}\n",
-                   p.layout.nodes * p.replicas, p.instance.id, p.layout.nodes, p.instance.gpu_count,
-                   p.instance.cpu_arch, p.layout.tp, p.layout.pp);
-  s += fmt::format("- Memory per GPU: {:.1f} GB needed of {:.1f} GB usable\n", p.per_gpu.need_gb,
-                   p.per_gpu.usable_gb);
+  if (p.cpu_only) {
+    s += fmt::format("- Instances: {} x {} (CPU-only, {}), {} node(s) x {} rank(s), TP={}\n",
+                     p.layout.nodes * p.replicas, p.instance.id, p.instance.cpu_arch, p.cpu.nodes,
+                     p.cpu.ranks_per_node, p.cpu.tp());
+    s += "- Plan (k3 plan --engine k3):\n" + CpuPlanFormula(ctx.model, p.instance, p.cpu, "  - ");
+  } else {
+    s += fmt::format("- Instances: {} x {} ({} x {} GPUs, {}), layout TP={} PP={}\n",
+                     p.layout.nodes * p.replicas, p.instance.id, p.layout.nodes, p.instance.gpu_count,
+                     p.instance.cpu_arch, p.layout.tp, p.layout.pp);
+    s += fmt::format("- Memory per GPU: {:.1f} GB needed of {:.1f} GB usable\n", p.per_gpu.need_gb,
+                     p.per_gpu.usable_gb);
+  }
   s += fmt::format("- Cost: {} per hour, {} per month (730 h)\n", FormatCostPerHour(p.cost),
                    FormatCostPerMonth(p.cost));
   for (const Price& price : p.cost.prices) {
@@ -155,6 +168,7 @@ Result<std::vector<RenderedFile>> Render(const Catalog& catalog, const RenderOpt
   ctx.options = options;
   ctx.options.plan.target = target->id;
   ctx.options.plan.replicas = options.replicas;
+  ctx.options.plan.engine = options.engine;
   K3_ASSIGN_OR_RETURN(Plan plan, BuildPlan(catalog, ctx.options.plan));
   ctx.model = plan.model;
   ctx.plan = plan.targets.front();
@@ -190,6 +204,8 @@ Result<std::vector<RenderedFile>> Render(const Catalog& catalog, const RenderOpt
   ctx.serve.parsers = ctx.model.vllm_parsers;
   ctx.serve.layout = ctx.plan.layout;
   ctx.serve.max_model_len = options.plan.max_model_len;
+  // k3 ranks: one per NUMA node on CPU instances (the plan's TP), one per node of a multi-node GPU group.
+  ctx.serve.k3_world = ctx.plan.cpu_only ? ctx.plan.layout.tp : ctx.plan.layout.nodes;
   // Every target that copies or mounts the weights serves the directory they land in (the writer's path
   // is the reader's path); only the managed endpoints without a volume pull from the hub at start.
   ctx.model_dir = std::string(kModelRoot) + "/" + ctx.model.served_name;

@@ -145,13 +145,16 @@ Result<std::vector<RenderedFile>> RenderAck(const RenderContext& ctx) {
       {"args", Doc::array({(multi ? std::string(kRayHead) : std::string()) + ServeShell(ctx) + "\n"})},
       {"env", env},
       {"ports", Doc::array({Doc{{"containerPort", ctx.serve.port}, {"protocol", "TCP"}}})},
-      {"resources", GpuResources(gpus)},
+      {"resources", ServingResources(ctx)},
       {"startupProbe", StartupProbe(ctx)},
       {"readinessProbe", ReadinessProbe(ctx)},
       {"volumeMounts", mounts}};
   Doc volumes = Doc::array(
       {Doc{{"name", "model-cache"}, {"persistentVolumeClaim", {{"claimName", pvc_name}}}}, ShmVolume(gpus)});
   Doc predictor = {{"containers", Doc::array({container})}, {"volumes", volumes}};
+  if (ctx.plan.cpu_only) {
+    predictor["nodeSelector"] = {{"node.kubernetes.io/instance-type", ctx.plan.instance.id}};
+  }
   if (ctx.plan.layout.nodes > 1) {
     // KServe injects HEAD_SVC (the head pod's Service) into multi-node predictors; the worker joins the
     // head's Ray cluster and blocks.
@@ -197,7 +200,8 @@ Result<std::vector<RenderedFile>> RenderAck(const RenderContext& ctx) {
                 {isvc})},
   };
   // arena serve custom runs one pod: only for groups that fit one node.
-  if (!multi) files.push_back({"arena.sh", arena});
+  // arena's --gpus / --cpu flags size a GPU pod: CPU plans use inferenceservice.yaml.
+  if (!multi && !ctx.plan.cpu_only) files.push_back({"arena.sh", arena});
   files.push_back(RenderNotes(
       ctx,
       {"kubectl create secret generic " + OssSecretName(ctx) + " --namespace " + Namespace(ctx) +

@@ -56,6 +56,23 @@ Doc GpuResources(int gpus) {
   return Doc{{"limits", {{"nvidia.com/gpu", n}}}, {"requests", {{"nvidia.com/gpu", n}}}};
 }
 
+Doc CpuResources(const RenderContext& ctx) {
+  const CpuPlan& cpu = ctx.plan.cpu;
+  const auto gib = [](double gb) {
+    return std::to_string(static_cast<long long>(std::ceil(gb * 1e9 / kGiB))) + "Gi";
+  };
+  const auto floor_gib = [](double gb) {
+    return std::to_string(static_cast<long long>(std::floor(gb * 1e9 / kGiB))) + "Gi";
+  };
+  const std::string cpus = std::to_string(std::max(1, ctx.plan.instance.vcpu * 9 / 10));
+  return Doc{{"limits", {{"memory", floor_gib(cpu.ram.node_usable_gb)}}},
+             {"requests", {{"cpu", cpus}, {"memory", gib(cpu.ram.node_need_gb)}}}};
+}
+
+Doc ServingResources(const RenderContext& ctx) {
+  return ctx.plan.cpu_only ? CpuResources(ctx) : GpuResources(ctx.plan.layout.gpus_per_node);
+}
+
 std::string WeightsClaimName(const RenderContext& ctx) { return ctx.app_name + "-weights"; }
 
 Doc WeightsVolume(const RenderContext& ctx) {

@@ -23,6 +23,14 @@ Doc LivenessProbe(const RenderContext& ctx);
 // {"nvidia.com/gpu": N} as the guide writes it: a string in pod specs.
 Doc GpuResources(int gpus);
 
+// A CPU-only node's pod (k3 plan on a CPU instance): no GPU; requests the planned RAM of the node's ranks
+// (weights shards are mmap'd, and their page cache counts against the pod's memory) and 90 % of its vCPUs,
+// limited to the node's usable RAM, so one serving pod takes one node.
+Doc CpuResources(const RenderContext& ctx);
+
+// GpuResources(GPUs per node), or CpuResources on a CPU-only plan.
+Doc ServingResources(const RenderContext& ctx);
+
 // Volumes: the weights cache PVC ("model-cache") and the /dev/shm emptyDir ("dshm").
 std::string WeightsClaimName(const RenderContext& ctx);
 Doc WeightsVolume(const RenderContext& ctx);

@@ -25,10 +25,12 @@ Result<std::vector<RenderedFile>> RenderLwsTarget(const RenderContext& ctx) {
   std::vector<RenderedFile> files;
   const std::string manifest = ManifestFileName(ctx);
   const bool multi = ctx.plan.layout.nodes > 1;
+  const std::string each = ctx.plan.cpu_only
+                               ? fmt::format("CPU-only, {} rank(s) each", ctx.plan.cpu.ranks_per_node)
+                               : fmt::format("{} GPUs each", ctx.plan.instance.gpu_count);
   std::vector<std::string> header = {
-      fmt::format("{} on {}: {} x {} ({} GPUs each), TP={} PP={}, engine {}", ctx.model.served_name,
-                  ctx.plan.target.id, ctx.plan.layout.nodes, ctx.plan.instance.id,
-                  ctx.plan.instance.gpu_count, ctx.plan.layout.tp, ctx.plan.layout.pp,
+      fmt::format("{} on {}: {} x {} ({}), TP={} PP={}, engine {}", ctx.model.served_name, ctx.plan.target.id,
+                  ctx.plan.layout.nodes, ctx.plan.instance.id, each, ctx.plan.layout.tp, ctx.plan.layout.pp,
                   EngineName(ctx.options.engine)),
       fmt::format("startupProbe budget {} s = 2 x planned load {:.0f} s + 600 s (k3 plan)",
                   ctx.plan.probes.startup_budget_seconds, ctx.plan.probes.load_seconds)};

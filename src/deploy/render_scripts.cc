@@ -226,10 +226,142 @@ std::vector<RenderedFile> EksScripts(const RenderContext& ctx, const std::string
   return {{"setup-cluster.sh", setup}, {"cleanup.sh", cleanup}};
 }
 
+// CPU-only plans: an on-demand pool of the planned instance; no GPU taint, device plugin, reservation or
+// Capacity Block (the workload selects node.kubernetes.io/instance-type).
+constexpr const char* kCpuPool = "k3cpupool";  // AKS pool names: lowercase letters and digits, <= 12
+
+std::vector<RenderedFile> AzureCpuScripts(const RenderContext& ctx, const std::string& manifest) {
+  std::string setup = Header(ctx, "AKS cluster and CPU node pool");
+  setup += fmt::format(
+      "RESOURCE_GROUP=${{RESOURCE_GROUP:-rg-{0}}}\nLOCATION=${{LOCATION:?set LOCATION to a region with "
+      "{3}}}\n"
+      "CLUSTER=${{CLUSTER:-aks-{0}}}\n{4}\n"
+      "# Quota first: {1} vCPUs of the {3} family for {2} VMs (Quotas > Compute).\n\n"
+      "az group create --name \"$RESOURCE_GROUP\" --location \"$LOCATION\"\n\n"
+      "az aks create \\\n  --resource-group \"$RESOURCE_GROUP\" \\\n  --name \"$CLUSTER\" \\\n  --node-count "
+      "2 \\\n"
+      "  --node-vm-size Standard_D8s_v5 \\\n  --enable-managed-identity \\\n  --generate-ssh-keys\n\n"
+      "# CPU node pool: {2} x {3} (k3 ranks, one per NUMA node).\n"
+      "az aks nodepool add \\\n  --resource-group \"$RESOURCE_GROUP\" \\\n  --cluster-name \"$CLUSTER\" \\\n"
+      "  --name {5} \\\n  --node-count {2} \\\n  --node-vm-size {3}\n\n"
+      "az aks get-credentials --resource-group \"$RESOURCE_GROUP\" --name \"$CLUSTER\"\n",
+      ctx.app_name, ctx.plan.instance.vcpu * PoolNodes(ctx), PoolNodes(ctx), ctx.plan.instance.id,
+      ctx.weights.scheme == "az"
+          ? "STORAGE_ACCOUNT=${STORAGE_ACCOUNT:?set STORAGE_ACCOUNT (holds the weights)}\n"
+          : "",
+      kCpuPool);
+  setup += AzureStorageConfigMap(ctx) + GatewaySetup(ctx);
+  std::string cleanup = CleanupHeader(ctx);
+  cleanup += fmt::format("RESOURCE_GROUP=${{RESOURCE_GROUP:-rg-{0}}}\nCLUSTER=${{CLUSTER:-aks-{0}}}\n\n",
+                         ctx.app_name);
+  cleanup += KubectlDeletes(ctx, manifest);
+  cleanup += fmt::format(
+      "run \"node pool {0}\" az aks nodepool delete --resource-group \"$RESOURCE_GROUP\" "
+      "--cluster-name \"$CLUSTER\" --name {0}\n"
+      "run \"AKS cluster $CLUSTER\" az aks delete --resource-group \"$RESOURCE_GROUP\" --name \"$CLUSTER\" "
+      "--yes\n"
+      "run \"resource group $RESOURCE_GROUP\" az group delete --name \"$RESOURCE_GROUP\" --yes\n",
+      kCpuPool);
+  cleanup += CleanupSummary({});
+  return {{"setup-cluster.sh", setup}, {"cleanup.sh", cleanup}};
+}
+
+std::vector<RenderedFile> GcpCpuScripts(const RenderContext& ctx, const std::string& manifest) {
+  std::string setup = Header(ctx, "GKE cluster and CPU node pool");
+  setup += fmt::format(
+      "PROJECT_ID=${{PROJECT_ID:?set PROJECT_ID}}\nREGION=${{REGION:?set REGION}}\nZONE=${{ZONE:?set ZONE "
+      "(one offering {2})}}\n"
+      "CLUSTER_NAME=${{CLUSTER_NAME:-gke-{0}}}\n{3}\n"
+      "# Quota first: {4} vCPUs of {2} in $REGION (IAM & Admin > Quotas).\n\n"
+      "gcloud container clusters create \"$CLUSTER_NAME\" \\\n  --project=\"$PROJECT_ID\" \\\n"
+      "  --location=\"$REGION\" \\\n  --node-locations=\"$ZONE\" \\\n  --num-nodes=2 \\\n"
+      "  --machine-type=e2-standard-8 \\\n  --enable-dataplane-v2 \\\n  --enable-ip-alias{5}\n\n"
+      "# CPU node pool: {1} x {2} (k3 ranks, one per NUMA node).\n"
+      "gcloud container node-pools create {6} \\\n  --cluster=\"$CLUSTER_NAME\" \\\n"
+      "  --project=\"$PROJECT_ID\" \\\n  --location=\"$REGION\" \\\n  --node-locations=\"$ZONE\" \\\n"
+      "  --num-nodes={1} \\\n  --machine-type={2}\n\n"
+      "gcloud container clusters get-credentials \"$CLUSTER_NAME\" --project=\"$PROJECT_ID\" "
+      "--location=\"$REGION\"\n",
+      ctx.app_name, PoolNodes(ctx), ctx.plan.instance.id,
+      ctx.weights.scheme == "az"
+          ? "STORAGE_ACCOUNT=${STORAGE_ACCOUNT:?set STORAGE_ACCOUNT (holds the weights)}\n"
+          : "",
+      ctx.plan.instance.vcpu * PoolNodes(ctx), ctx.options.gateway ? " \\\n  --gateway-api=standard" : "",
+      kCpuPool);
+  setup += AzureStorageConfigMap(ctx) + GatewaySetup(ctx);
+  std::string cleanup = CleanupHeader(ctx);
+  cleanup += fmt::format(
+      "PROJECT_ID=${{PROJECT_ID:?set PROJECT_ID}}\nREGION=${{REGION:?set REGION}}\n"
+      "CLUSTER_NAME=${{CLUSTER_NAME:-gke-{0}}}\n\n",
+      ctx.app_name);
+  cleanup += KubectlDeletes(ctx, manifest);
+  cleanup += fmt::format(
+      "run \"node pool {0}\" gcloud container node-pools delete {0} --cluster=\"$CLUSTER_NAME\" "
+      "--project=\"$PROJECT_ID\" --location=\"$REGION\" --quiet\n"
+      "run \"GKE cluster $CLUSTER_NAME\" gcloud container clusters delete \"$CLUSTER_NAME\" "
+      "--project=\"$PROJECT_ID\" --location=\"$REGION\" --quiet\n",
+      kCpuPool);
+  cleanup += CleanupSummary({});
+  return {{"setup-cluster.sh", setup}, {"cleanup.sh", cleanup}};
+}
+
+std::vector<RenderedFile> EksCpuScripts(const RenderContext& ctx, const std::string& manifest) {
+  std::string setup = Header(ctx, "EKS CPU node group");
+  const bool shared = PoolNodes(ctx) > 1;
+  const std::string ami =
+      ctx.plan.instance.cpu_arch == "arm64" ? "AL2023_ARM_64_STANDARD" : "AL2023_x86_64_STANDARD";
+  setup += fmt::format(
+      "CLUSTER=${{CLUSTER:?set CLUSTER to the EKS cluster name}}\n"
+      "NODE_ROLE_ARN=${{NODE_ROLE_ARN:?set NODE_ROLE_ARN to the IAM role of the cluster node groups}}\n"
+      "SUBNETS=${{SUBNETS:?set SUBNETS to the private subnet ids of the cluster, space separated}}\n{3}\n"
+      "# The EKS cluster itself (VPC, IAM) comes from the AI on EKS Terraform modules (guide §3.2).\n"
+      "aws eks update-kubeconfig --name \"$CLUSTER\"\n"
+      "# On-demand managed node group: {1} x {0} (k3 ranks, one per NUMA node; no GPU device plugin).\n"
+      "# shellcheck disable=SC2086  # SUBNETS is a list of ids\n"
+      "aws eks create-nodegroup --cluster-name \"$CLUSTER\" --nodegroup-name {4} --instance-types {0} "
+      "--ami-type {2} --scaling-config minSize={1},maxSize={1},desiredSize={1} --subnets $SUBNETS "
+      "--node-role \"$NODE_ROLE_ARN\"\n"
+      "aws eks wait nodegroup-active --cluster-name \"$CLUSTER\" --nodegroup-name {4}\n",
+      ctx.plan.instance.id, PoolNodes(ctx), ami,
+      shared ? "EFS_FILE_SYSTEM_ID=${EFS_FILE_SYSTEM_ID:?set EFS_FILE_SYSTEM_ID (EFS in the cluster VPC)}\n"
+             : "",
+      kCpuPool);
+  if (shared) {
+    setup += fmt::format(
+        "# ReadWriteMany weights volume ({} pods share it): the EFS CSI driver and StorageClass {}.\n"
+        "aws eks create-addon --cluster-name \"$CLUSTER\" --addon-name aws-efs-csi-driver || true\n"
+        "kubectl apply -f - <<EOF\napiVersion: storage.k8s.io/v1\nkind: StorageClass\nmetadata:\n  name: {}\n"
+        "provisioner: efs.csi.aws.com\nparameters:\n  provisioningMode: efs-ap\n"
+        "  fileSystemId: $EFS_FILE_SYSTEM_ID\n  directoryPerms: \"700\"\nEOF\n",
+        PoolNodes(ctx), kEksSharedStorageClass, kEksSharedStorageClass);
+  }
+  setup += AzureStorageConfigMap(ctx) + GatewaySetup(ctx);
+  std::string cleanup = CleanupHeader(ctx);
+  cleanup += "CLUSTER=${CLUSTER:?set CLUSTER to the EKS cluster name}\n\n";
+  cleanup += KubectlDeletes(ctx, manifest);
+  if (shared) {
+    cleanup += std::string("run \"StorageClass ") + kEksSharedStorageClass +
+               "\" kubectl delete storageclass " + kEksSharedStorageClass + " --ignore-not-found\n";
+  }
+  cleanup += fmt::format(
+      "run \"node group {0}\" aws eks delete-nodegroup --cluster-name \"$CLUSTER\" --nodegroup-name {0}\n"
+      "# The cluster and the EFS file system belong to the Terraform that created them: run `terraform "
+      "destroy` there.\n",
+      kCpuPool);
+  cleanup += CleanupSummary({"the cluster / EFS until terraform destroy runs where they were created"});
+  return {{"setup-cluster.sh", setup}, {"cleanup.sh", cleanup}};
+}
+
 }  // namespace
 
 std::vector<RenderedFile> ClusterScripts(const RenderContext& ctx, const std::string& manifest_file) {
   const std::string& t = ctx.plan.target.id;
+  if (ctx.plan.cpu_only) {
+    if (t == "azure-aks") return AzureCpuScripts(ctx, manifest_file);
+    if (t == "gcp-gke") return GcpCpuScripts(ctx, manifest_file);
+    if (t == "aws-eks") return EksCpuScripts(ctx, manifest_file);
+    return {};
+  }
   if (t == "azure-aks") return AzureScripts(ctx, manifest_file);
   if (t == "gcp-gke") return GcpScripts(ctx, manifest_file);
   if (t == "aws-eks") return EksScripts(ctx, manifest_file);

@@ -1,5 +1,6 @@
 // Cluster scripts for the managed-Kubernetes targets (az / gcloud / aws): create the cluster and the GPU
-// node pool (quota and reservation steps as comments), sync the weights to the cloud's object store, and
+// node pool (or, for a CPU-only plan, an on-demand CPU node pool)
+// (quota and reservation steps as comments), sync the weights to the cloud's object store, and
 // clean up everything that keeps billing, reservations included. Text only; nothing is executed.
 #pragma once
 

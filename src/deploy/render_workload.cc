@@ -27,7 +27,7 @@ Doc ServingContainer(const RenderContext& ctx, const std::string& name, bool mul
     c["args"] = K3ServeArgv(ctx.serve);
   }
   c["env"] = EngineEnvList(ctx, multi_node);
-  c["resources"] = GpuResources(ctx.plan.layout.gpus_per_node);
+  c["resources"] = ServingResources(ctx);
   c["ports"] = Doc::array({Doc{{"containerPort", ctx.serve.port}}});
   c["startupProbe"] = StartupProbe(ctx);
   c["readinessProbe"] = ReadinessProbe(ctx);
@@ -48,7 +48,7 @@ Doc WorkerContainer(const RenderContext& ctx) {
     c["args"] = K3ServeArgv(ctx.serve, K3Role::kWorker);
   }
   c["env"] = EngineEnvList(ctx, true);
-  c["resources"] = GpuResources(ctx.plan.layout.gpus_per_node);
+  c["resources"] = ServingResources(ctx);
   c["volumeMounts"] = WeightsAndShmMounts();
   return c;
 }
@@ -106,6 +106,15 @@ std::string WorkloadName(const RenderContext& ctx) { return ctx.app_name; }
 CloudOverlay OverlayFor(const RenderContext& ctx) {
   CloudOverlay o;
   const std::string& target = ctx.plan.target.id;
+  if (ctx.plan.cpu_only) {
+    // CPU nodes: the well-known instance-type label every cloud's nodes carry; no GPU taint to tolerate.
+    o.node_selector["node.kubernetes.io/instance-type"] = ctx.plan.instance.id;
+    const bool shared = ctx.plan.layout.nodes * ctx.plan.replicas > 1;
+    if (target == "azure-aks") o.storage_class = "azurefile-csi-premium";
+    if (target == "gcp-gke") o.storage_class = "premium-rwx";
+    if (target == "aws-eks" && shared) o.storage_class = kEksSharedStorageClass;
+    return o;
+  }
   o.tolerations.push_back(GpuToleration());
   if (target == "azure-aks") {
     o.node_selector["agentpool"] = "gb300pool";

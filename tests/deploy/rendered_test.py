@@ -43,6 +43,10 @@ TARGETS = ["aws-eks", "aws-hyperpod", "azure-aks", "azure-ml", "gcp-gke", "gcp-v
 KUBERNETES = {"aws-eks", "azure-aks", "gcp-gke", "k8s"}  # the serving pods are ours: gateway, PVC, Job
 ONE_INSTANCE = {"azure-ml", "gcp-vertex", "alibaba-pai-eas"}  # a replica is one instance
 SMALL_MODEL = ["--model", "kimi-linear-48b", "--max-model-len", "131072"]
+# K3 on CPU machines (--engine k3 on a CPU-only instance): every cloud's CPU instance, and a two-node
+# LeaderWorkerSet group of smaller ones on the generic target.
+CPU_PLANS = [("aws-eks", "x2iedn.32xlarge"), ("aws-eks", "x8g.48xlarge"), ("azure-aks", "Standard_M176ds_4_v3"),
+             ("gcp-gke", "m2-ultramem-208"), ("alibaba-ack", "ecs.re6.52xlarge"), ("k8s", "ecs.re6.26xlarge")]
 CLOUD_CLIS = ["aws", "az", "gcloud", "kubectl"]
 OTHER_TOOLS = ["helm", "istioctl", "docker", "eascmd", "arena", "terraform"]
 
@@ -79,6 +83,14 @@ def combinations():
                 for gateway in ([False, True] if target in KUBERNETES else [False]):
                     argv = base + (["--weights", weights] if weights else []) + (["--gateway"] if gateway else [])
                     accepted.append((" ".join(argv), argv))
+    for target, instance in CPU_PLANS:
+        base = ["--target", target, "--engine", "k3", "--image", "registry.example/k3:test", "--instance", instance]
+        for weights in weight_schemes(target)[:2]:
+            argv = base + (["--weights", weights] if weights else [])
+            accepted.append((" ".join(argv), argv))
+    refused.append(("aws-eks --engine vllm on a CPU instance", ["--target", "aws-eks", "--instance", "x2iedn.32xlarge"]))
+    refused.append(("alibaba-pai-eas on a CPU instance", ["--target", "alibaba-pai-eas", "--engine", "k3", "--image",
+                                                          "r/k3:t", "--instance", "ecs.re6.52xlarge"]))
     # What a plan cannot run as rendered is refused with a message, not rendered.
     refused.append(("alibaba-pai-eas kimi-k3 (3 instances)", ["--target", "alibaba-pai-eas"]))
     refused.append(("gcp-vertex kimi-k3 (2 instances)", ["--target", "gcp-vertex"]))
@@ -312,6 +324,8 @@ VALUES = {"PROJECT_ID": "k3-test-project", "REGION": "us-central1", "ZONE": "us-
           "RESERVATION": "k3-res/reservationBlocks/b1/reservationSubBlocks/s1", "WORKLOAD_POLICY": "k3-policy",
           "CLUSTER": "k3-cluster", "CLUSTER_NAME": "k3-cluster", "RESOURCE_GROUP": "rg-k3", "STORAGE_ACCOUNT": "k3acct",
           "OFFERING_ID": "cb-0123456789abcdef0", "EFS_FILE_SYSTEM_ID": "fs-0123456789abcdef0",
+          "NODE_ROLE_ARN": "arn:aws:iam::123456789012:role/k3-nodes",
+          "SUBNETS": "subnet-0123456789abcdef0 subnet-0fedcba9876543210",
           "EAS_RESOURCE_ID": "eas-r-1", "EAS_VPC_ID": "vpc-1", "EAS_VSWITCH_ID": "vsw-1",
           "EAS_SECURITY_GROUP_ID": "sg-1", "EAS_GPU_DRIVER_VERSION": "550.127.08",
           "OSS_ACCESS_KEY_ID": "LTAIxxxx", "OSS_ACCESS_KEY_SECRET": "secret-for-test",
