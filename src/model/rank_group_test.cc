@@ -111,6 +111,48 @@ TEST(ShardTest, RefusesWhatDoesNotDivide) {
   EXPECT_TRUE(CheckShardable(cfg, ShardSpec{0, 4, false}).ok());
 }
 
+// Every view of a rank's weights says which part of the checkpoint's tensor it holds: column-parallel
+// rows, row-parallel columns, the replicated ones whole.
+TEST(ShardTest, ViewsSayWhichPartTheyHold) {
+  for (bool ep : {false, true}) {
+    const io::ModelConfig cfg = testing::TinyK3Config();
+    auto tensors = testing::MakeRandomTensors(cfg, 2);
+    auto w = BindWeights(cfg, [tensors](const std::string& name) { return tensors->Find(name); });
+    ASSERT_TRUE(w.ok()) << w.status().ToString();
+    EXPECT_TRUE((*w)->lm_head.shard.whole());
+    ShardWeights(cfg, ShardSpec{1, 2, ep}, w->get());
+    const ModelWeights& m = **w;
+    EXPECT_EQ(m.lm_head.shard, (TensorShard{0, 1, 2}));
+    EXPECT_EQ(m.lm_head.rows, cfg.vocab_size / 2);
+    EXPECT_TRUE(m.embed.shard.whole());
+    bool saw_kda = false, saw_mla = false, saw_moe = false;
+    for (const LayerWeights& layer : m.layers) {
+      if (layer.attention == io::AttentionKind::kKda) {
+        saw_kda = true;
+        EXPECT_EQ(layer.kda.q_proj.shard, (TensorShard{0, 1, 2}));
+        EXPECT_EQ(layer.kda.o_proj.shard, (TensorShard{1, 1, 2}));
+        EXPECT_TRUE(layer.kda.f_a_proj.shard.whole());
+      } else {
+        saw_mla = true;
+        EXPECT_EQ(layer.mla.kv_b_proj.shard, (TensorShard{0, 1, 2}));
+        EXPECT_EQ(layer.mla.o_proj.shard, (TensorShard{1, 1, 2}));
+        EXPECT_TRUE(layer.mla.kv_a_proj.shard.whole());
+      }
+      if (layer.ffn != io::FfnKind::kMoe) continue;
+      saw_moe = true;
+      for (const ExpertWeights& e : layer.moe.experts) {
+        if (ep) {  // whole experts or none
+          EXPECT_TRUE(e.gate.shard.whole());
+        } else {
+          EXPECT_EQ(e.gate.shard, (TensorShard{0, 1, 2}));
+          EXPECT_EQ(e.down.shard, (TensorShard{1, 1, 2}));
+        }
+      }
+    }
+    EXPECT_TRUE(saw_kda && saw_mla && saw_moe);
+  }
+}
+
 TEST(ShardTest, SplitRangeCoversEveryUnitOnce) {
   for (int world : {1, 2, 3, 4, 8}) {
     int64_t next = 0;

@@ -8,26 +8,31 @@
 namespace k3::model {
 namespace {
 
+// The rank's part along `axis` (every slice of ShardWeights is the rank's part of `world`).
+TensorShard Part(int axis, const ShardSpec& spec) { return TensorShard{axis, spec.rank, spec.world}; }
+
 // Rows [begin, end) of a row-major [rows, cols] matrix: a view into the same bytes.
-Bf16Matrix RowSlice(const Bf16Matrix& m, Range rows) {
+Bf16Matrix RowSlice(const Bf16Matrix& m, Range rows, const ShardSpec& spec) {
   K3_CHECK(rows.begin >= 0 && rows.end <= m.rows);
-  return Bf16Matrix{m.data + rows.begin * m.cols, rows.size(), m.cols};
+  return Bf16Matrix{m.data + rows.begin * m.cols, rows.size(), m.cols, Part(0, spec)};
 }
 
 // Columns [begin, end) of every row, copied into `owned` (row-parallel layers).
-Bf16Matrix ColumnSlice(const Bf16Matrix& m, Range cols, std::vector<std::vector<uint8_t>>* owned) {
+Bf16Matrix ColumnSlice(const Bf16Matrix& m, Range cols, const ShardSpec& spec,
+                       std::vector<std::vector<uint8_t>>* owned) {
   K3_CHECK(cols.begin >= 0 && cols.end <= m.cols);
   const int64_t width = cols.size();
-  if (width == 0 || m.rows == 0) return Bf16Matrix{nullptr, m.rows, width};
+  if (width == 0 || m.rows == 0) return Bf16Matrix{nullptr, m.rows, width, Part(1, spec)};
   owned->emplace_back(static_cast<size_t>(m.rows * width) * sizeof(bf16));
   auto* dst = reinterpret_cast<bf16*>(owned->back().data());
   for (int64_t r = 0; r < m.rows; ++r)
     std::memcpy(dst + r * width, m.data + r * m.cols + cols.begin, sizeof(bf16) * width);
-  return Bf16Matrix{dst, m.rows, width};
+  return Bf16Matrix{dst, m.rows, width, Part(1, spec)};
 }
 
-ExpertMatrix ExpertRowSlice(const ExpertMatrix& m, Range rows) {
+ExpertMatrix ExpertRowSlice(const ExpertMatrix& m, Range rows, const ShardSpec& spec) {
   ExpertMatrix out = m;
+  out.shard = Part(0, spec);
   out.rows = rows.size();
   if (m.packed != nullptr) {
     out.packed = m.packed + rows.begin * (m.cols / 2);
@@ -39,11 +44,13 @@ ExpertMatrix ExpertRowSlice(const ExpertMatrix& m, Range rows) {
 }
 
 // Columns [begin, end) of an expert matrix; MXFP4 columns must start and end on 32-element groups.
-ExpertMatrix ExpertColumnSlice(const ExpertMatrix& m, Range cols, std::vector<std::vector<uint8_t>>* owned) {
+ExpertMatrix ExpertColumnSlice(const ExpertMatrix& m, Range cols, const ShardSpec& spec,
+                               std::vector<std::vector<uint8_t>>* owned) {
   ExpertMatrix out = m;
+  out.shard = Part(1, spec);
   out.cols = cols.size();
   if (m.packed == nullptr) {
-    const Bf16Matrix b = ColumnSlice(Bf16Matrix{m.bf16_data, m.rows, m.cols}, cols, owned);
+    const Bf16Matrix b = ColumnSlice(Bf16Matrix{m.bf16_data, m.rows, m.cols}, cols, spec, owned);
     out.bf16_data = b.data;
     return out;
   }
@@ -72,10 +79,10 @@ std::vector<Tp> VectorSlice(const std::vector<Tp>& v, Range r) {
 
 Range Scale(Range r, int64_t unit) { return Range{r.begin * unit, r.end * unit}; }
 
-void ShardMlp(Range inner, MlpWeights* w, std::vector<std::vector<uint8_t>>* owned) {
-  w->gate = RowSlice(w->gate, inner);
-  w->up = RowSlice(w->up, inner);
-  w->down = ColumnSlice(w->down, inner, owned);
+void ShardMlp(Range inner, const ShardSpec& spec, MlpWeights* w, std::vector<std::vector<uint8_t>>* owned) {
+  w->gate = RowSlice(w->gate, inner, spec);
+  w->up = RowSlice(w->up, inner, spec);
+  w->down = ColumnSlice(w->down, inner, spec, owned);
 }
 
 }  // namespace
@@ -119,7 +126,7 @@ void ShardWeights(const io::ModelConfig& cfg, const ShardSpec& spec, ModelWeight
   if (!spec.sharded()) return;
   const int r = spec.rank, t = spec.world;
   auto* owned = &w->owned;
-  w->lm_head = RowSlice(w->lm_head, SplitRange(cfg.vocab_size, 1, r, t));
+  w->lm_head = RowSlice(w->lm_head, SplitRange(cfg.vocab_size, 1, r, t), spec);
   const Range kda_heads = SplitRange(cfg.kda_num_heads, 1, r, t);
   const Range mla_heads = SplitRange(cfg.mla_num_heads, 1, r, t);
   const int64_t K = cfg.kda_head_dim, Wt = cfg.short_conv_kernel_size;
@@ -129,34 +136,34 @@ void ShardWeights(const io::ModelConfig& cfg, const ShardSpec& spec, ModelWeight
     if (layer.attention == io::AttentionKind::kKda) {
       KdaWeights& a = layer.kda;
       const Range channels = Scale(kda_heads, K);
-      a.q_proj = RowSlice(a.q_proj, channels);
-      a.k_proj = RowSlice(a.k_proj, channels);
-      a.v_proj = RowSlice(a.v_proj, channels);
+      a.q_proj = RowSlice(a.q_proj, channels, spec);
+      a.k_proj = RowSlice(a.k_proj, channels, spec);
+      a.v_proj = RowSlice(a.v_proj, channels, spec);
       a.q_conv = VectorSlice(a.q_conv, Scale(channels, Wt));
       a.k_conv = VectorSlice(a.k_conv, Scale(channels, Wt));
       a.v_conv = VectorSlice(a.v_conv, Scale(channels, Wt));
-      a.f_b_proj = RowSlice(a.f_b_proj, channels);
+      a.f_b_proj = RowSlice(a.f_b_proj, channels, spec);
       a.a_exp = VectorSlice(a.a_exp, kda_heads);
       a.dt_bias = VectorSlice(a.dt_bias, channels);
-      a.b_proj = RowSlice(a.b_proj, kda_heads);
-      if (a.g_proj.data != nullptr) a.g_proj = RowSlice(a.g_proj, channels);
-      if (a.g_b_proj.data != nullptr) a.g_b_proj = RowSlice(a.g_b_proj, channels);
-      a.o_proj = ColumnSlice(a.o_proj, channels, owned);
+      a.b_proj = RowSlice(a.b_proj, kda_heads, spec);
+      if (a.g_proj.data != nullptr) a.g_proj = RowSlice(a.g_proj, channels, spec);
+      if (a.g_b_proj.data != nullptr) a.g_b_proj = RowSlice(a.g_b_proj, channels, spec);
+      a.o_proj = ColumnSlice(a.o_proj, channels, spec, owned);
     } else {
       MlaWeights& a = layer.mla;
-      if (a.q_b_proj.data != nullptr) a.q_b_proj = RowSlice(a.q_b_proj, Scale(mla_heads, Q));
-      if (a.q_proj.data != nullptr) a.q_proj = RowSlice(a.q_proj, Scale(mla_heads, Q));
-      a.kv_b_proj = RowSlice(a.kv_b_proj, Scale(mla_heads, nope + Vh));
+      if (a.q_b_proj.data != nullptr) a.q_b_proj = RowSlice(a.q_b_proj, Scale(mla_heads, Q), spec);
+      if (a.q_proj.data != nullptr) a.q_proj = RowSlice(a.q_proj, Scale(mla_heads, Q), spec);
+      a.kv_b_proj = RowSlice(a.kv_b_proj, Scale(mla_heads, nope + Vh), spec);
       a.key_up_transposed = VectorSlice(a.key_up_transposed, Scale(mla_heads, R * nope));
-      if (a.g_proj.data != nullptr) a.g_proj = RowSlice(a.g_proj, Scale(mla_heads, Vh));
-      a.o_proj = ColumnSlice(a.o_proj, Scale(mla_heads, Vh), owned);
+      if (a.g_proj.data != nullptr) a.g_proj = RowSlice(a.g_proj, Scale(mla_heads, Vh), spec);
+      a.o_proj = ColumnSlice(a.o_proj, Scale(mla_heads, Vh), spec, owned);
     }
     if (layer.ffn == io::FfnKind::kDense) {
-      ShardMlp(SplitRange(layer.mlp.gate.rows, 1, r, t), &layer.mlp, owned);
+      ShardMlp(SplitRange(layer.mlp.gate.rows, 1, r, t), spec, &layer.mlp, owned);
       continue;
     }
     MoeWeights& m = layer.moe;
-    if (m.has_shared) ShardMlp(SplitRange(m.shared.gate.rows, 1, r, t), &m.shared, owned);
+    if (m.has_shared) ShardMlp(SplitRange(m.shared.gate.rows, 1, r, t), spec, &m.shared, owned);
     const int64_t E = static_cast<int64_t>(m.experts.size());
     if (spec.expert_parallel) {
       const Range mine = SplitRange(E, 1, r, t);
@@ -168,9 +175,9 @@ void ShardWeights(const io::ModelConfig& cfg, const ShardSpec& spec, ModelWeight
     const int64_t I = cfg.moe_intermediate_size;
     const Range inner = SplitRange(I, cfg.experts_mxfp4 ? 32 : 1, r, t);
     for (ExpertWeights& e : m.experts) {
-      e.gate = ExpertRowSlice(e.gate, inner);
-      e.up = ExpertRowSlice(e.up, inner);
-      e.down = ExpertColumnSlice(e.down, inner, owned);
+      e.gate = ExpertRowSlice(e.gate, inner, spec);
+      e.up = ExpertRowSlice(e.up, inner, spec);
+      e.down = ExpertColumnSlice(e.down, inner, spec, owned);
     }
   }
 }

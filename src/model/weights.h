@@ -26,11 +26,23 @@
 
 namespace k3::model {
 
-// A bf16 matrix [rows, cols] as stored for "x @ W^T" (rows = outputs, cols = inputs).
+// Which part of the checkpoint's tensor a view holds (shard.h): part `index` of `count` near-equal parts
+// along `axis` (0: rows, 1: columns). count 1: the whole tensor (one process, or replicated).
+struct TensorShard {
+  int axis = 0;
+  int index = 0;
+  int count = 1;
+  bool whole() const { return count == 1; }
+  bool operator==(const TensorShard&) const = default;
+};
+
+// A bf16 matrix [rows, cols] as stored for "x @ W^T" (rows = outputs, cols = inputs); `shard` says which
+// part of the checkpoint's matrix the rows and columns are.
 struct Bf16Matrix {
   const bf16* data = nullptr;
   int64_t rows = 0;
   int64_t cols = 0;
+  TensorShard shard;
 };
 
 // One routed-expert matrix [rows, cols]: MXFP4 (packed [rows, cols/2] + scales [rows, cols/32]) or bf16.
@@ -40,6 +52,7 @@ struct ExpertMatrix {
   const uint8_t* scales = nullptr;
   int64_t rows = 0;
   int64_t cols = 0;
+  TensorShard shard;
 };
 
 struct ExpertWeights {
