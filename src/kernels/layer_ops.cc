@@ -126,6 +126,24 @@ void ScatterHeadRows(const float* src, size_t n, size_t width, size_t stride, si
     std::memcpy(dst + i * stride + offset, src + i * width, sizeof(float) * width);
 }
 
+void CopyRows(const float* src, size_t src_stride, float* dst, size_t dst_stride, size_t n, size_t width) {
+  for (size_t i = 0; i < n; ++i)
+    std::memcpy(dst + i * dst_stride, src + i * src_stride, sizeof(float) * width);
+}
+
+void StoreRows(const float* src, size_t width, float* const* rows, size_t n) {
+  for (size_t i = 0; i < n; ++i) std::memcpy(rows[i], src + i * width, sizeof(float) * width);
+}
+
+void RmsNormRows(const float* x, size_t rows, size_t n, size_t stride, const bf16* w, float eps, float* y) {
+  for (size_t i = 0; i < rows; ++i) RmsNorm(x + i * stride, w, n, eps, y + i * stride);
+}
+
+void GatedRmsNormRows(const float* o, const float* gate, const float* w, size_t rows, size_t n, float eps,
+                      float* y) {
+  for (size_t i = 0; i < rows; ++i) GatedRmsNorm(o + i * n, gate + i * n, w, n, eps, y + i * n);
+}
+
 void CausalConvSilu(const float* raw, const float* taps, size_t W, size_t P, size_t rows, size_t c0,
                     size_t c1, float* tail, float* new_tail, float* out) {
   const int64_t taps_before = static_cast<int64_t>(W) - 1;

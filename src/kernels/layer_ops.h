@@ -9,6 +9,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "src/base/bf16.h"
+
 namespace k3::kernels {
 
 // h[i] = bf16(h[i] + a[i]) (the residual add, rounded as the reference's bf16 activations are).
@@ -42,6 +44,17 @@ void GatherHeadRows(const float* src, size_t stride, size_t offset, size_t n, si
                     float scale, float* dst);
 // The inverse: dst[i*stride + offset ..] = src[i] for n rows of `width`.
 void ScatterHeadRows(const float* src, size_t n, size_t width, size_t stride, size_t offset, float* dst);
+// Strided to strided: dst[i*dst_stride ..] = src[i*src_stride ..] for n rows of `width` (head layouts
+// [T, H, Q] <-> [H, T, Q], a column block of every row).
+void CopyRows(const float* src, size_t src_stride, float* dst, size_t dst_stride, size_t n, size_t width);
+// rows[i][0 .. width) = src[i*width ..] (rows of a paged cache, each at its own address).
+void StoreRows(const float* src, size_t width, float* const* rows, size_t n);
+// y[i*stride ..] = RmsNorm(x[i*stride .. + n); w) for `rows` rows (in place when y == x).
+void RmsNormRows(const float* x, size_t rows, size_t n, size_t stride, const bf16* w, float eps, float* y);
+// y[i*n ..] = GatedRmsNorm(o[i*n ..], gate[i*n ..]; w) for `rows` contiguous rows of n (per-head norms
+// over [T, H, V] are T*H rows of V).
+void GatedRmsNormRows(const float* o, const float* gate, const float* w, size_t rows, size_t n, float eps,
+                      float* y);
 // Depthwise causal conv + SiLU of channels [c0, c1) of one sequence's `rows` new rows:
 //   c[i, ch] = sum_j taps[ch*W + j] * raw[i - (W-1) + j, ch] (rows before the first from tail [W-1, P]),
 //   out[i, ch] = bf16(silu(c)); then the tail keeps the last W-1 raw rows. raw / out: rows of P floats

@@ -2,6 +2,7 @@
 // (gather/scatter are inverses, the conv continues across chunks through its tail, routing breaks ties by
 // the lower expert index).
 #include "src/kernels/layer_ops.h"
+#include "src/kernels/ops.h"
 
 #include <cmath>
 #include <vector>
@@ -55,6 +56,36 @@ TEST(LayerOpsTest, GatherAndScatterAreInverses) {
   EXPECT_EQ(again, heads);
   GatherHeadRows(strided.data(), 8, 4, 3, 2, /*l2norm=*/true, 2.0f, again.data());
   EXPECT_NEAR(again[0] * again[0] + again[1] * again[1], 4.0f, 1e-4f);  // scaled unit rows
+}
+
+TEST(LayerOpsTest, RowCopiesAndRowNorms) {
+  // [T=2, H=3, Q=4] -> head 1's columns 1..2 as [T, 2], then back into another layout.
+  std::vector<float> src(24);
+  for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<float>(i);
+  std::vector<float> dst(4, -1.0f);
+  CopyRows(src.data() + 1 * 4 + 1, 12, dst.data(), 2, 2, 2);
+  EXPECT_EQ(dst, (std::vector<float>{5, 6, 17, 18}));
+  float a[3] = {0, 0, 0}, b[3] = {0, 0, 0};
+  float* rows[2] = {b, a};
+  StoreRows(src.data(), 3, rows, 2);
+  EXPECT_EQ(std::vector<float>(b, b + 3), (std::vector<float>{0, 1, 2}));
+  EXPECT_EQ(std::vector<float>(a, a + 3), (std::vector<float>{3, 4, 5}));
+  // Rows of 3 at stride 5: each equals the single-row kernel; the 2 floats between rows are untouched.
+  std::vector<bf16> w = {bf16(1.0f), bf16(0.5f), bf16(2.0f)};
+  std::vector<float> x = {1, 2, 3, 9, 9, 4, -5, 6, 9, 9}, y = x, want(3);
+  RmsNormRows(x.data(), 2, 3, 5, w.data(), 1e-6f, y.data());
+  for (int r = 0; r < 2; ++r) {
+    RmsNorm(x.data() + r * 5, w.data(), 3, 1e-6f, want.data());
+    EXPECT_EQ(std::vector<float>(y.begin() + r * 5, y.begin() + r * 5 + 3), want);
+    EXPECT_EQ(y[r * 5 + 3], 9.0f);
+  }
+  const float gw[3] = {1.0f, 2.0f, 0.5f};
+  std::vector<float> o = {1, 2, 3, 4, 5, 6}, gate = {0.1f, -1, 2, 3, 0, -2}, gated(6), one(3);
+  GatedRmsNormRows(o.data(), gate.data(), gw, 2, 3, 1e-6f, gated.data());
+  for (int r = 0; r < 2; ++r) {
+    GatedRmsNorm(o.data() + r * 3, gate.data() + r * 3, gw, 3, 1e-6f, one.data());
+    EXPECT_EQ(std::vector<float>(gated.begin() + r * 3, gated.begin() + r * 3 + 3), one);
+  }
 }
 
 TEST(LayerOpsTest, WeightedRowSumInSlotOrder) {

@@ -103,12 +103,7 @@ void KdaForward(const io::ModelConfig& cfg, const KdaWeights& w, int64_t kda_ind
   });
 
   // 7. Per-head gated RMSNorm (fp32 weight, bf16 out), then o_proj.
-  for (int64_t t = 0; t < T; ++t) {
-    for (int64_t h = 0; h < H; ++h) {
-      float* oh = o + t * P + h * V;
-      kernels::GatedRmsNorm(oh, out_gate + t * P + h * V, w.o_norm.data(), V, cfg.rms_norm_eps, oh);
-    }
-  }
+  kernels::GatedRmsNormRows(o, out_gate, w.o_norm.data(), T * H, V, cfg.rms_norm_eps, o);  // P = H * V
   RowParallelLinear(o, T, w.o_proj, out, pool, collectives);
 }
 

@@ -38,39 +38,29 @@ void MlaForward(const io::ModelConfig& cfg, const MlaWeights& w, int64_t mla_ind
   if (gate != nullptr) projections[num_projections++] = LinearJob(x, T, w.g_proj, gate);
   Linears(projections, num_projections, pool);
   if (q_low != nullptr) {
-    for (int64_t t = 0; t < T; ++t) {
-      float* row = q_low + t * cfg.q_lora_rank;
-      kernels::RmsNorm(row, w.q_a_norm.data(), cfg.q_lora_rank, cfg.rms_norm_eps, row);
-    }
+    kernels::RmsNormRows(q_low, T, cfg.q_lora_rank, cfg.q_lora_rank, w.q_a_norm.data(), cfg.rms_norm_eps,
+                         q_low);
     Linear(q_low, T, w.q_b_proj, q, pool);
   }
   // 2. Latent rows [c, k_pe]: c normalised, k_pe as projected; appended to each sequence's cache.
-  for (int64_t t = 0; t < T; ++t) {
-    float* row = latent + t * row_width;
-    kernels::RmsNorm(row, w.kv_a_norm.data(), R, cfg.rms_norm_eps, row);
-  }
+  kernels::RmsNormRows(latent, T, R, row_width, w.kv_a_norm.data(), cfg.rms_norm_eps, latent);
   for (const SequenceSegment& seg : segments) {
-    for (int64_t i = 0; i < seg.rows; ++i) {
-      std::memcpy(seg.state->MlaRow(mla_index, seg.start_pos + i), latent + (seg.row_begin + i) * row_width,
-                  sizeof(float) * row_width);
-    }
+    float** cache_rows = Grow(s->cache_rows, static_cast<size_t>(seg.rows));
+    for (int64_t i = 0; i < seg.rows; ++i) cache_rows[i] = seg.state->MlaRow(mla_index, seg.start_pos + i);
+    kernels::StoreRows(latent + seg.row_begin * row_width, row_width, cache_rows, seg.rows);
   }
   // 3. Absorbed queries per head: [Wuk_h^T q_nope_h, q_pe_h] (fp32, not rounded); the H products in one
   //    group.
   s->head_jobs.clear();
   for (int64_t h = 0; h < H; ++h) {
-    for (int64_t t = 0; t < T; ++t)
-      std::memcpy(head_in + (h * T + t) * nope, q + t * H * Q + h * Q, sizeof(float) * nope);
+    kernels::CopyRows(q + h * Q, H * Q, head_in + h * T * nope, nope, T, nope);  // q_nope_h [T, nope]
     s->head_jobs.push_back(kernels::MatMulJob::Bf16(
         head_in + h * T * nope, T, nope, w.key_up_transposed.data() + h * R * nope, R, head_out + h * T * R));
   }
   kernels::MatMulGroup(s->head_jobs.data(), s->head_jobs.size(), pool);
-  for (int64_t h = 0; h < H; ++h) {
-    for (int64_t t = 0; t < T; ++t) {
-      float* dst = query + (h * T + t) * row_width;
-      std::memcpy(dst, head_out + (h * T + t) * R, sizeof(float) * R);
-      std::memcpy(dst + R, q + t * H * Q + h * Q + nope, sizeof(float) * Rp);
-    }
+  for (int64_t h = 0; h < H; ++h) {  // query[h, t] = [absorbed q_nope (R), q_pe (Rp)]
+    kernels::CopyRows(head_out + h * T * R, R, query + h * T * row_width, row_width, T, R);
+    kernels::CopyRows(q + h * Q + nope, H * Q, query + h * T * row_width + R, row_width, T, Rp);
   }
   // 4. Causal softmax attention over each sequence's cache, per (sequence, head); fp32.
   const float scale = 1.0f / std::sqrt(static_cast<float>(Q));
@@ -99,10 +89,7 @@ void MlaForward(const io::ModelConfig& cfg, const MlaWeights& w, int64_t mla_ind
     s->head_jobs.push_back(kernels::MatMulJob::Bf16(ctx + h * T * R, T, R, wuv, Vh, head_out + h * T * Vh));
   }
   kernels::MatMulGroup(s->head_jobs.data(), s->head_jobs.size(), pool);
-  for (int64_t h = 0; h < H; ++h) {
-    for (int64_t t = 0; t < T; ++t)
-      std::memcpy(o + t * H * Vh + h * Vh, head_out + (h * T + t) * Vh, sizeof(float) * Vh);
-  }
+  for (int64_t h = 0; h < H; ++h) kernels::CopyRows(head_out + h * T * Vh, Vh, o + h * Vh, H * Vh, T, Vh);
   kernels::RoundToBf16(o, T * H * Vh);
   // 6. Optional sigmoid output gate (projected in step 1; fp32 product of the bf16 values, rounded
   //    once), then o_proj.

@@ -30,6 +30,7 @@ struct MlaScratch {
   std::vector<float> gate;                      // [T, H*Vh]
   std::vector<std::vector<float>> scores;       // per worker: [tokens in the sequence]
   std::vector<std::vector<const float*>> rows;  // per worker: the sequence's cached rows of this layer
+  std::vector<float*> cache_rows;               // [rows of one sequence] where its new latent rows go
 };
 
 // x: [T, D] (input_layernorm output) -> out: [T, D]. Writes each segment's latent rows into MLA cache

@@ -118,8 +118,7 @@ class ModelImpl final : public Model {
   void NormRows(const float* src, const std::vector<bf16>& w, int64_t T) {
     const int64_t D = cfg_.hidden_size;
     float* normed = Grow(s_.normed, T * D);
-    for (int64_t t = 0; t < T; ++t)
-      kernels::RmsNorm(src + t * D, w.data(), D, cfg_.rms_norm_eps, normed + t * D);
+    kernels::RmsNormRows(src, T, D, D, w.data(), cfg_.rms_norm_eps, normed);
   }
   // out[t] = Mix(bank[t, 0..bank_size), current[t]; mixer) for rows `rows` (spec §2.6).
   void MixRows(const float* current, const AttnResMixer& mixer, int64_t bank_size,
@@ -217,8 +216,7 @@ Status ModelImpl::Forward(std::span<const SequenceSegment> segments, std::span<c
       const bool block_start = l % cfg_.attn_res_block_size == 0;
       if (block_start) {  // freeze the finished block (the raw prefix, not the mixed value)
         K3_CHECK(bank_size < B);
-        for (int64_t t = 0; t < T; ++t)
-          std::memcpy(bank + (t * B + bank_size) * D, h + t * D, sizeof(float) * D);
+        kernels::CopyRows(h, D, bank + bank_size * D, B * D, T, D);  // bank[t, bank_size] = h[t]
         ++bank_size;
       }
       Attention(layer, T, segments);
@@ -247,10 +245,7 @@ Status ModelImpl::Forward(std::span<const SequenceSegment> segments, std::span<c
   } else {
     kernels::GatherRows(h, static_cast<size_t>(D), logit_rows.data(), static_cast<size_t>(rows), final_rows);
   }
-  for (int64_t i = 0; i < rows; ++i) {
-    kernels::RmsNorm(final_rows + i * D, weights_->final_norm.data(), D, cfg_.rms_norm_eps,
-                     final_rows + i * D);
-  }
+  kernels::RmsNormRows(final_rows, rows, D, D, weights_->final_norm.data(), cfg_.rms_norm_eps, final_rows);
   out->rows = rows;
   if (!collectives_.sharded()) {
     out->logits.resize(static_cast<size_t>(rows * N));

@@ -84,9 +84,7 @@ void MoeForward(const io::ModelConfig& cfg, const MoeWeights& w, const float* x,
   // Latent: RMSNorm then up-projection to D; beside it the shared experts' down-projection of
   // act(gate) * up (one fork-join); then the bf16 add.
   if (latent && !w.latent_norm.empty()) {
-    for (int64_t t = 0; t < T; ++t) {
-      kernels::RmsNorm(combined + t * Lw, w.latent_norm.data(), Lw, cfg.rms_norm_eps, combined + t * Lw);
-    }
+    kernels::RmsNormRows(combined, T, Lw, Lw, w.latent_norm.data(), cfg.rms_norm_eps, combined);
   }
   if (!latent) std::memcpy(out, combined, sizeof(float) * T * D);
   float* shared = w.has_shared ? Grow(s->shared_out, T * D) : nullptr;
