@@ -8,6 +8,7 @@
 // named: tool_choice "auto" with tools is an HTTP 400, reasoning text stays in content. The guide's vLLM
 // flags (--trust-remote-code, --load-format, --enable-auto-tool-choice, ...) are accepted; values that
 // would change behaviour we do not have (another parser, tensor parallelism > 1) are clear errors.
+#include <algorithm>
 #include <cstdlib>
 #include <memory>
 #include <string>
@@ -59,7 +60,7 @@ void RegisterServeCommand(CLI::App& app) {
     std::string model;
     std::string host = "0.0.0.0";
     int port = 8000;
-    std::string served_model_name;
+    std::vector<std::string> served_model_names;
     std::string api_key;
     int64_t max_model_len = 0;
     int32_t max_num_seqs = 64;
@@ -92,8 +93,10 @@ void RegisterServeCommand(CLI::App& app) {
   cmd->add_option("--model", f->model, "checkpoint directory (default: the embedded tiny-k3)");
   cmd->add_option("--host", f->host, "address to listen on")->capture_default_str();
   cmd->add_option("--port", f->port, "port (0: any free port)")->capture_default_str();
-  cmd->add_option("--served-model-name", f->served_model_name,
-                  "the model name clients send (default: the model directory's name, tiny-k3 when embedded)");
+  cmd->add_option("--served-model-name", f->served_model_names,
+                  "the model name(s) clients send; the first is used in responses and metrics (default: the "
+                  "model directory's name, tiny-k3 when embedded)")
+      ->expected(1, -1);
   cmd->add_option("--api-key", f->api_key,
                   "require 'Authorization: Bearer KEY' on /v1/* (default: $K3_API_KEY, then $VLLM_API_KEY)");
   cmd->add_option("--max-model-len", f->max_model_len, "context length (0: the model's, capped by the cache)")
@@ -205,7 +208,15 @@ void RegisterServeCommand(CLI::App& app) {
     }
     config.model_dir = f->model.empty() ? f->model_positional : f->model;
     config.resolve_model = [] { return EnsureEmbeddedModel(); };
-    config.served_model_name = f->served_model_name;
+    for (const std::string& name : f->served_model_names) {  // in order, each once
+      if (config.served_model_name.empty()) {
+        config.served_model_name = name;
+      } else if (name != config.served_model_name &&
+                 std::find(config.served_model_aliases.begin(), config.served_model_aliases.end(), name) ==
+                     config.served_model_aliases.end()) {
+        config.served_model_aliases.push_back(name);
+      }
+    }
     config.engine.max_model_len = f->max_model_len;
     config.engine.max_num_seqs = f->max_num_seqs;
     config.engine.max_num_batched_tokens = f->max_num_batched_tokens;

@@ -27,7 +27,7 @@ std::optional<ApiError> MakeChatConstraint(const ChatOptions& options, const Ser
   if (!made.ok()) {
     const char* param = !options.json_output            ? "tools"
                         : options.json_schema.is_null() ? "response_format"
-                                                        : "response_format.json_schema.schema";
+                                                        : options.json_schema_field.c_str();
     return FieldError(param, made.status().message());
   }
   *constraint = std::move(*made);

@@ -1,9 +1,11 @@
-// Thinking, tools, tool_choice and response_format of a chat request.
+// Thinking, tools, tool_choice, response_format and vLLM's guided_json of a chat request.
 #include "src/api/chat_options.h"
 
 #include <set>
 
 #include <fmt/format.h>
+
+#include "src/api/vllm_fields.h"
 
 namespace k3::api {
 namespace {
@@ -201,6 +203,20 @@ ChatOptions ReadChatOptions(FieldReader& fields, const ServerContext& ctx) {
   if (const auto include = fields.Bool("include_reasoning")) options.include_reasoning = *include;
   ReadTools(fields, ctx, &options);
   ReadResponseFormat(fields, &options);
+  if (std::optional<nlohmann::json> guided = ReadVllmGuidedFields(fields, /*chat=*/true)) {
+    if (options.json_output) {
+      fields.Fail(fields.Get("guided_json") != nullptr ? "guided_json" : "structured_outputs.json",
+                  "give one output format: response_format asks for JSON too");
+    } else if (options.tool_call_required) {
+      fields.Fail(fields.Get("guided_json") != nullptr ? "guided_json" : "structured_outputs.json",
+                  "cannot be combined with tool_choice \"required\" or a named function");
+    } else {
+      options.json_output = true;
+      options.json_schema = std::move(*guided);
+      options.json_schema_field =
+          fields.Get("guided_json") != nullptr ? "guided_json" : "structured_outputs.json";
+    }
+  }
   options.parser.thinking = options.render.thinking;
   return options;
 }

@@ -27,7 +27,8 @@ struct ChatOptions {
   // Output constraint: a JSON value (response_format json_object / json_schema) or a forced tool call
   // (tool_choice "required", or named: forced_function non-empty).
   bool json_output = false;
-  nlohmann::json json_schema;  // null: any JSON object
+  nlohmann::json json_schema;                                            // null: any JSON object
+  std::string json_schema_field = "response_format.json_schema.schema";  // where the schema came from
   bool tool_call_required = false;
   std::string forced_function;
   bool parallel_tool_calls = true;

@@ -9,6 +9,7 @@
 #include "src/api/json_fields.h"
 #include "src/api/openai.h"
 #include "src/api/sampling_fields.h"
+#include "src/api/vllm_fields.h"
 
 namespace k3::api {
 namespace {
@@ -20,7 +21,7 @@ std::optional<ApiError> CheckModel(FieldReader& fields, const ServerContext& ctx
   const auto given = fields.String("model");
   if (!fields.ok()) return fields.error();
   *model = given.value_or(ctx.served_model_name);
-  if (*model != ctx.served_model_name) return ModelNotFound(*model, ctx.served_model_name);
+  if (!ctx.Serves(*model)) return ModelNotFound(*model, ctx);
   return std::nullopt;
 }
 
@@ -51,11 +52,7 @@ std::optional<ChatPlan> ParseChatCompletion(std::string_view body, const ServerC
   if (fields.ok() && plan.top_logprobs > 0 && !plan.logprobs)
     fields.Fail("top_logprobs", "requires `logprobs` to be true");
   plan.stream = fields.Bool("stream").value_or(false);
-  if (const nlohmann::json* stream_options = fields.Object("stream_options")) {
-    FieldReader reader = fields.Nested(*stream_options, "stream_options");
-    plan.include_usage = reader.Bool("include_usage").value_or(false);
-    reader.Bool("continuous_usage_stats");
-  }
+  plan.include_usage = ReadStreamOptions(fields, plan.stream);
   if (!fields.ok()) {
     *error = fields.error();
     return std::nullopt;

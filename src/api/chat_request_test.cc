@@ -159,6 +159,24 @@ TEST(ChatRequestTest, MalformedRequestsNameTheField) {
       {WithUser(R"("include_reasoning": 1)"), 400, "include_reasoning", "expected a boolean"},
       {WithUser(R"("max_tokens": 5000)"), 400, "max_tokens", "maximum context length is 4096"},
       {WithUser(R"("max_tokens": 10, "min_tokens": 11)"), 400, "min_tokens", "must not exceed max_tokens"},
+      // vLLM's own fields: none is silently ignored.
+      {WithUser(R"("guided_regex": "[a-z]+")"), 400, "guided_regex", "takes a JSON schema"},
+      {WithUser(R"("guided_choice": ["yes", "no"])"), 400, "guided_choice", "takes a JSON schema"},
+      {WithUser(R"("guided_grammar": "root ::= \"a\"")"), 400, "guided_grammar", "takes a JSON schema"},
+      {WithUser(R"("structured_outputs": {"regex": "a+"})"), 400, "structured_outputs.regex",
+       "takes a JSON schema"},
+      {WithUser(R"("prompt_logprobs": 1)"), 400, "prompt_logprobs", "not computed"},
+      {WithUser(R"("guided_json": 5)"), 400, "guided_json", "expected a JSON schema object"},
+      {WithUser(R"("guided_json": "not json")"), 400, "guided_json", "the string is not one"},
+      {WithUser(R"("guided_json": {"type": "object"}, "structured_outputs": {"json": {"type": "object"}})"),
+       400, "structured_outputs.json", "both set"},
+      {WithUser(R"("guided_json": {"type": "object"}, "response_format": {"type": "json_object"})"), 400,
+       "guided_json", "give one output format"},
+      {WithUser(R"("guided_json": {"type": "string", "pattern": "("})"), 400, "guided_json", ""},
+      {WithUser(R"("stream_options": {"include_usage": true})"), 400, "stream_options",
+       "only be given when `stream` is true"},
+      {WithUser(R"("stream": true, "stream_options": {"continuous_usage_stats": true})"), 400,
+       "stream_options.continuous_usage_stats", "not supported"},
   };
   const ServerContext ctx = TestContext();
   for (const BadCase& c : cases) {
@@ -172,6 +190,27 @@ TEST(ChatRequestTest, MalformedRequestsNameTheField) {
       EXPECT_EQ(error.message.rfind(c.param + ": ", 0), 0u) << error.message;
     }
   }
+}
+
+// guided_json (object or JSON text) and structured_outputs.json constrain the output as response_format
+// json_schema does; null vLLM fields and prompt_logprobs 0 are "not given".
+TEST(ChatRequestTest, GuidedJsonConstrainsTheOutput) {
+  for (const char* fields :
+       {R"("guided_json": {"type": "object", "properties": {"a": {"type": "integer"}}})",
+        R"("guided_json": "{\"type\": \"object\"}")",
+        R"("structured_outputs": {"json": {"type": "object"}, "regex": null})",
+        R"("guided_regex": null, "prompt_logprobs": 0, "guided_json": {"type": "array"})"}) {
+    ApiError error;
+    auto plan = ParseChatCompletion(WithUser(fields), TestContext(), &error);
+    ASSERT_TRUE(plan.has_value()) << fields << " -> " << error.message;
+    EXPECT_NE(plan->request.constraint, nullptr) << fields;
+  }
+  ApiError error;
+  auto plan = ParseChatCompletion(WithUser(R"("stream": true, "stream_options": {"include_usage": true})"),
+                                  TestContext(), &error);
+  ASSERT_TRUE(plan.has_value()) << error.message;
+  EXPECT_TRUE(plan->include_usage);
+  EXPECT_EQ(plan->request.constraint, nullptr);
 }
 
 TEST(ChatRequestTest, SeedExampleOfTheGuideIsAccepted) {

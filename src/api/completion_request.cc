@@ -8,6 +8,7 @@
 #include "src/api/json_fields.h"
 #include "src/api/openai.h"
 #include "src/api/sampling_fields.h"
+#include "src/api/vllm_fields.h"
 
 namespace k3::api {
 namespace {
@@ -70,8 +71,8 @@ std::optional<CompletionPlan> ParseCompletion(std::string_view body, const Serve
     return std::nullopt;
   }
   plan.model = model.value_or(ctx.served_model_name);
-  if (plan.model != ctx.served_model_name) {
-    *error = ModelNotFound(plan.model, ctx.served_model_name);
+  if (!ctx.Serves(plan.model)) {
+    *error = ModelNotFound(plan.model, ctx);
     return std::nullopt;
   }
 
@@ -86,11 +87,8 @@ std::optional<CompletionPlan> ParseCompletion(std::string_view body, const Serve
     fields.Fail("suffix", "is not supported (Kimi K3 has no fill-in-the-middle format)");
   fields.Int("best_of", 1, ctx.max_n);
   plan.stream = fields.Bool("stream").value_or(false);
-  if (const nlohmann::json* stream_options = fields.Object("stream_options")) {
-    FieldReader reader = fields.Nested(*stream_options, "stream_options");
-    plan.include_usage = reader.Bool("include_usage").value_or(false);
-    reader.Bool("continuous_usage_stats");
-  }
+  plan.include_usage = ReadStreamOptions(fields, plan.stream);
+  ReadVllmGuidedFields(fields, /*chat=*/false);
   if (fields.ok() && plan.echo && plan.logprobs >= 0)
     fields.Fail("echo", "echo together with logprobs is not supported (prompt logprobs are not computed)");
   if (!fields.ok()) {

@@ -54,6 +54,11 @@ TEST(CompletionRequestTest, MalformedRequests) {
       {R"({"prompt": "x", "echo": true, "logprobs": 1})", 400, "echo", "not supported"},
       {R"({"prompt": "x", "max_tokens": 5000})", 400, "max_tokens", "maximum context length is 4096"},
       {R"({"prompt": "x", "temperature": "warm"})", 400, "temperature", "expected a number"},
+      {R"({"prompt": "x", "guided_json": {"type": "object"}})", 400, "guided_json", "chat/completions only"},
+      {R"({"prompt": "x", "guided_choice": ["a"]})", 400, "guided_choice", "takes a JSON schema"},
+      {R"({"prompt": "x", "prompt_logprobs": 2})", 400, "prompt_logprobs", "not computed"},
+      {R"({"prompt": "x", "stream_options": {"include_usage": true}})", 400, "stream_options",
+       "only be given when `stream` is true"},
   };
   for (const auto& [body, status, param, part] : cases) {
     ApiError error;

@@ -17,14 +17,15 @@ nlohmann::json ErrorJson(const ApiError& error) {
 
 std::string ErrorBody(const ApiError& error) { return DumpJson(ErrorJson(error)); }
 
-ApiError ModelNotFound(const std::string& model, const std::string& served_model_name) {
+ApiError ModelNotFound(const std::string& model, const ServerContext& ctx) {
+  std::string served = "`" + ctx.served_model_name + "`";
+  for (const std::string& alias : ctx.served_model_aliases) served += ", `" + alias + "`";
   ApiError error;
   error.http_status = 404;
   error.type = "not_found_error";
   error.param = "model";
   error.code = "model_not_found";
-  error.message =
-      fmt::format("The model `{}` does not exist. This server serves `{}`.", model, served_model_name);
+  error.message = fmt::format("The model `{}` does not exist. This server serves {}.", model, served);
   return error;
 }
 

@@ -9,7 +9,8 @@
 namespace k3::api {
 
 // 404 not_found_error: "The model `NAME` does not exist." (param "model", code "model_not_found").
-ApiError ModelNotFound(const std::string& model, const std::string& served_model_name);
+// 404 naming `model` and every name this server serves.
+ApiError ModelNotFound(const std::string& model, const ServerContext& ctx);
 
 // 400 when the prompt alone does not leave room for one generated token.
 ApiError PromptTooLong(int64_t prompt_tokens, int64_t max_model_len, const std::string& param);

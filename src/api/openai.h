@@ -11,6 +11,8 @@
 // error names the field ("messages[2].content: expected a string or an array of parts").
 #pragma once
 
+#include <algorithm>
+
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -41,8 +43,14 @@ std::string ErrorBody(const ApiError& error);
 // What the server knows that requests are checked against.
 struct ServerContext {
   const tokenizer::Tokenizer* tokenizer = nullptr;
-  std::string served_model_name;  // the only accepted "model" (404 otherwise)
-  int64_t max_model_len = 0;      // prompt + max_tokens must fit
+  std::string served_model_name;                  // the name responses and metrics use; an accepted "model"
+  std::vector<std::string> served_model_aliases;  // more accepted names (vLLM's --served-model-name A B)
+  // True when `model` is one of the served names (any other "model" is a 404).
+  bool Serves(const std::string& model) const {
+    return model == served_model_name || std::find(served_model_aliases.begin(), served_model_aliases.end(),
+                                                   model) != served_model_aliases.end();
+  }
+  int64_t max_model_len = 0;  // prompt + max_tokens must fit
   int32_t max_n = 16;
   int64_t max_messages = 4096;
   std::vector<int32_t> eos_token_ids;   // ends a message (e.g. <|end_of_msg|>)

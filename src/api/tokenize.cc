@@ -23,8 +23,8 @@ std::optional<nlohmann::json> ParseWithModel(std::string_view body, const Server
     *error = fields.error();
     return std::nullopt;
   }
-  if (model && *model != ctx.served_model_name) {
-    *error = ModelNotFound(*model, ctx.served_model_name);
+  if (model && !ctx.Serves(*model)) {
+    *error = ModelNotFound(*model, ctx);
     return std::nullopt;
   }
   return request;
@@ -110,28 +110,34 @@ std::optional<std::string> Detokenize(std::string_view body, const ServerContext
 }
 
 std::string ModelsBody(const ServerContext& ctx) {
-  // vLLM's ModelCard carries one permission object; clients that read it find it.
-  const nlohmann::json permission = {{"id", "modelperm-" + ctx.served_model_name},
-                                     {"object", "model_permission"},
-                                     {"created", ctx.created},
-                                     {"allow_create_engine", false},
-                                     {"allow_sampling", true},
-                                     {"allow_logprobs", true},
-                                     {"allow_search_indices", false},
-                                     {"allow_view", true},
-                                     {"allow_fine_tuning", false},
-                                     {"organization", "*"},
-                                     {"group", nullptr},
-                                     {"is_blocking", false}};
-  const nlohmann::json model = {{"id", ctx.served_model_name},
-                                {"object", "model"},
-                                {"created", ctx.created},
-                                {"owned_by", "k3stack"},
-                                {"root", ctx.served_model_name},
-                                {"parent", nullptr},
-                                {"max_model_len", ctx.max_model_len},
-                                {"permission", nlohmann::json::array({permission})}};
-  return DumpJson({{"object", "list"}, {"data", nlohmann::json::array({model})}});
+  nlohmann::json data = nlohmann::json::array();
+  std::vector<std::string> names = {ctx.served_model_name};
+  names.insert(names.end(), ctx.served_model_aliases.begin(), ctx.served_model_aliases.end());
+  for (const std::string& name : names) {
+    // vLLM's ModelCard carries one permission object; clients that read it find it.
+    const nlohmann::json permission = {{"id", "modelperm-" + name},
+                                       {"object", "model_permission"},
+                                       {"created", ctx.created},
+                                       {"allow_create_engine", false},
+                                       {"allow_sampling", true},
+                                       {"allow_logprobs", true},
+                                       {"allow_search_indices", false},
+                                       {"allow_view", true},
+                                       {"allow_fine_tuning", false},
+                                       {"organization", "*"},
+                                       {"group", nullptr},
+                                       {"is_blocking", false}};
+    const nlohmann::json model = {{"id", name},
+                                  {"object", "model"},
+                                  {"created", ctx.created},
+                                  {"owned_by", "k3stack"},
+                                  {"root", ctx.served_model_name},
+                                  {"parent", nullptr},
+                                  {"max_model_len", ctx.max_model_len},
+                                  {"permission", nlohmann::json::array({permission})}};
+    data.push_back(model);
+  }
+  return DumpJson({{"object", "list"}, {"data", std::move(data)}});
 }
 
 }  // namespace k3::api

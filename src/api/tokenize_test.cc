@@ -97,9 +97,39 @@ TEST(ErrorBodyTest, OpenAiShapeAndNeverThrows) {
   EXPECT_EQ(body["error"]["param"], "messages");
   EXPECT_TRUE(body["error"]["code"].is_null());
   EXPECT_EQ(body["error"]["message"], "bad \xEF\xBF\xBD byte");
-  const json not_found = json::parse(ErrorBody(ModelNotFound("gpt", "Kimi-K3")));
+  ServerContext ctx;
+  ctx.served_model_name = "Kimi-K3";
+  ctx.served_model_aliases = {"kimi"};
+  const json not_found = json::parse(ErrorBody(ModelNotFound("gpt", ctx)));
   EXPECT_EQ(not_found["error"]["type"], "not_found_error");
   EXPECT_EQ(not_found["error"]["code"], "model_not_found");
+  EXPECT_NE(not_found["error"]["message"].get<std::string>().find("serves `Kimi-K3`, `kimi`"),
+            std::string::npos);
+}
+
+// vLLM's --served-model-name A B: requests may name any of them (the reply echoes the name sent),
+// /v1/models lists each, anything else is a 404.
+TEST(ServedNamesTest, EveryNameIsAcceptedAndListed) {
+  ServerContext ctx = TestContext();
+  ctx.served_model_aliases = {"kimi", "k3"};
+  const std::string user = R"("messages": [{"role": "user", "content": "hi"}], "max_tokens": 4)";
+  for (const std::string name : {"Kimi-K3", "kimi", "k3"}) {
+    ApiError error;
+    auto plan = ParseChatCompletion("{\"model\": \"" + name + "\", " + user + "}", ctx, &error);
+    ASSERT_TRUE(plan.has_value()) << name << ": " << error.message;
+    EXPECT_EQ(plan->model, name);
+    auto completion =
+        ParseCompletion(R"({"prompt": "x", "max_tokens": 2, "model": ")" + name + "\"}", ctx, &error);
+    ASSERT_TRUE(completion.has_value()) << name << ": " << error.message;
+  }
+  ApiError error;
+  EXPECT_FALSE(ParseChatCompletion("{\"model\": \"kimi-k2\", " + user + "}", ctx, &error));
+  EXPECT_EQ(error.http_status, 404);
+  const json models = json::parse(ModelsBody(ctx));
+  ASSERT_EQ(models["data"].size(), 3u);
+  EXPECT_EQ(models["data"][0]["id"], "Kimi-K3");
+  EXPECT_EQ(models["data"][1]["id"], "kimi");
+  EXPECT_EQ(models["data"][2]["id"], "k3");
 }
 
 }  // namespace

@@ -151,8 +151,9 @@ class Session : public std::enable_shared_from_this<Session> {
   State state_ = State::kNone;
   uint64_t serial_ = 0;
   std::string request_id_;
-  bool counted_ = false;   // counted in core_->active_exchanges
-  bool watching_ = false;  // a disconnect-watch read is pending
+  bool counted_ = false;       // counted in core_->active_exchanges
+  bool watching_ = false;      // a disconnect-watch read is pending
+  bool head_request_ = false;  // the current request is HEAD: answers carry no body
   bool resume_after_watch_ = false;
   bool client_gone_ = false;
   std::function<void()> gone_callback_;
@@ -309,6 +310,7 @@ void Session::Dispatch() {
   ++serial_;
   state_ = State::kHandling;
   request_id_ = request.request_id;
+  head_request_ = request.method == "HEAD";
   client_gone_ = false;
   gone_callback_ = nullptr;
   counted_ = true;
@@ -474,7 +476,10 @@ void Session::DoRespond(uint64_t serial, HttpResponse response) {
   if (closed_) return;
   const bool keep = keep_alive_ && !core_->shutting_down.load();
   keep_alive_ = keep;
-  Queue(FormatResponse(response, request_id_, keep));
+  std::string bytes = FormatResponse(response, request_id_, keep);
+  // HEAD: the GET answer's status and headers (Content-Length included), without its body.
+  if (head_request_) bytes.resize(bytes.size() - response.body.size());
+  Queue(bytes);
 }
 
 void Session::DoStartEvents(uint64_t serial, int status, HeaderList headers) {

@@ -148,6 +148,26 @@ TEST_F(ServerTest, KeepAliveServesManyRequestsOnOneConnection) {
   }
 }
 
+// HEAD runs the GET route (a probe's HEAD /health) and gets its status and Content-Length, no body; the
+// connection stays in step for the next request. A path without GET still answers 405.
+TEST_F(ServerTest, HeadAnswersLikeGetWithoutTheBody) {
+  StartServer();
+  auto conn = TestConnection::Connect(port_);
+  ASSERT_TRUE(conn.ok());
+  ASSERT_TRUE(conn->Send(BuildRequest("HEAD", "/hello") + BuildRequest("GET", "/hello")).ok());
+  auto head = conn->Read(std::chrono::seconds(10), nullptr, /*head=*/true);
+  ASSERT_TRUE(head.ok()) << head.status().ToString();
+  EXPECT_EQ(head->status, 200);
+  EXPECT_EQ(head->headers["content-length"], "5");
+  auto get = conn->Read();
+  ASSERT_TRUE(get.ok()) << get.status().ToString();
+  EXPECT_EQ(get->body, "hello");
+  ASSERT_TRUE(conn->Send(BuildRequest("HEAD", "/echo")).ok());
+  auto refused = conn->Read(std::chrono::seconds(10), nullptr, /*head=*/true);
+  ASSERT_TRUE(refused.ok());
+  EXPECT_EQ(refused->status, 405);
+}
+
 TEST_F(ServerTest, PipelinedRequestsAreAnsweredInOrder) {
   StartServer();
   auto conn = TestConnection::Connect(port_);

@@ -1,4 +1,5 @@
-// Router: exact-path dispatch with 404 / 405 answers.
+// Router: exact-path dispatch with 404 / 405 answers; HEAD runs a path's GET handler (the server sends
+// its answer without the body).
 #include "src/server/router.h"
 
 #include <fmt/format.h>
@@ -20,7 +21,7 @@ void Router::Dispatch(const std::shared_ptr<Exchange>& exchange) const {
   }
   std::string allowed;
   for (const auto& [method, handler] : it->second) {
-    if (method == request.method) {
+    if (method == request.method || (request.method == "HEAD" && method == "GET")) {
       handler(exchange);
       return;
     }

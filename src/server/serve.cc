@@ -107,6 +107,7 @@ Status Load(const ServeConfig& config, OpenAiService* service, const std::string
   api::ServerContext ctx;
   ctx.tokenizer = out->tokenizer.get();
   ctx.served_model_name = served_name;
+  ctx.served_model_aliases = config.served_model_aliases;
   ctx.max_model_len = eo.max_model_len;
   for (const char* name : {"<|end_of_msg|>", "[EOS]"}) {
     auto id = out->tokenizer->SpecialId(name);

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "src/base/status.h"
 #include "src/dist/launch.h"
@@ -23,6 +24,7 @@ struct ServeConfig {
   std::string model_dir;                               // empty: resolve_model()
   std::function<Result<std::string>()> resolve_model;  // e.g. the embedded tiny-k3
   std::string served_model_name;                       // empty: the model directory's name
+  std::vector<std::string> served_model_aliases;       // more names requests may use (vLLM's list)
   engine::EngineOptions engine;
   bool enable_auto_tool_choice = true;  // false: tool_choice "auto" with tools is a 400
   bool reasoning_parser = true;         // false: reasoning text stays in content

@@ -99,7 +99,7 @@ Result<std::string> TestConnection::ReadLine(Clock::time_point deadline) {
 }
 
 Result<TestResponse> TestConnection::Read(std::chrono::milliseconds timeout,
-                                          const std::function<void(std::string_view)>& on_chunk) {
+                                          const std::function<void(std::string_view)>& on_chunk, bool head) {
   const auto deadline = Clock::now() + timeout;
   TestResponse response;
   K3_ASSIGN_OR_RETURN(std::string status_line, ReadLine(deadline));
@@ -118,6 +118,7 @@ Result<TestResponse> TestConnection::Read(std::chrono::milliseconds timeout,
     while (v < line.size() && line[v] == ' ') ++v;
     response.headers[name] = line.substr(v);
   }
+  if (head) return response;
   if (response.headers["transfer-encoding"] == "chunked") {
     while (true) {
       K3_ASSIGN_OR_RETURN(std::string size_line, ReadLine(deadline));

@@ -34,9 +34,11 @@ class TestConnection {
 
   static Result<TestConnection> Connect(uint16_t port);
   Status Send(std::string_view bytes);
-  // Reads one response. `on_chunk` sees each chunk of a chunked body as soon as it is read.
+  // Reads one response. `on_chunk` sees each chunk of a chunked body as soon as it is read. `head`: the
+  // answer to a HEAD request (no body follows its headers, whatever Content-Length says).
   Result<TestResponse> Read(std::chrono::milliseconds timeout = std::chrono::seconds(10),
-                            const std::function<void(std::string_view)>& on_chunk = nullptr);
+                            const std::function<void(std::string_view)>& on_chunk = nullptr,
+                            bool head = false);
   // True when the peer closes the connection (read returns 0 or an error) within `timeout`.
   bool WaitClosed(std::chrono::milliseconds timeout);
   void Close();

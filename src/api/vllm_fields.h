@@ -1,0 +1,30 @@
+// vLLM's own request fields beyond OpenAI's, on /v1/chat/completions and /v1/completions: what this
+// server does with each, so none is silently ignored (issue: drop-in for vLLM's server).
+//
+//   guided_json (a schema object, or its JSON text)  chat: the output is constrained to the schema, as
+//     structured_outputs.json                          response_format json_schema does (not shown to
+//                                                      the model); completions: 400
+//   guided_regex, guided_choice, guided_grammar,     400 naming the field: structured output here
+//     structured_outputs.{regex,choice,grammar,...}    takes JSON schemas only
+//   prompt_logprobs (any value but null / 0)          400: prompt logprobs are not computed
+//   stream_options without stream: true              400, as vLLM
+//   stream_options.continuous_usage_stats: true      400: usage comes in the last chunk only
+// Errors go to `fields` (the first one is kept).
+#pragma once
+
+#include <optional>
+
+#include <nlohmann/json.hpp>
+
+#include "src/api/json_fields.h"
+
+namespace k3::api {
+
+// The schema of guided_json / structured_outputs.json when one is given (chat); refuses the rest.
+// `chat` false (completions): guided_json is refused too.
+std::optional<nlohmann::json> ReadVllmGuidedFields(FieldReader& fields, bool chat);
+
+// stream_options: include_usage (returned), the refusals above. `stream`: the request's stream flag.
+bool ReadStreamOptions(FieldReader& fields, bool stream);
+
+}  // namespace k3::api

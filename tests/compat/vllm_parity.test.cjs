@@ -1,0 +1,90 @@
+// vLLM parity: vLLM's own request fields as a vLLM client sends them (the official SDK passes them
+// through its extra-body fields, raw HTTP the rest): guided_json constrains the output like
+// response_format json_schema; guided_regex / guided_choice / guided_grammar / prompt_logprobs and
+// stream_options without stream are 400s naming the field, never ignored; --served-model-name takes a
+// list; HEAD /health answers like GET.
+'use strict';
+const { test, before, after } = require('node:test');
+const assert = require('node:assert/strict');
+const OpenAI = require('openai');
+const { startServer, request, MODEL } = require('./common.cjs');
+
+let server;
+let client;
+before(async () => {
+  // vLLM's list of served names (the suite's own --served-model-name Kimi-K3 comes first).
+  server = await startServer(['--served-model-name', 'Kimi-K3', 'kimi-alias']);
+  client = server.client();
+});
+after(async () => {
+  const { code } = await server.stop();
+  assert.equal(code, 0, server.log());
+});
+
+const user = [{ role: 'user', content: 'Describe a city.' }];
+
+test('guided_json constrains the reply to the schema (object or JSON text)', async () => {
+  const schema = {
+    type: 'object',
+    properties: { name: { type: 'string' }, size: { type: 'integer' } },
+    required: ['name', 'size'],
+    additionalProperties: false,
+  };
+  for (const guided of [schema, JSON.stringify(schema)]) {
+    const r = await client.chat.completions.create({
+      model: MODEL, messages: user, max_tokens: 200, temperature: 1, seed: 3, guided_json: guided,
+      chat_template_kwargs: { thinking: false },
+    });
+    const text = r.choices[0].message.content;
+    assert.equal(r.choices[0].finish_reason, 'stop', text);
+    const value = JSON.parse(text);
+    assert.deepEqual(Object.keys(value).sort(), ['name', 'size'], text);
+    assert.equal(typeof value.name, 'string');
+    assert.ok(Number.isInteger(value.size), text);
+  }
+});
+
+test('vLLM fields this server does not implement are 400s naming them', async () => {
+  const cases = [
+    [{ guided_regex: '[a-z]+' }, 'guided_regex'],
+    [{ guided_choice: ['yes', 'no'] }, 'guided_choice'],
+    [{ guided_grammar: 'root ::= "a"' }, 'guided_grammar'],
+    [{ structured_outputs: { choice: ['a', 'b'] } }, 'structured_outputs.choice'],
+    [{ prompt_logprobs: 1 }, 'prompt_logprobs'],
+    [{ stream_options: { include_usage: true } }, 'stream_options'],
+  ];
+  for (const [fields, param] of cases) {
+    const r = await request(server.port, 'POST', '/v1/chat/completions',
+                            JSON.stringify({ model: MODEL, messages: user, max_tokens: 4, ...fields }));
+    assert.equal(r.status, 400, r.body);
+    assert.equal(r.json.error.param, param, r.body);
+    assert.ok(r.json.error.message.startsWith(`${param}: `), r.body);
+  }
+  // The SDK sees the same 400.
+  await assert.rejects(client.chat.completions.create({ model: MODEL, messages: user, guided_choice: ['a'] }),
+                       (e) => e instanceof OpenAI.BadRequestError && /guided_choice/.test(e.message));
+  // Completions take no output constraint: guided_json there is refused, not ignored.
+  const c = await request(server.port, 'POST', '/v1/completions',
+                          JSON.stringify({ model: MODEL, prompt: 'x', guided_json: { type: 'object' } }));
+  assert.equal(c.status, 400, c.body);
+  assert.equal(c.json.error.param, 'guided_json');
+});
+
+test('--served-model-name takes several names: each is accepted and listed', async () => {
+  const r = await client.chat.completions.create({ model: 'kimi-alias', messages: user, max_tokens: 3 });
+  assert.equal(r.model, 'kimi-alias');
+  const models = await client.models.list();
+  assert.deepEqual(models.data.map((m) => m.id), ['Kimi-K3', 'kimi-alias']);
+  await assert.rejects(client.chat.completions.create({ model: 'kimi-k2', messages: user, max_tokens: 3 }),
+                       (e) => e instanceof OpenAI.NotFoundError && /kimi-alias/.test(e.message));
+});
+
+test('HEAD /health and /v1/models answer like GET without a body', async () => {
+  for (const path of ['/health', '/v1/models']) {
+    const head = await request(server.port, 'HEAD', path);
+    const get = await request(server.port, 'GET', path);
+    assert.equal(head.status, 200);
+    assert.equal(head.body, '');
+    assert.equal(head.headers['content-length'], String(Buffer.byteLength(get.body)));
+  }
+});
