@@ -11,9 +11,11 @@
 #include <algorithm>
 #include <cstdlib>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include "apps/k3/commands.h"
 #include "apps/k3/embedded_model.h"
@@ -22,6 +24,17 @@
 
 namespace k3::app {
 namespace {
+
+// uvicorn's level names (vLLM's --uvicorn-log-level) as spdlog levels; nullopt for anything else.
+std::optional<spdlog::level::level_enum> UvicornLogLevel(const std::string& name) {
+  if (name == "critical") return spdlog::level::critical;
+  if (name == "error") return spdlog::level::err;
+  if (name == "warning") return spdlog::level::warn;
+  if (name == "info") return spdlog::level::info;
+  if (name == "debug") return spdlog::level::debug;
+  if (name == "trace") return spdlog::level::trace;
+  return std::nullopt;
+}
 
 // "4GiB", "512MiB", "2G", "1048576" -> bytes; -1 when malformed.
 int64_t ParseSize(const std::string& text) {
@@ -86,6 +99,15 @@ void RegisterServeCommand(CLI::App& app) {
     double gpu_memory_utilization = 0.9;
     std::string dtype = "auto";
     bool disable_log_requests = false;
+    bool enable_log_requests = false;
+    bool disable_log_stats = false;
+    bool enable_chunked_prefill = true;
+    bool enforce_eager = false;
+    std::string root_path;
+    std::string uvicorn_log_level = "info";
+    std::string kv_cache_dtype = "auto";
+    std::optional<uint64_t> seed;
+    int32_t max_logprobs = 20;
   };
   auto f = std::make_shared<Flags>();
   CLI::App* cmd = app.add_subcommand("serve", "OpenAI-compatible server (vLLM command line accepted)");
@@ -148,7 +170,36 @@ void RegisterServeCommand(CLI::App& app) {
                   "accepted (use --kv-cache-memory for the cache budget)")
       ->group(compat);
   cmd->add_option("--dtype", f->dtype, "auto only (weights are used as shipped)")->group(compat);
-  cmd->add_flag("--disable-log-requests", f->disable_log_requests, "accepted")->group(compat);
+  cmd->add_flag("--disable-log-requests", f->disable_log_requests,
+                "accepted (requests are not logged by default)")
+      ->group(compat);
+  cmd->add_flag("--enable-log-requests", f->enable_log_requests,
+                "one log line per generation request: id, route, prompt tokens, max_tokens, n, stream")
+      ->group(compat);
+  cmd->add_flag("--disable-log-stats", f->disable_log_stats,
+                "accepted (no periodic stats lines: see /metrics)")
+      ->group(compat);
+  cmd->add_flag("--enable-chunked-prefill,!--no-enable-chunked-prefill", f->enable_chunked_prefill,
+                "accepted: prefill is always chunked (--max-num-batched-tokens per step); off is refused")
+      ->group(compat);
+  cmd->add_flag("--enforce-eager", f->enforce_eager, "accepted (no CUDA graphs on this engine)")
+      ->group(compat);
+  cmd->add_option("--root-path", f->root_path,
+                  "accepted (the path prefix of a proxy in front; routes stay where they are, as in vLLM)")
+      ->group(compat);
+  cmd->add_option("--uvicorn-log-level", f->uvicorn_log_level,
+                  "log level: critical, error, warning, info, debug, trace")
+      ->capture_default_str()
+      ->group(compat);
+  cmd->add_option("--kv-cache-dtype", f->kv_cache_dtype,
+                  "auto or fp32 (the latent cache holds bf16-valued fp32 rows); others are refused")
+      ->capture_default_str()
+      ->group(compat);
+  cmd->add_option("--seed", f->seed, "seeds the seeds of requests that give none (reproducible runs)")
+      ->group(compat);
+  cmd->add_option("--max-logprobs", f->max_logprobs, "most top_logprobs / logprobs a request may ask for")
+      ->capture_default_str()
+      ->group(compat);
 
   AddGroupFlags(cmd, &f->group, "Distributed (vLLM's multiprocessing executor flags)");
   cmd->add_flag("--dry-run", f->dry_run,
@@ -176,6 +227,21 @@ void RegisterServeCommand(CLI::App& app) {
     if (f->load_format != "auto" && f->load_format != "safetensors" && f->load_format != "fastsafetensors") {
       return fail(fmt::format("--load-format {}: k3 reads safetensors (auto, safetensors, fastsafetensors)",
                               f->load_format));
+    }
+    if (!f->enable_chunked_prefill)
+      return fail("--no-enable-chunked-prefill: prefill is always chunked on this engine");
+    if (f->kv_cache_dtype != "auto" && f->kv_cache_dtype != "fp32") {
+      return fail(
+          fmt::format("--kv-cache-dtype {}: auto or fp32 only (the latent cache holds bf16-valued fp32 rows; "
+                      "no fp8 or bf16 "
+                      "storage yet)",
+                      f->kv_cache_dtype));
+    }
+    if (f->max_logprobs < 0) return fail("--max-logprobs must be >= 0");
+    const std::optional<spdlog::level::level_enum> level = UvicornLogLevel(f->uvicorn_log_level);
+    if (!level.has_value()) {
+      return fail(fmt::format("--uvicorn-log-level {}: one of critical, error, warning, info, debug, trace",
+                              f->uvicorn_log_level));
     }
     if (f->dtype != "auto")
       return fail(fmt::format("--dtype {}: only auto (weights are used as shipped)", f->dtype));
@@ -226,6 +292,9 @@ void RegisterServeCommand(CLI::App& app) {
     config.reasoning_parser = f->reasoning_parser != "none";
     config.engine.prefix_snapshot_interval = f->prefix_snapshot_interval;
     config.engine.max_waiting = f->max_queued_requests;
+    config.engine.seed = f->seed;
+    config.max_logprobs = f->max_logprobs;
+    config.log_requests = f->enable_log_requests && !f->disable_log_requests;
     config.threads = group->world > 1 ? DefaultThreadsPerRank(*group, f->threads) : f->threads;
     config.group = *group;
     config.shutdown_timeout = std::chrono::milliseconds(static_cast<int64_t>(f->shutdown_timeout * 1000));
@@ -241,6 +310,7 @@ void RegisterServeCommand(CLI::App& app) {
           group->master_addr.c_str(), group->master_port, config.threads);
       return;
     }
+    spdlog::set_level(*level);
     auto local_ranks = StartLocalRanks(*group, "serve");
     if (!local_ranks.ok()) return FailCommand("serve", local_ranks.status().ToString());
     if (*local_ranks != nullptr)

@@ -14,8 +14,6 @@
 namespace k3::api {
 namespace {
 
-constexpr int64_t kMaxTopLogprobs = 20;
-
 // model: absent means the served model (vLLM); anything else must be its name.
 std::optional<ApiError> CheckModel(FieldReader& fields, const ServerContext& ctx, std::string* model) {
   const auto given = fields.String("model");
@@ -48,7 +46,7 @@ std::optional<ChatPlan> ParseChatCompletion(std::string_view body, const ServerC
   const auto max_completion_tokens = fields.Int("max_completion_tokens", 1, kMax);
   sampling.max_tokens = max_completion_tokens.value_or(max_tokens.value_or(0));
   plan.logprobs = fields.Bool("logprobs").value_or(false);
-  plan.top_logprobs = static_cast<int32_t>(fields.Int("top_logprobs", 0, kMaxTopLogprobs).value_or(0));
+  plan.top_logprobs = static_cast<int32_t>(fields.Int("top_logprobs", 0, ctx.max_logprobs).value_or(0));
   if (fields.ok() && plan.top_logprobs > 0 && !plan.logprobs)
     fields.Fail("top_logprobs", "requires `logprobs` to be true");
   plan.stream = fields.Bool("stream").value_or(false);

@@ -14,7 +14,6 @@ namespace k3::api {
 namespace {
 
 constexpr int64_t kDefaultMaxTokens = 16;  // OpenAI's and vLLM's default for text completions
-constexpr int64_t kMaxLegacyLogprobs = 20;
 
 // prompt: a string, an array of token ids, or a one-element array of either (OpenAI's batch form with
 // one prompt). Several prompts in one request are not served.
@@ -82,7 +81,7 @@ std::optional<CompletionPlan> ParseCompletion(std::string_view body, const Serve
   sampling.max_tokens =
       fields.Int("max_tokens", 1, std::numeric_limits<int64_t>::max()).value_or(kDefaultMaxTokens);
   plan.echo = fields.Bool("echo").value_or(false);
-  plan.logprobs = static_cast<int32_t>(fields.Int("logprobs", 0, kMaxLegacyLogprobs).value_or(-1));
+  plan.logprobs = static_cast<int32_t>(fields.Int("logprobs", 0, ctx.max_logprobs).value_or(-1));
   if (const auto suffix = fields.String("suffix"); suffix && !suffix->empty())
     fields.Fail("suffix", "is not supported (Kimi K3 has no fill-in-the-middle format)");
   fields.Int("best_of", 1, ctx.max_n);

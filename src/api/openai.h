@@ -51,6 +51,7 @@ struct ServerContext {
                                                    model) != served_model_aliases.end();
   }
   int64_t max_model_len = 0;  // prompt + max_tokens must fit
+  int32_t max_logprobs = 20;  // top_logprobs / completions' logprobs above it are a 400 (--max-logprobs)
   int32_t max_n = 16;
   int64_t max_messages = 4096;
   std::vector<int32_t> eos_token_ids;   // ends a message (e.g. <|end_of_msg|>)

@@ -76,7 +76,7 @@ EngineImpl::EngineImpl(model::Model* model, const tokenizer::Tokenizer* tokenize
       state_log_(std::move(state_log)),
       cache_(std::move(cache)),
       vocab_(model->config().vocab_size),
-      seed_source_(std::random_device{}()) {
+      seed_source_(options_.seed.has_value() ? *options_.seed : std::random_device{}()) {
   alive_ = true;
   thread_ = std::thread([this] { Loop(); });
 }

@@ -104,6 +104,9 @@ struct EngineOptions {
   bool enable_prefix_caching = true;
   int64_t prefix_snapshot_interval = 256;  // KDA state snapshot every N prompt tokens
   int32_t max_waiting = 1024;              // queued requests beyond this: Submit fails (HTTP 429)
+  // Seeds the seeds of requests that give none (vLLM's --seed): the same requests in the same order
+  // sample the same tokens run after run. Unset: random.
+  std::optional<uint64_t> seed;
   // Called once on the engine thread when a forward fails (a sharded model lost a rank); the engine has
   // failed every request and stops. The server answers 503 from then on and exits non-zero.
   std::function<void(const Status&)> on_fatal;

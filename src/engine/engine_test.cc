@@ -362,6 +362,25 @@ TEST(Engine, PreemptionByRecomputeKeepsResults) {
   ExpectSameResults(big, small);
 }
 
+// vLLM's --seed: requests without a seed draw theirs from a source seeded once, so the same requests in
+// the same order sample the same tokens in another run; unseeded engines differ.
+TEST(Engine, EngineSeedMakesSeedlessSamplingReproducible) {
+  auto run = [](std::optional<uint64_t> seed) {
+    EngineOptions options;
+    options.seed = seed;
+    auto engine = MakeEngine(options);
+    std::vector<Request> reqs;
+    for (int i = 0; i < 3; ++i)
+      reqs.push_back(MakeRequest(Prompt(2, 10 + i), SamplingParams{.max_tokens = 12}));
+    std::vector<std::vector<int32_t>> tokens;
+    for (RequestResult& r : RunAll(*engine, std::move(reqs))) tokens.push_back(r.choices[0].tokens);
+    return tokens;
+  };
+  const auto a = run(42), b = run(42), c = run(43);
+  EXPECT_EQ(a, b);
+  EXPECT_NE(a, c);
+}
+
 TEST(Engine, StopStringAcrossTokenBoundaries) {
   auto engine = MakeEngine();
   std::vector<Request> reqs;

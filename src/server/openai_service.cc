@@ -149,6 +149,11 @@ void OpenAiService::Chat(const std::shared_ptr<Exchange>& ex) {
   api::ApiError error;
   auto plan = api::ParseChatCompletion(ex->request().body, ready->ctx, &error);
   if (!plan) return ex->Respond(ApiErrorResponse(error));
+  if (log_requests_) {
+    spdlog::info("request {}: chat, model {}, {} prompt tokens, max_tokens {}, n {}, stream {}",
+                 ex->request().request_id, plan->model, plan->prompt_tokens, plan->request.sampling.max_tokens,
+                 plan->n, plan->stream);
+  }
   engine::Request request = std::move(plan->request);
   auto generation = std::make_shared<Generation<api::ChatPlan, api::ChatResponder>>(
       ex, std::move(*plan), ready->ctx, "chatcmpl-" + GenerateRequestId(), &metrics_);
@@ -161,6 +166,11 @@ void OpenAiService::Completion(const std::shared_ptr<Exchange>& ex) {
   api::ApiError error;
   auto plan = api::ParseCompletion(ex->request().body, ready->ctx, &error);
   if (!plan) return ex->Respond(ApiErrorResponse(error));
+  if (log_requests_) {
+    spdlog::info("request {}: completion, model {}, {} prompt tokens, max_tokens {}, stream {}",
+                 ex->request().request_id, plan->model, plan->prompt_tokens, plan->request.sampling.max_tokens,
+                 plan->stream);
+  }
   engine::Request request = std::move(plan->request);
   auto generation = std::make_shared<Generation<api::CompletionPlan, api::CompletionResponder>>(
       ex, std::move(*plan), ready->ctx, "cmpl-" + GenerateRequestId(), &metrics_);

@@ -33,6 +33,9 @@ class OpenAiService {
   void AddRoutes(Router* router);
   // From now on requests are served. The engine and ctx.tokenizer must outlive the server's exchanges.
   void SetReady(engine::Engine* engine, api::ServerContext ctx);
+  // One info line per accepted generation request (vLLM's --enable-log-requests): id, route, prompt
+  // tokens, max_tokens, n, stream; never the prompt text.
+  void SetLogRequests(bool on) { log_requests_ = on; }
   // /health answers 503 from now on (shutdown); requests in flight continue.
   void SetDraining() { draining_.store(true); }
 
@@ -53,6 +56,7 @@ class OpenAiService {
   std::unique_ptr<Ready> ready_storage_;
   std::atomic<const Ready*> ready_{nullptr};
   std::atomic<bool> draining_{false};
+  bool log_requests_ = false;
   ServingMetrics metrics_;
 };
 

@@ -108,6 +108,7 @@ Status Load(const ServeConfig& config, OpenAiService* service, const std::string
   ctx.tokenizer = out->tokenizer.get();
   ctx.served_model_name = served_name;
   ctx.served_model_aliases = config.served_model_aliases;
+  ctx.max_logprobs = config.max_logprobs;
   ctx.max_model_len = eo.max_model_len;
   for (const char* name : {"<|end_of_msg|>", "[EOS]"}) {
     auto id = out->tokenizer->SpecialId(name);
@@ -165,6 +166,7 @@ int RunServe(const ServeConfig& config) {
   spdlog::info("open files limit: {}{} (hard {})", files.soft,
                files.raised ? fmt::format(", raised from {}", files.before) : std::string(), files.hard);
   OpenAiService service(served_name, config.version);
+  service.SetLogRequests(config.log_requests);
   Router router;
   service.AddRoutes(&router);
   ServerOptions http = config.http;

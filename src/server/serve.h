@@ -25,6 +25,8 @@ struct ServeConfig {
   std::function<Result<std::string>()> resolve_model;  // e.g. the embedded tiny-k3
   std::string served_model_name;                       // empty: the model directory's name
   std::vector<std::string> served_model_aliases;       // more names requests may use (vLLM's list)
+  int32_t max_logprobs = 20;                           // --max-logprobs
+  bool log_requests = false;                           // --enable-log-requests
   engine::EngineOptions engine;
   bool enable_auto_tool_choice = true;  // false: tool_choice "auto" with tools is a 400
   bool reasoning_parser = true;         // false: reasoning text stays in content

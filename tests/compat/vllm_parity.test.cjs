@@ -13,7 +13,11 @@ let server;
 let client;
 before(async () => {
   // vLLM's list of served names (the suite's own --served-model-name Kimi-K3 comes first).
-  server = await startServer(['--served-model-name', 'Kimi-K3', 'kimi-alias']);
+  // vLLM flags accepted with their meaning here (or as documented no-ops).
+  server = await startServer(['--served-model-name', 'Kimi-K3', 'kimi-alias', '--seed', '7', '--max-logprobs', '5',
+                              '--enable-chunked-prefill', '--enforce-eager', '--disable-log-stats',
+                              '--enable-log-requests', '--root-path', '/k3', '--uvicorn-log-level', 'info',
+                              '--kv-cache-dtype', 'auto']);
   client = server.client();
 });
 after(async () => {
@@ -77,6 +81,27 @@ test('--served-model-name takes several names: each is accepted and listed', asy
   assert.deepEqual(models.data.map((m) => m.id), ['Kimi-K3', 'kimi-alias']);
   await assert.rejects(client.chat.completions.create({ model: 'kimi-k2', messages: user, max_tokens: 3 }),
                        (e) => e instanceof OpenAI.NotFoundError && /kimi-alias/.test(e.message));
+});
+
+test('vLLM flags: --max-logprobs caps top_logprobs, --enable-log-requests logs a line per request', async () => {
+  const ok = await client.chat.completions.create({ model: MODEL, messages: user, max_tokens: 2, logprobs: true,
+                                                    top_logprobs: 5 });
+  assert.equal(ok.choices[0].logprobs.content[0].top_logprobs.length, 5);
+  await assert.rejects(client.chat.completions.create({ model: MODEL, messages: user, max_tokens: 2, logprobs: true,
+                                                        top_logprobs: 6 }),
+                       (e) => e instanceof OpenAI.BadRequestError && /top_logprobs/.test(e.message));
+  assert.match(server.log(), /request [^ ]+: chat, model Kimi-K3, \d+ prompt tokens, max_tokens 2/);
+  assert.ok(!server.log().includes('Describe a city'), 'prompt text never logged');
+  // Values this engine cannot honour are refused at start-up, naming the flag.
+  const { spawnSync } = require('node:child_process');
+  for (const [flags, says] of [[['--kv-cache-dtype', 'fp8_e4m3'], '--kv-cache-dtype fp8_e4m3'],
+                               [['--no-enable-chunked-prefill'], 'always chunked'],
+                               [['--uvicorn-log-level', 'loud'], '--uvicorn-log-level loud']]) {
+    const r = spawnSync(process.env.K3_REAL_BIN || process.env.K3_BIN, ['serve', ...flags, '--dry-run'],
+                        { encoding: 'utf8' });
+    assert.notEqual(r.status, 0, flags.join(' '));
+    assert.ok((r.stderr + r.stdout).includes(says), r.stderr);
+  }
 });
 
 test('HEAD /health and /v1/models answer like GET without a body', async () => {
