@@ -71,7 +71,7 @@ TEST(LayerOpsTest, RowCopiesAndRowNorms) {
   EXPECT_EQ(std::vector<float>(b, b + 3), (std::vector<float>{0, 1, 2}));
   EXPECT_EQ(std::vector<float>(a, a + 3), (std::vector<float>{3, 4, 5}));
   // Rows of 3 at stride 5: each equals the single-row kernel; the 2 floats between rows are untouched.
-  std::vector<bf16> w = {bf16(1.0f), bf16(0.5f), bf16(2.0f)};
+  std::vector<bf16> w = {FloatToBf16(1.0f), FloatToBf16(0.5f), FloatToBf16(2.0f)};
   std::vector<float> x = {1, 2, 3, 9, 9, 4, -5, 6, 9, 9}, y = x, want(3);
   RmsNormRows(x.data(), 2, 3, 5, w.data(), 1e-6f, y.data());
   for (int r = 0; r < 2; ++r) {
