@@ -203,18 +203,15 @@ ChatOptions ReadChatOptions(FieldReader& fields, const ServerContext& ctx) {
   if (const auto include = fields.Bool("include_reasoning")) options.include_reasoning = *include;
   ReadTools(fields, ctx, &options);
   ReadResponseFormat(fields, &options);
-  if (std::optional<nlohmann::json> guided = ReadVllmGuidedFields(fields, /*chat=*/true)) {
+  if (std::optional<GuidedSchema> guided = ReadVllmGuidedFields(fields, /*chat=*/true)) {
     if (options.json_output) {
-      fields.Fail(fields.Get("guided_json") != nullptr ? "guided_json" : "structured_outputs.json",
-                  "give one output format: response_format asks for JSON too");
+      fields.Fail(guided->field, "give one output format: response_format asks for JSON too");
     } else if (options.tool_call_required) {
-      fields.Fail(fields.Get("guided_json") != nullptr ? "guided_json" : "structured_outputs.json",
-                  "cannot be combined with tool_choice \"required\" or a named function");
+      fields.Fail(guided->field, "cannot be combined with tool_choice \"required\" or a named function");
     } else {
       options.json_output = true;
-      options.json_schema = std::move(*guided);
-      options.json_schema_field =
-          fields.Get("guided_json") != nullptr ? "guided_json" : "structured_outputs.json";
+      options.json_schema = std::move(guided->schema);
+      options.json_schema_field = std::move(guided->field);
     }
   }
   options.parser.thinking = options.render.thinking;

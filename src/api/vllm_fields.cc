@@ -27,7 +27,7 @@ std::optional<nlohmann::json> SchemaValue(FieldReader& fields, const nlohmann::j
 
 }  // namespace
 
-std::optional<nlohmann::json> ReadVllmGuidedFields(FieldReader& fields, bool chat) {
+std::optional<GuidedSchema> ReadVllmGuidedFields(FieldReader& fields, bool chat) {
   for (const char* name : {"guided_regex", "guided_choice", "guided_grammar"}) {
     if (fields.Get(name) != nullptr) fields.Fail(name, kJsonOnly);
   }
@@ -63,8 +63,8 @@ std::optional<nlohmann::json> ReadVllmGuidedFields(FieldReader& fields, bool cha
                 "output constraint)");
     return std::nullopt;
   }
-  if (!fields.ok()) return std::nullopt;
-  return schema;
+  if (!fields.ok() || !schema.has_value()) return std::nullopt;
+  return GuidedSchema{std::move(*schema), std::move(schema_field)};
 }
 
 bool ReadStreamOptions(FieldReader& fields, bool stream) {

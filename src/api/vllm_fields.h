@@ -13,6 +13,7 @@
 #pragma once
 
 #include <optional>
+#include <string>
 
 #include <nlohmann/json.hpp>
 
@@ -20,9 +21,16 @@
 
 namespace k3::api {
 
+// A schema given through vLLM's fields, and the field it came from ("guided_json" or
+// "structured_outputs.json", for error messages).
+struct GuidedSchema {
+  nlohmann::json schema;
+  std::string field;
+};
+
 // The schema of guided_json / structured_outputs.json when one is given (chat); refuses the rest.
 // `chat` false (completions): guided_json is refused too.
-std::optional<nlohmann::json> ReadVllmGuidedFields(FieldReader& fields, bool chat);
+std::optional<GuidedSchema> ReadVllmGuidedFields(FieldReader& fields, bool chat);
 
 // stream_options: include_usage (returned), the refusals above. `stream`: the request's stream flag.
 bool ReadStreamOptions(FieldReader& fields, bool stream);
