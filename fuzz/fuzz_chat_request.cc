@@ -57,8 +57,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     CheckError(error);
   }
   if (auto plan = k3::api::ParseCompletion(body, ctx, &error)) {
-    Check(!plan->request.prompt.empty());
-    Check(plan->prompt_tokens + plan->request.sampling.max_tokens <= ctx.max_model_len);
+    Check(!plan->prompts.empty() && plan->prompts.size() <= k3::api::kMaxCompletionPrompts);
+    const auto requests = k3::api::CompletionRequests(&*plan);
+    Check(requests.size() == plan->prompts.size());
+    int64_t total = 0;
+    for (const auto& request : requests) {
+      Check(!request.prompt.empty());
+      for (int32_t id : request.prompt)
+        Check(id >= 0 && static_cast<size_t>(id) < ctx.tokenizer->vocab_size());
+      Check(static_cast<int64_t>(request.prompt.size()) + request.sampling.max_tokens <= ctx.max_model_len);
+      Check(request.sampling.prompt_logprobs <= 20);
+      total += static_cast<int64_t>(request.prompt.size());
+    }
+    Check(total == plan->prompt_tokens);
   } else {
     CheckError(error);
   }

@@ -51,6 +51,7 @@ std::optional<ChatPlan> ParseChatCompletion(std::string_view body, const ServerC
     fields.Fail("top_logprobs", "requires `logprobs` to be true");
   plan.stream = fields.Bool("stream").value_or(false);
   plan.include_usage = ReadStreamOptions(fields, plan.stream);
+  plan.prompt_logprobs = ReadPromptLogprobs(fields, plan.stream, ctx.max_logprobs);
   if (!fields.ok()) {
     *error = fields.error();
     return std::nullopt;
@@ -74,6 +75,7 @@ std::optional<ChatPlan> ParseChatCompletion(std::string_view body, const ServerC
   }
 
   sampling.logprobs = plan.logprobs ? plan.top_logprobs : -1;
+  sampling.prompt_logprobs = plan.prompt_logprobs;
   plan.request.eos_token_ids = ctx.eos_token_ids;
   plan.parser = options.parser;
   plan.include_reasoning = options.include_reasoning;

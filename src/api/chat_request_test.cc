@@ -165,7 +165,8 @@ TEST(ChatRequestTest, MalformedRequestsNameTheField) {
       {WithUser(R"("guided_grammar": "root ::= \"a\"")"), 400, "guided_grammar", "takes a JSON schema"},
       {WithUser(R"("structured_outputs": {"regex": "a+"})"), 400, "structured_outputs.regex",
        "takes a JSON schema"},
-      {WithUser(R"("prompt_logprobs": 1)"), 400, "prompt_logprobs", "not computed"},
+      {WithUser(R"("prompt_logprobs": 1, "stream": true)"), 400, "prompt_logprobs", "`stream` is true"},
+      {WithUser(R"("prompt_logprobs": -1)"), 400, "prompt_logprobs", "[0, 20]"},
       {WithUser(R"("guided_json": 5)"), 400, "guided_json", "expected a JSON schema object"},
       {WithUser(R"("guided_json": "not json")"), 400, "guided_json", "the string is not one"},
       {WithUser(R"("guided_json": {"type": "object"}, "structured_outputs": {"json": {"type": "object"}})"),
@@ -193,13 +194,13 @@ TEST(ChatRequestTest, MalformedRequestsNameTheField) {
 }
 
 // guided_json (object or JSON text) and structured_outputs.json constrain the output as response_format
-// json_schema does; null vLLM fields and prompt_logprobs 0 are "not given".
+// json_schema does; null vLLM fields are "not given".
 TEST(ChatRequestTest, GuidedJsonConstrainsTheOutput) {
   for (const char* fields :
        {R"("guided_json": {"type": "object", "properties": {"a": {"type": "integer"}}})",
         R"("guided_json": "{\"type\": \"object\"}")",
         R"("structured_outputs": {"json": {"type": "object"}, "regex": null})",
-        R"("guided_regex": null, "prompt_logprobs": 0, "guided_json": {"type": "array"})"}) {
+        R"("guided_regex": null, "prompt_logprobs": null, "guided_json": {"type": "array"})"}) {
     ApiError error;
     auto plan = ParseChatCompletion(WithUser(fields), TestContext(), &error);
     ASSERT_TRUE(plan.has_value()) << fields << " -> " << error.message;

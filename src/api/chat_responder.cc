@@ -36,6 +36,7 @@ struct ChatResponder::Impl {
           logprobs(p.logprobs),
           n(p.n),
           include_reasoning(p.include_reasoning),
+          prompt_logprobs(p.prompt_logprobs),
           stop_token_ids(p.stop_token_ids),
           stop(p.stop) {}
     std::string model;
@@ -45,6 +46,7 @@ struct ChatResponder::Impl {
     bool logprobs;
     int32_t n;
     bool include_reasoning;
+    int32_t prompt_logprobs;
     std::vector<int32_t> stop_token_ids;
     std::vector<std::string> stop;
   };
@@ -62,6 +64,7 @@ struct ChatResponder::Impl {
   bool roles_sent = false;
   engine::Usage usage;
   std::optional<ApiError> failure;
+  std::vector<engine::TokenLogprob> prompt_logprobs;  // from choice 0's first event
 
   Impl(const ChatPlan& p, const ServerContext& c, std::string i, int64_t t)
       : plan(p), ctx{c.tokenizer, c.reasoning_parser, c.reasoning_alias}, id(std::move(i)), created(t) {
@@ -111,6 +114,7 @@ struct ChatResponder::Impl {
   std::vector<std::string> OnEvent(const engine::Event& event) {
     std::vector<std::string> out;
     if (event.choice < 0 || event.choice >= static_cast<int32_t>(choices.size())) return out;
+    if (event.choice == 0 && !event.prompt_logprobs.empty()) prompt_logprobs = event.prompt_logprobs;
     if (plan.stream && !roles_sent) {
       roles_sent = true;
       for (size_t i = 0; i < choices.size(); ++i) {
@@ -193,12 +197,15 @@ struct ChatResponder::Impl {
       if (plan.logprobs) entry["logprobs"] = {{"content", choice.logprobs}};
       choice_list.push_back(std::move(entry));
     }
-    return DumpJson({{"id", id},
-                     {"object", "chat.completion"},
-                     {"created", created},
-                     {"model", plan.model},
-                     {"choices", std::move(choice_list)},
-                     {"usage", UsageJson(usage)}});
+    nlohmann::json body = {{"id", id},
+                           {"object", "chat.completion"},
+                           {"created", created},
+                           {"model", plan.model},
+                           {"choices", std::move(choice_list)},
+                           {"usage", UsageJson(usage)}};
+    if (plan.prompt_logprobs >= 0)
+      body["prompt_logprobs"] = PromptLogprobsJson(*ctx.tokenizer, prompt_logprobs);
+    return DumpJson(body);
   }
 };
 

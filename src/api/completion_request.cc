@@ -1,4 +1,5 @@
-// POST /v1/completions: body -> validated CompletionPlan (one prompt: text or token ids).
+// POST /v1/completions: body -> validated CompletionPlan (prompts: text or token ids, one or a list).
+#include <algorithm>
 #include <limits>
 #include <utility>
 
@@ -15,45 +16,75 @@ namespace {
 
 constexpr int64_t kDefaultMaxTokens = 16;  // OpenAI's and vLLM's default for text completions
 
-// prompt: a string, an array of token ids, or a one-element array of either (OpenAI's batch form with
-// one prompt). Several prompts in one request are not served.
-void ReadPrompt(FieldReader& fields, const tokenizer::Tokenizer& tokenizer, CompletionPlan* plan) {
+// One prompt: a string or an array of token ids. `path` names it in errors.
+std::optional<CompletionPrompt> ReadOnePrompt(FieldReader& fields, const nlohmann::json& prompt,
+                                              const std::string& path,
+                                              const tokenizer::Tokenizer& tokenizer) {
+  CompletionPrompt out;
+  if (prompt.is_string()) {
+    out.text = prompt.get<std::string>();
+    for (tokenizer::TokenId id : tokenizer.Encode(out.text, tokenizer::SpecialTokens::kAllowed))
+      out.ids.push_back(static_cast<int32_t>(id));
+  } else if (prompt.is_array()) {
+    const auto max_id = static_cast<int64_t>(tokenizer.vocab_size()) - 1;
+    std::vector<tokenizer::TokenId> ids;
+    for (size_t i = 0; i < prompt.size(); ++i) {
+      const auto id = IntegerValue(prompt[i], 0, max_id);
+      if (!id) {
+        fields.Fail(fmt::format("{}[{}]", path, i),
+                    fmt::format("expected a token id in [0, {}], got {}", max_id, prompt[i].dump()));
+        return std::nullopt;
+      }
+      ids.push_back(static_cast<tokenizer::TokenId>(*id));
+      out.ids.push_back(static_cast<int32_t>(*id));
+    }
+    Result<std::string> text = tokenizer.Decode(ids);
+    if (text.ok()) out.text = std::move(*text);
+  } else {
+    fields.Fail(path, std::string("expected a string or an array of token ids, got ") + JsonTypeName(prompt));
+    return std::nullopt;
+  }
+  if (out.ids.empty()) {
+    fields.Fail(path, "must not be empty");
+    return std::nullopt;
+  }
+  return out;
+}
+
+// prompt: a string, an array of token ids, or a list of strings / token-id arrays (OpenAI's batch form:
+// one set of choices per prompt).
+void ReadPrompts(FieldReader& fields, const tokenizer::Tokenizer& tokenizer, CompletionPlan* plan) {
   const nlohmann::json* prompt = fields.Get("prompt");
   if (!fields.ok()) return;
   if (prompt == nullptr) {
-    fields.Fail("prompt", "required (a string or an array of token ids)");
+    fields.Fail("prompt", "required (a string, an array of token ids, or a list of either)");
     return;
   }
-  if (prompt->is_array() && prompt->size() == 1 && ((*prompt)[0].is_string() || (*prompt)[0].is_array()))
-    prompt = &(*prompt)[0];
-  if (prompt->is_string()) {
-    plan->prompt_text = prompt->get<std::string>();
-    for (tokenizer::TokenId id : tokenizer.Encode(plan->prompt_text, tokenizer::SpecialTokens::kAllowed))
-      plan->request.prompt.push_back(static_cast<int32_t>(id));
-  } else if (prompt->is_array()) {
-    const auto max_id = static_cast<int64_t>(tokenizer.vocab_size()) - 1;
-    std::vector<tokenizer::TokenId> ids;
-    for (size_t i = 0; i < prompt->size(); ++i) {
-      const auto id = IntegerValue((*prompt)[i], 0, max_id);
-      if (!id) {
-        fields.Fail(
-            fmt::format("prompt[{}]", i),
-            (*prompt)[i].is_string()
-                ? std::string("several prompts in one request are not supported; send one per request")
-                : fmt::format("expected a token id in [0, {}], got {}", max_id, (*prompt)[i].dump()));
-        return;
-      }
-      ids.push_back(static_cast<tokenizer::TokenId>(*id));
-      plan->request.prompt.push_back(static_cast<int32_t>(*id));
+  const bool batch =
+      prompt->is_array() && !prompt->empty() && ((*prompt)[0].is_string() || (*prompt)[0].is_array());
+  if (!batch) {
+    if (auto one = ReadOnePrompt(fields, *prompt, "prompt", tokenizer))
+      plan->prompts.push_back(std::move(*one));
+    return;
+  }
+  if (prompt->size() > kMaxCompletionPrompts) {
+    fields.Fail("prompt", fmt::format("at most {} prompts per request, got {}; split the batch",
+                                      kMaxCompletionPrompts, prompt->size()));
+    return;
+  }
+  for (size_t i = 0; i < prompt->size(); ++i) {
+    const nlohmann::json& item = (*prompt)[i];
+    const std::string path = fmt::format("prompt[{}]", i);
+    if (!item.is_string() && !item.is_array()) {
+      fields.Fail(path, std::string("expected a string or an array of token ids (every prompt of a list "
+                                    "has one of these forms), got ") +
+                            JsonTypeName(item));
+      return;
     }
-    Result<std::string> text = tokenizer.Decode(ids);
-    if (text.ok()) plan->prompt_text = std::move(*text);
-  } else {
-    fields.Fail("prompt",
-                std::string("expected a string or an array of token ids, got ") + JsonTypeName(*prompt));
-    return;
+    auto one = ReadOnePrompt(fields, item, path, tokenizer);
+    if (!one) return;
+    plan->prompts.push_back(std::move(*one));
   }
-  if (plan->request.prompt.empty()) fields.Fail("prompt", "must not be empty");
 }
 
 }  // namespace
@@ -75,7 +106,7 @@ std::optional<CompletionPlan> ParseCompletion(std::string_view body, const Serve
     return std::nullopt;
   }
 
-  ReadPrompt(fields, *ctx.tokenizer, &plan);
+  ReadPrompts(fields, *ctx.tokenizer, &plan);
   engine::SamplingParams& sampling = plan.request.sampling;
   ReadSamplingFields(fields, ctx.tokenizer->vocab_size(), ctx.max_n, &sampling);
   sampling.max_tokens =
@@ -87,24 +118,39 @@ std::optional<CompletionPlan> ParseCompletion(std::string_view body, const Serve
   fields.Int("best_of", 1, ctx.max_n);
   plan.stream = fields.Bool("stream").value_or(false);
   plan.include_usage = ReadStreamOptions(fields, plan.stream);
+  plan.prompt_logprobs = ReadPromptLogprobs(fields, plan.stream, ctx.max_logprobs);
   ReadVllmGuidedFields(fields, /*chat=*/false);
-  if (fields.ok() && plan.echo && plan.logprobs >= 0)
-    fields.Fail("echo", "echo together with logprobs is not supported (prompt logprobs are not computed)");
   if (!fields.ok()) {
     *error = fields.error();
     return std::nullopt;
   }
-  plan.prompt_tokens = static_cast<int64_t>(plan.request.prompt.size());
-  if (auto failure = ApplyContextLimit(plan.prompt_tokens, ctx, "prompt", &sampling)) {
+  int64_t longest = 0;
+  for (const CompletionPrompt& prompt : plan.prompts) {
+    plan.prompt_tokens += static_cast<int64_t>(prompt.ids.size());
+    longest = std::max(longest, static_cast<int64_t>(prompt.ids.size()));
+  }
+  if (auto failure = ApplyContextLimit(longest, ctx, "prompt", &sampling)) {
     *error = std::move(*failure);
     return std::nullopt;
   }
   sampling.logprobs = plan.logprobs;
+  // echo + logprobs: the echoed prompt tokens carry logprobs too (lm-eval's loglikelihood requests).
+  sampling.prompt_logprobs = std::max(plan.prompt_logprobs, plan.echo ? plan.logprobs : -1);
   plan.request.eos_token_ids = ctx.eos_token_ids;
   plan.n = sampling.n;
   plan.stop = sampling.stop;
   plan.stop_token_ids = sampling.stop_token_ids;
   return plan;
+}
+
+std::vector<engine::Request> CompletionRequests(CompletionPlan* plan) {
+  std::vector<engine::Request> requests(plan->prompts.size());
+  for (size_t i = 0; i < requests.size(); ++i) {
+    requests[i].prompt = plan->prompts[i].ids;
+    requests[i].sampling = plan->request.sampling;
+    requests[i].eos_token_ids = plan->request.eos_token_ids;
+  }
+  return requests;
 }
 
 }  // namespace k3::api

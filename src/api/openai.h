@@ -75,27 +75,39 @@ struct ChatPlan {
   int32_t n = 1;
   int64_t prompt_tokens = 0;
   bool include_reasoning = true;        // vLLM's include_reasoning: false drops reasoning text
+  int32_t prompt_logprobs = -1;         // vLLM's prompt_logprobs (k), -1: none
   std::vector<int32_t> stop_token_ids;  // copies of request.sampling's (the request is moved to
   std::vector<std::string> stop;        // Submit), to type stop_reason as a number or a string
 };
 std::optional<ChatPlan> ParseChatCompletion(std::string_view body, const ServerContext& ctx, ApiError* error);
 
-// A validated /v1/completions request (one prompt: a string or an array of token ids).
+// One prompt of a /v1/completions request: its ids and text (for echo).
+struct CompletionPrompt {
+  std::vector<int32_t> ids;
+  std::string text;
+};
+
+// A validated /v1/completions request: one or more prompts (a string, token ids, or a list of either),
+// each one engine request with the same sampling; choice index = prompt index * n + choice.
 struct CompletionPlan {
-  engine::Request request;
+  engine::Request request;  // sampling + eos ids; its prompt is unused (see CompletionRequests)
+  std::vector<CompletionPrompt> prompts;
   std::string model;
   bool stream = false;
   bool include_usage = false;
   bool echo = false;
-  std::string prompt_text;  // for echo
-  int32_t logprobs = -1;    // legacy integer logprobs
-  int32_t n = 1;
-  int64_t prompt_tokens = 0;
+  int32_t logprobs = -1;                // legacy integer logprobs (with echo: the prompt tokens' too)
+  int32_t prompt_logprobs = -1;         // vLLM's prompt_logprobs (k), -1: none
+  int32_t n = 1;                        // choices per prompt
+  int64_t prompt_tokens = 0;            // over all prompts
   std::vector<int32_t> stop_token_ids;  // as in ChatPlan
   std::vector<std::string> stop;
 };
+inline constexpr size_t kMaxCompletionPrompts = 256;
 std::optional<CompletionPlan> ParseCompletion(std::string_view body, const ServerContext& ctx,
                                               ApiError* error);
+// The engine requests of a plan, one per prompt, in prompt order (moves the plan's request out).
+std::vector<engine::Request> CompletionRequests(CompletionPlan* plan);
 
 // Turns engine events of one chat request into OpenAI JSON: streaming chunks (chat.completion.chunk;
 // role first, then reasoning_content / content / tool_calls deltas, finish_reason, and a usage chunk when

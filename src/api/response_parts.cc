@@ -74,6 +74,26 @@ nlohmann::json ChatLogprobEntries(const tokenizer::Tokenizer& tokenizer,
   return entries;
 }
 
+nlohmann::json PromptLogprobsJson(const tokenizer::Tokenizer& tokenizer,
+                                  const std::vector<engine::TokenLogprob>& prompt_logprobs) {
+  nlohmann::json out = nlohmann::json::array({nullptr});
+  for (const engine::TokenLogprob& entry : prompt_logprobs) {
+    nlohmann::json position = nlohmann::json::object();
+    auto add = [&](int32_t token, float logprob, int32_t rank) {
+      position[std::to_string(token)] = {{"logprob", JsonLogprob(logprob)},
+                                         {"rank", rank},
+                                         {"decoded_token", DescribeToken(tokenizer, token).text}};
+    };
+    add(entry.token, entry.logprob, entry.rank);
+    for (size_t i = 0; i < entry.top.size(); ++i) {
+      if (entry.top[i].token != entry.token)
+        add(entry.top[i].token, entry.top[i].logprob, static_cast<int32_t>(i) + 1);
+    }
+    out.push_back(std::move(position));
+  }
+  return out;
+}
+
 nlohmann::json LegacyLogprobs(const tokenizer::Tokenizer& tokenizer,
                               const std::vector<engine::TokenLogprob>& logprobs, int64_t* text_offset_start) {
   nlohmann::json out = {{"tokens", nlohmann::json::array()},

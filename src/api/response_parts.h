@@ -35,6 +35,11 @@ struct TokenText {
 };
 TokenText DescribeToken(const tokenizer::Tokenizer& tokenizer, int32_t id);
 
+// vLLM's prompt_logprobs: [null, {"<id>": {"logprob", "rank", "decoded_token"}, ...}, ...], one entry per
+// prompt token (the first has none); each dict holds the prompt token and the top k.
+nlohmann::json PromptLogprobsJson(const tokenizer::Tokenizer& tokenizer,
+                                  const std::vector<engine::TokenLogprob>& prompt_logprobs);
+
 // Chat logprobs entries: {"token", "logprob", "bytes", "top_logprobs": [{"token", "logprob", "bytes"}]}.
 nlohmann::json ChatLogprobEntries(const tokenizer::Tokenizer& tokenizer,
                                   const std::vector<engine::TokenLogprob>& logprobs);

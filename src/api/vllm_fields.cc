@@ -31,10 +31,6 @@ std::optional<GuidedSchema> ReadVllmGuidedFields(FieldReader& fields, bool chat)
   for (const char* name : {"guided_regex", "guided_choice", "guided_grammar"}) {
     if (fields.Get(name) != nullptr) fields.Fail(name, kJsonOnly);
   }
-  if (const nlohmann::json* prompt_logprobs = fields.Get("prompt_logprobs");
-      prompt_logprobs != nullptr && !(prompt_logprobs->is_number_integer() && *prompt_logprobs == 0)) {
-    fields.Fail("prompt_logprobs", "is not supported: prompt logprobs are not computed");
-  }
   std::optional<nlohmann::json> schema;
   std::string schema_field;
   if (const nlohmann::json* guided = fields.Get("guided_json")) {
@@ -65,6 +61,16 @@ std::optional<GuidedSchema> ReadVllmGuidedFields(FieldReader& fields, bool chat)
   }
   if (!fields.ok() || !schema.has_value()) return std::nullopt;
   return GuidedSchema{std::move(*schema), std::move(schema_field)};
+}
+
+int32_t ReadPromptLogprobs(FieldReader& fields, bool stream, int32_t max_logprobs) {
+  const std::optional<int64_t> k = fields.Int("prompt_logprobs", 0, max_logprobs);
+  if (!k.has_value()) return -1;
+  if (stream) {
+    fields.Fail("prompt_logprobs", "is not available when `stream` is true (as in vLLM)");
+    return -1;
+  }
+  return static_cast<int32_t>(*k);
 }
 
 bool ReadStreamOptions(FieldReader& fields, bool stream) {

@@ -111,6 +111,8 @@ Result<uint64_t> EngineImpl::Submit(Request request, EventCallback on_event) {
     return InvalidArgument("n is {} but must be in [1, {}] (max_num_seqs)", sp.n, options_.max_num_seqs);
   }
   if (sp.max_tokens < 0) return InvalidArgument("max_tokens must be >= 0");
+  if (sp.logprobs < -1 || sp.logprobs > vocab_ || sp.prompt_logprobs < -1 || sp.prompt_logprobs > vocab_)
+    return InvalidArgument("logprobs and prompt_logprobs must be in [-1, {}]", vocab_);
   if (prompt_len >= options_.max_model_len) {
     return InvalidArgument(
         "this model's maximum context length is {} tokens; the prompt has {} tokens, leaving no room for "

@@ -41,8 +41,11 @@ struct SamplingParams {
   std::vector<int32_t> stop_token_ids;  // extra ids that end a choice (included in tokens, not text)
   int64_t max_tokens = 0;               // 0: up to max_model_len - prompt length
   bool ignore_eos = false;
-  int64_t min_tokens = 0;                             // eos / stop ids masked until this many tokens
-  int32_t logprobs = -1;                              // -1: none; k >= 0: the sampled token's logprob + top k
+  int64_t min_tokens = 0;  // eos / stop ids masked until this many tokens
+  int32_t logprobs = -1;   // -1: none; k >= 0: the sampled token's logprob + top k
+  // -1: none; k >= 0: every prompt token's logprob (given the tokens before it) + top k, as vLLM's
+  // prompt_logprobs and echo + logprobs. Such a request skips the prefix cache (every position is computed).
+  int32_t prompt_logprobs = -1;
   std::vector<std::pair<int32_t, float>> logit_bias;  // added to logits before sampling
   int32_t n = 1;  // choices, each its own sequence (prompt shared via cache)
 };
@@ -66,6 +69,7 @@ struct TokenLogprob {
   int32_t token = 0;
   float logprob = 0.0f;         // of the sampled token, from the distribution before sampling filters
   std::vector<TopLogprob> top;  // k most likely, descending
+  int32_t rank = 1;             // 1 + the number of ids more likely than it (vLLM's rank)
 };
 
 // Usage of the whole request (all choices).
@@ -77,11 +81,14 @@ struct Usage {
 
 // Delivered in order per request, on the engine thread. Keep the callback short (copy and post).
 struct Event {
-  int32_t choice = 0;                         // 0 .. n-1
-  std::vector<int32_t> tokens;                // tokens generated since the previous event of this choice
-  std::string text;                           // their text (UTF-8 complete; stop strings cut; held-back bytes
-                                              // of a possible stop-string prefix come later)
-  std::vector<TokenLogprob> logprobs;         // one per token when requested
+  int32_t choice = 0;                  // 0 .. n-1
+  std::vector<int32_t> tokens;         // tokens generated since the previous event of this choice
+  std::string text;                    // their text (UTF-8 complete; stop strings cut; held-back bytes
+                                       // of a possible stop-string prefix come later)
+  std::vector<TokenLogprob> logprobs;  // one per token when requested
+  // With prompt_logprobs, on the first event of each choice: entry i is prompt token i + 1's logprob and
+  // top k (the first prompt token has none), prompt length - 1 entries.
+  std::vector<TokenLogprob> prompt_logprobs;
   FinishReason finish = FinishReason::kNone;  // set on the choice's last event
   std::string stop_reason;                    // the matched stop string or stop id (as decimal text), if any
   std::string error;                          // with kError

@@ -57,6 +57,9 @@ class EngineImpl final : public Engine {
   void Preempt(Sequence* seq);
   void Fork(RequestState* req);
   void SampleAndEmit(Sequence* seq, std::span<const float> logits);
+  // Appends the prompt logprobs of seq's chunk (prompt_logprobs requests) from its logits rows, the
+  // first at forward_out_ row first_row; positions already collected are skipped.
+  void CollectPromptLogprobs(Sequence* seq, int64_t first_row);
   // The model failed (a lost rank): every request ends with an error event marked unavailable, the
   // engine stops and options_.on_fatal hears why.
   void FailAll(const Status& cause);
@@ -93,6 +96,7 @@ class EngineImpl final : public Engine {
   model::StepPlan plan_;  // this step's (reused)
   model::ForwardOutput forward_out_;
   std::vector<uint64_t> mask_;
+  std::vector<float> logprob_row_;  // one log-softmax row (prompt logprobs)
 
   std::atomic<bool> alive_{false};
   std::thread thread_;

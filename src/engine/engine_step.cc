@@ -14,6 +14,14 @@ bool Contains(const std::vector<int32_t>& ids, int32_t id) {
   return std::find(ids.begin(), ids.end(), id) != ids.end();
 }
 
+// Prompt chunks of a request with prompt_logprobs return every position's logits ([chunk, vocab] floats):
+// a smaller chunk bounds that memory.
+constexpr int64_t kPromptLogprobsChunk = 256;
+
+bool CollectsPromptLogprobs(const Sequence& seq) {
+  return seq.choice == 0 && !seq.request->forked && seq.request->CollectingPromptLogprobs();
+}
+
 }  // namespace
 
 int64_t EngineImpl::ChunkFor(const Sequence& seq, int64_t budget) const {
@@ -25,6 +33,7 @@ int64_t EngineImpl::ChunkFor(const Sequence& seq, int64_t budget) const {
         interval > 0 ? std::min((done / interval + 1) * interval, seq.prompt_len) : seq.prompt_len;
     chunk = std::min(chunk, next - done);
   }
+  if (CollectsPromptLogprobs(seq)) chunk = std::min(chunk, kPromptLogprobsChunk);
   return std::max<int64_t>(chunk, 0);
 }
 
@@ -71,7 +80,7 @@ void EngineImpl::AdmitWaiting(int64_t budget) {
     seq->slots_held = slots;
     seq->state = cache_->NewState();
     int64_t hit = 0;
-    if (cache_->prefix() != nullptr)
+    if (cache_->prefix() != nullptr && !CollectsPromptLogprobs(*seq))
       hit = cache_->prefix()->Restore(seq->tokens, seq->state.get(), &seq->ready_logits);
     const int64_t chunk = ChunkFor(*seq, budget);
     bool reserved = chunk == 0;
@@ -123,19 +132,28 @@ void EngineImpl::Step() {
   AdmitWaiting(ScheduleRunning(options_.max_num_batched_tokens));
 
   std::vector<Sequence*> batch;
+  std::vector<int64_t> last_row;  // per batch item: its last logits row (the one sampling uses)
+  int64_t rows = 0;
   plan_.items.clear();
   for (Sequence* seq : running_) {
     if (seq->chunk == 0) continue;
     const int64_t done = seq->state->num_tokens();
+    const bool all_logits = CollectsPromptLogprobs(*seq);
     plan_.items.push_back(
-        seq->state->ToStepItem(std::span<const int32_t>(seq->tokens.data() + done, seq->chunk), false));
+        seq->state->ToStepItem(std::span<const int32_t>(seq->tokens.data() + done, seq->chunk), all_logits));
     batch.push_back(seq);
+    rows += all_logits ? seq->chunk : 1;
+    last_row.push_back(rows - 1);
   }
   if (!batch.empty()) {
     plan_.ops = state_log_->Drain();
     const Status forward = model_->Execute(plan_, &forward_out_);
     if (!forward.ok()) return FailAll(forward);
-    for (Sequence* seq : batch) seq->state->Advance(seq->chunk);
+    for (size_t i = 0; i < batch.size(); ++i) {
+      Sequence* seq = batch[i];
+      if (CollectsPromptLogprobs(*seq)) CollectPromptLogprobs(seq, last_row[i] - (seq->chunk - 1));
+      seq->state->Advance(seq->chunk);
+    }
   }
 
   // Sequences whose every token is processed sample now: from this step's logits or restored ones.
@@ -143,7 +161,7 @@ void EngineImpl::Step() {
   std::deque<std::vector<float>> restored;
   for (size_t i = 0; i < batch.size(); ++i) {
     Sequence* seq = batch[i];
-    std::span<const float> row(forward_out_.logits.data() + static_cast<int64_t>(i) * vocab_, vocab_);
+    std::span<const float> row(forward_out_.logits.data() + last_row[i] * vocab_, vocab_);
     const int64_t done = seq->state->num_tokens();
     const int64_t interval = options_.prefix_snapshot_interval;
     if (cache_->prefix() != nullptr && done <= seq->prompt_len &&
@@ -287,8 +305,27 @@ void EngineImpl::FinishSequence(Sequence* seq, Event* event, FinishReason reason
   }
 }
 
+void EngineImpl::CollectPromptLogprobs(Sequence* seq, int64_t first_row) {
+  RequestState* req = seq->request;
+  const int64_t done = seq->state->num_tokens();  // position of the chunk's first token
+  const int32_t k = req->request.sampling.prompt_logprobs;
+  for (int64_t j = 0; j < seq->chunk; ++j) {
+    // Row j holds the distribution of the token after position done + j.
+    const int64_t next = done + j + 1;
+    if (next >= seq->prompt_len || next - 1 != static_cast<int64_t>(req->prompt_logprobs.size())) continue;
+    const float* row = forward_out_.logits.data() + (first_row + j) * vocab_;
+    logprob_row_.assign(row, row + vocab_);
+    LogSoftmax(logprob_row_);
+    req->prompt_logprobs.push_back(MakeTokenLogprob(logprob_row_, seq->tokens[next], k));
+  }
+}
+
 void EngineImpl::Emit(Sequence* seq, Event event) {
   event.choice = seq->choice;
+  if (!seq->prompt_logprobs_sent && seq->request->request.sampling.prompt_logprobs >= 0) {
+    seq->prompt_logprobs_sent = true;
+    event.prompt_logprobs = seq->request->prompt_logprobs;
+  }
   // Metrics first, so a client that sees the request end also sees its cache released.
   if (event.request_done) PublishMetrics();
   if (seq->request->on_event) seq->request->on_event(event);

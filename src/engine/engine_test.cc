@@ -20,6 +20,7 @@
 #include "src/cache/kv_cache.h"
 #include "src/engine/sampler.h"
 #include "src/model/greedy.h"
+#include "src/model/sequences.h"
 #include "src/model/testing/random_model.h"
 #include "src/model/testing/thread_group.h"
 
@@ -58,6 +59,8 @@ struct ChoiceResult {
   std::vector<int32_t> tokens;
   std::string text;
   std::vector<TokenLogprob> logprobs;
+  std::vector<TokenLogprob> prompt_logprobs;
+  int prompt_logprob_events = 0;  // events that carried prompt logprobs
   FinishReason finish = FinishReason::kNone;
   std::string stop_reason;
   int events = 0;
@@ -102,6 +105,10 @@ class Collector {
       c.tokens.insert(c.tokens.end(), e.tokens.begin(), e.tokens.end());
       c.text += e.text;
       c.logprobs.insert(c.logprobs.end(), e.logprobs.begin(), e.logprobs.end());
+      if (!e.prompt_logprobs.empty()) {
+        c.prompt_logprobs = e.prompt_logprobs;
+        ++c.prompt_logprob_events;
+      }
       ++c.events;
       if (e.finish != FinishReason::kNone) {
         c.finish = e.finish;
@@ -606,6 +613,57 @@ TEST(Engine, PrefixCacheHitGivesTheSameOutput) {
   EXPECT_EQ(m.prefix_cache_queries, 45 + 45 + 52 + 45);
   EXPECT_EQ(m.prefix_cache_hits, 45 + 45 + 32);
   EXPECT_EQ(m.kv_cache_usage, 0.0);
+}
+
+// prompt_logprobs: every prompt token's logprob given the tokens before it, equal to a log-softmax of
+// the model's all-position logits; computed even when the prefix cache holds the prompt (the request
+// skips it), across prefill chunks, once per request, delivered to every choice.
+TEST(Engine, PromptLogprobsMatchTheModelsLogitsAtEveryPosition) {
+  EngineOptions options;
+  options.prefix_snapshot_interval = 16;
+  options.max_num_batched_tokens = 20;  // the 45-token prompt takes 3 chunks
+  auto engine = MakeEngine(options);
+  const std::vector<int32_t> prompt = Prompt(21, 45);
+  std::vector<Request> warm;
+  warm.push_back(MakeRequest(prompt, GreedyParams(4)));
+  RunAll(*engine, std::move(warm));  // the prompt is now in the prefix cache
+  SamplingParams sp = GreedyParams(4);
+  sp.prompt_logprobs = 3;
+  sp.n = 2;
+  std::vector<Request> reqs;
+  reqs.push_back(MakeRequest(prompt, sp));
+  const RequestResult got = RunAll(*engine, std::move(reqs))[0];
+  EXPECT_EQ(got.usage.cached_prompt_tokens, 0);
+
+  model::Sequences seqs(*F().model);
+  model::ForwardOutput out;
+  const int32_t slot = seqs.New();
+  const model::SequenceBatchItem item{slot, prompt, true};
+  ASSERT_TRUE(seqs.Forward(std::span(&item, 1), &out).ok());
+  const int32_t vocab = F().cfg.vocab_size;
+  for (const auto& [choice, result] : got.choices) {
+    SCOPED_TRACE(choice);
+    EXPECT_EQ(result.prompt_logprob_events, 1);
+    ASSERT_EQ(result.prompt_logprobs.size(), prompt.size() - 1);
+    for (size_t i = 0; i + 1 < prompt.size(); ++i) {
+      std::vector<float> row(out.logits.begin() + static_cast<int64_t>(i) * vocab,
+                             out.logits.begin() + static_cast<int64_t>(i + 1) * vocab);
+      LogSoftmax(row);
+      const TokenLogprob& entry = result.prompt_logprobs[i];
+      EXPECT_EQ(entry.token, prompt[i + 1]);
+      EXPECT_NEAR(entry.logprob, row[prompt[i + 1]], 1e-4f) << "prompt token " << i + 1;
+      ASSERT_EQ(entry.top.size(), 3u);
+      EXPECT_EQ(entry.top[0].token, ArgMax(row));
+      EXPECT_GE(entry.top[0].logprob, entry.top[1].logprob);
+      EXPECT_GE(entry.top[1].logprob, entry.top[2].logprob);
+    }
+  }
+  // Generation is unchanged by the all-position logits.
+  EXPECT_EQ(got.choices.at(0).tokens, got.choices.at(1).tokens);
+  auto want = model::GreedyGenerate(*F().model, prompt, 4, nullptr);
+  ASSERT_TRUE(want.ok());
+  EXPECT_EQ(got.choices.at(0).tokens, *want);
+  EXPECT_EQ(engine->Metrics().kv_cache_usage, 0.0);
 }
 
 TEST(Engine, ConcurrentSubmitAndCancelFromManyThreads) {

@@ -110,6 +110,8 @@ TokenLogprob MakeTokenLogprob(std::span<const float> logprobs, int32_t token, in
   TokenLogprob out;
   out.token = token;
   out.logprob = logprobs[token];
+  out.rank = 1 + static_cast<int32_t>(std::count_if(logprobs.begin(), logprobs.end(),
+                                                    [&](float lp) { return lp > out.logprob; }));
   if (k > 0) {
     std::vector<int32_t> ids(logprobs.size());
     std::iota(ids.begin(), ids.end(), 0);

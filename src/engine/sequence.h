@@ -37,6 +37,7 @@ struct Sequence {
   std::vector<float> ready_logits;  // logits restored from a full prefix-cache hit (sample without forward)
   int64_t chunk = 0;                // tokens scheduled this step
   bool finished = false;
+  bool prompt_logprobs_sent = false;  // the choice's first event carried RequestState::prompt_logprobs
 
   int64_t num_generated() const { return static_cast<int64_t>(tokens.size()) - prompt_len; }
 };
@@ -52,6 +53,15 @@ struct RequestState {
   bool admitted_once = false;
   int32_t finished_choices = 0;
   Usage usage;
+  // With sampling.prompt_logprobs: entries for prompt tokens 1 .. collected so far (the leader's forward
+  // fills them in order; a recompute after preemption does not add them twice).
+  std::vector<TokenLogprob> prompt_logprobs;
+
+  // True while the leader still has prompt positions whose logprobs are not collected.
+  bool CollectingPromptLogprobs() const {
+    return request.sampling.prompt_logprobs >= 0 &&
+           static_cast<int64_t>(prompt_logprobs.size()) + 1 < static_cast<int64_t>(request.prompt.size());
+  }
 };
 
 }  // namespace k3::engine

@@ -8,8 +8,8 @@
 #include <vector>
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
+#include <nlohmann/json.hpp>
 
 #include "src/server/error_json.h"
 #include "src/server/request_id.h"
@@ -30,9 +30,16 @@ HttpResponse ApiErrorResponse(const api::ApiError& error) {
   return JsonResponse(error.http_status, api::ErrorBody(error));
 }
 
-HttpResponse NotReady() { return ErrorResponse(503, "the model is still loading; retry when /health is 200"); }
+HttpResponse NotReady() {
+  return ErrorResponse(503, "the model is still loading; retry when /health is 200");
+}
 
 double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+int32_t NumPrompts(const api::ChatPlan&) { return 1; }
+int32_t NumPrompts(const api::CompletionPlan& plan) {
+  return std::max<int32_t>(static_cast<int32_t>(plan.prompts.size()), 1);
+}
 
 // One generation request in flight: owns the plan's responder and feeds it engine events on the strand.
 template <typename Plan, typename Responder>
@@ -42,36 +49,66 @@ class Generation : public std::enable_shared_from_this<Generation<Plan, Responde
              ServingMetrics* metrics)
       : ex_(std::move(ex)),
         stream_(plan.stream),
-        n_(std::max<int32_t>(plan.n, 1)),
+        n_(std::max<int32_t>(plan.n, 1) * NumPrompts(plan)),
         responder_(plan, ctx, std::move(id), static_cast<int64_t>(std::time(nullptr))),
         metrics_(metrics),
         last_token_(n_) {}
 
-  // Submits and wires up events and cancellation. Answers the exchange itself on every path.
-  void Start(engine::Engine* engine, engine::Request request) {
-    request.client_id = ex_->request().request_id;
+  // Submits every request (one per prompt; choice c of request k becomes choice k * choices_per_request
+  // + c) and wires up events and cancellation. Answers the exchange itself on every path: when a Submit
+  // fails, the requests already queued are cancelled and the error is the answer.
+  void Start(engine::Engine* engine, std::vector<engine::Request> requests) {
     auto self = this->shared_from_this();
-    auto id = engine->Submit(std::move(request), [self](const engine::Event& event) {
-      self->ex_->Post([self, event] { self->OnEvent(event); });
-    });
-    if (!id.ok()) {
-      const Status& s = id.status();
-      if (s.code() == StatusCode::kResourceExhausted) {
-        HttpResponse r = ErrorResponse(429, fmt::format("the server is busy: {}", s.message()));
-        r.headers.emplace_back("Retry-After", "1");
-        ex_->Respond(std::move(r));
-      } else if (s.code() == StatusCode::kInvalidArgument) {
-        ex_->Respond(ErrorResponse(400, s.message()));
-      } else {
-        ex_->Respond(ErrorResponse(503, fmt::format("the engine cannot take requests: {}", s.message())));
+    const int32_t per_request = n_ / std::max<int32_t>(static_cast<int32_t>(requests.size()), 1);
+    remaining_ = requests.size();
+    std::vector<uint64_t> ids;
+    for (size_t k = 0; k < requests.size(); ++k) {
+      requests[k].client_id = ex_->request().request_id;
+      const int32_t offset = static_cast<int32_t>(k) * per_request;
+      auto id = engine->Submit(std::move(requests[k]), [self, offset](const engine::Event& event) {
+        self->ex_->Post([self, offset, event = engine::Event(event)]() mutable {
+          event.choice += offset;
+          self->OnRequestEvent(std::move(event));
+        });
+      });
+      if (!id.ok()) {
+        failed_ = true;
+        for (uint64_t queued : ids) engine->Cancel(queued);
+        return RespondSubmitError(id.status());
       }
-      return;
+      ids.push_back(*id);
     }
-    const uint64_t request_id = *id;
-    ex_->OnClientGone([engine, request_id] { engine->Cancel(request_id); });
+    ex_->OnClientGone([engine, ids] {
+      for (uint64_t id : ids) engine->Cancel(id);
+    });
   }
 
  private:
+  void RespondSubmitError(const Status& s) {
+    if (s.code() == StatusCode::kResourceExhausted) {
+      HttpResponse r = ErrorResponse(429, fmt::format("the server is busy: {}", s.message()));
+      r.headers.emplace_back("Retry-After", "1");
+      ex_->Respond(std::move(r));
+    } else if (s.code() == StatusCode::kInvalidArgument) {
+      ex_->Respond(ErrorResponse(400, s.message()));
+    } else {
+      ex_->Respond(ErrorResponse(503, fmt::format("the engine cannot take requests: {}", s.message())));
+    }
+  }
+
+  // One engine request's event: its usage is added up, and only the last request's end ends the whole.
+  void OnRequestEvent(engine::Event event) {
+    if (failed_) return;  // answered with the Submit error; the cancelled requests' events are dropped
+    if (event.request_done) {
+      usage_.prompt_tokens += event.usage.prompt_tokens;
+      usage_.cached_prompt_tokens += event.usage.cached_prompt_tokens;
+      usage_.completion_tokens += event.usage.completion_tokens;
+      event.usage = usage_;
+      event.request_done = --remaining_ == 0;
+    }
+    OnEvent(event);
+  }
+
   void OnEvent(const engine::Event& event) {
     const auto now = Clock::now();
     if (!event.tokens.empty() && event.choice >= 0 && event.choice < n_) {
@@ -116,6 +153,9 @@ class Generation : public std::enable_shared_from_this<Generation<Plan, Responde
   bool first_token_seen_ = false;
   bool stream_started_ = false;
   std::vector<Clock::time_point> last_token_;
+  size_t remaining_ = 0;  // engine requests not yet done
+  bool failed_ = false;
+  engine::Usage usage_;  // summed over the requests done
 };
 
 }  // namespace
@@ -151,13 +191,14 @@ void OpenAiService::Chat(const std::shared_ptr<Exchange>& ex) {
   if (!plan) return ex->Respond(ApiErrorResponse(error));
   if (log_requests_) {
     spdlog::info("request {}: chat, model {}, {} prompt tokens, max_tokens {}, n {}, stream {}",
-                 ex->request().request_id, plan->model, plan->prompt_tokens, plan->request.sampling.max_tokens,
-                 plan->n, plan->stream);
+                 ex->request().request_id, plan->model, plan->prompt_tokens,
+                 plan->request.sampling.max_tokens, plan->n, plan->stream);
   }
-  engine::Request request = std::move(plan->request);
+  std::vector<engine::Request> requests;
+  requests.push_back(std::move(plan->request));
   auto generation = std::make_shared<Generation<api::ChatPlan, api::ChatResponder>>(
       ex, std::move(*plan), ready->ctx, "chatcmpl-" + GenerateRequestId(), &metrics_);
-  generation->Start(ready->engine, std::move(request));
+  generation->Start(ready->engine, std::move(requests));
 }
 
 void OpenAiService::Completion(const std::shared_ptr<Exchange>& ex) {
@@ -167,14 +208,14 @@ void OpenAiService::Completion(const std::shared_ptr<Exchange>& ex) {
   auto plan = api::ParseCompletion(ex->request().body, ready->ctx, &error);
   if (!plan) return ex->Respond(ApiErrorResponse(error));
   if (log_requests_) {
-    spdlog::info("request {}: completion, model {}, {} prompt tokens, max_tokens {}, stream {}",
-                 ex->request().request_id, plan->model, plan->prompt_tokens, plan->request.sampling.max_tokens,
-                 plan->stream);
+    spdlog::info("request {}: completion, model {}, {} prompts, {} prompt tokens, max_tokens {}, stream {}",
+                 ex->request().request_id, plan->model, plan->prompts.size(), plan->prompt_tokens,
+                 plan->request.sampling.max_tokens, plan->stream);
   }
-  engine::Request request = std::move(plan->request);
+  std::vector<engine::Request> requests = api::CompletionRequests(&*plan);
   auto generation = std::make_shared<Generation<api::CompletionPlan, api::CompletionResponder>>(
       ex, std::move(*plan), ready->ctx, "cmpl-" + GenerateRequestId(), &metrics_);
-  generation->Start(ready->engine, std::move(request));
+  generation->Start(ready->engine, std::move(requests));
 }
 
 void OpenAiService::AddRoutes(Router* router) {
@@ -200,7 +241,8 @@ void OpenAiService::AddRoutes(Router* router) {
   });
   router->Add("POST", "/v1/chat/completions", [this](std::shared_ptr<Exchange> ex) { Chat(ex); });
   router->Add("POST", "/v1/completions", [this](std::shared_ptr<Exchange> ex) { Completion(ex); });
-  using TextEndpoint = std::optional<std::string> (*)(std::string_view, const api::ServerContext&, api::ApiError*);
+  using TextEndpoint =
+      std::optional<std::string> (*)(std::string_view, const api::ServerContext&, api::ApiError*);
   for (auto [path, fn] : {std::pair<const char*, TextEndpoint>{"/tokenize", &api::Tokenize},
                           std::pair<const char*, TextEndpoint>{"/detokenize", &api::Detokenize}}) {
     // fn = fn: clang 14 (scripts/test.sh's sanitizer build) cannot capture a structured binding.

@@ -1,8 +1,9 @@
 // vLLM parity: vLLM's own request fields as a vLLM client sends them (the official SDK passes them
 // through its extra-body fields, raw HTTP the rest): guided_json constrains the output like
-// response_format json_schema; guided_regex / guided_choice / guided_grammar / prompt_logprobs and
-// stream_options without stream are 400s naming the field, never ignored; --served-model-name takes a
-// list; HEAD /health answers like GET.
+// response_format json_schema; guided_regex / guided_choice / guided_grammar, prompt_logprobs with stream
+// and stream_options without stream are 400s naming the field, never ignored; prompt_logprobs and
+// completions' prompt lists with echo + logprobs (lm-eval's loglikelihood requests) are served;
+// --served-model-name takes a list; HEAD /health answers like GET.
 'use strict';
 const { test, before, after } = require('node:test');
 const assert = require('node:assert/strict');
@@ -54,7 +55,7 @@ test('vLLM fields this server does not implement are 400s naming them', async ()
     [{ guided_choice: ['yes', 'no'] }, 'guided_choice'],
     [{ guided_grammar: 'root ::= "a"' }, 'guided_grammar'],
     [{ structured_outputs: { choice: ['a', 'b'] } }, 'structured_outputs.choice'],
-    [{ prompt_logprobs: 1 }, 'prompt_logprobs'],
+    [{ prompt_logprobs: 1, stream: true }, 'prompt_logprobs'],
     [{ stream_options: { include_usage: true } }, 'stream_options'],
   ];
   for (const [fields, param] of cases) {
@@ -72,6 +73,51 @@ test('vLLM fields this server does not implement are 400s naming them', async ()
                           JSON.stringify({ model: MODEL, prompt: 'x', guided_json: { type: 'object' } }));
   assert.equal(c.status, 400, c.body);
   assert.equal(c.json.error.param, 'guided_json');
+});
+
+test('completions: a batch of token-id prompts with echo + logprobs (lm-eval loglikelihood)', async () => {
+  const tok = await request(server.port, 'POST', '/tokenize', JSON.stringify({ model: MODEL, prompt: 'The city of' }));
+  const ids = tok.json.tokens;
+  assert.ok(ids.length >= 3, tok.body);
+  // Greedy next token after the prompt, with its logprob.
+  const next = await client.completions.create({ model: MODEL, prompt: ids, max_tokens: 1, temperature: 0,
+                                                 logprobs: 1 });
+  const g = next.choices[0].logprobs;
+  const nextId = (await request(server.port, 'POST', '/tokenize',
+                                JSON.stringify({ model: MODEL, prompt: next.choices[0].text }))).json.tokens;
+  // The batch: the prompt, and the prompt + that token (its echoed logprob is the one just sampled).
+  const batch = [ids, ids.concat(nextId)];
+  const r = await client.completions.create({ model: MODEL, prompt: batch, max_tokens: 1, temperature: 0,
+                                              echo: true, logprobs: 1 });
+  assert.equal(r.choices.length, 2);
+  assert.deepEqual(r.choices.map((c) => c.index), [0, 1]);
+  for (const [i, choice] of r.choices.entries()) {
+    const lp = choice.logprobs;
+    assert.equal(lp.tokens.length, batch[i].length + 1, JSON.stringify(lp));
+    assert.equal(lp.token_logprobs[0], null);
+    assert.equal(lp.top_logprobs[0], null);
+    for (const v of lp.token_logprobs.slice(1)) assert.ok(typeof v === 'number' && v <= 0, JSON.stringify(lp));
+    assert.deepEqual(lp.text_offset, [...lp.text_offset].sort((a, b) => a - b));
+  }
+  const echoed = r.choices[1].logprobs.token_logprobs[batch[1].length - 1];
+  if (nextId.length === 1) assert.ok(Math.abs(echoed - g.token_logprobs[0]) < 1e-3, `${echoed} vs ${g.token_logprobs[0]}`);
+  assert.equal(r.usage.prompt_tokens, batch[0].length + batch[1].length);
+  assert.equal(r.usage.completion_tokens, 2);
+  // vLLM's prompt_logprobs: per choice on completions, at the top level on chat.
+  const p = await request(server.port, 'POST', '/v1/completions',
+                          JSON.stringify({ model: MODEL, prompt: ids, max_tokens: 1, prompt_logprobs: 2 }));
+  assert.equal(p.status, 200, p.body);
+  const entries = p.json.choices[0].prompt_logprobs;
+  assert.equal(entries.length, ids.length);
+  assert.equal(entries[0], null);
+  const second = entries[1][String(ids[1])];
+  assert.ok(second && second.rank >= 1 && typeof second.decoded_token === 'string', JSON.stringify(entries[1]));
+  assert.ok(Math.abs(second.logprob - r.choices[0].logprobs.token_logprobs[1]) < 1e-4);
+  const chat = await request(server.port, 'POST', '/v1/chat/completions',
+                             JSON.stringify({ model: MODEL, messages: user, max_tokens: 1, prompt_logprobs: 0 }));
+  assert.equal(chat.status, 200, chat.body);
+  assert.equal(chat.json.prompt_logprobs.length, chat.json.usage.prompt_tokens);
+  assert.equal(Object.keys(chat.json.prompt_logprobs[1]).length, 1);  // k = 0: the prompt token only
 });
 
 test('--served-model-name takes several names: each is accepted and listed', async () => {
