@@ -168,6 +168,16 @@ void EngineImpl::Cancel(uint64_t request_id) {
   cv_.notify_one();
 }
 
+bool EngineImpl::ResetPrefixCache(std::function<void(int64_t dropped)> done) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_) return false;
+    prefix_resets_.push_back(std::move(done));
+  }
+  cv_.notify_one();
+  return true;
+}
+
 EngineMetrics EngineImpl::Metrics() const {
   std::lock_guard<std::mutex> lock(mu_);
   EngineMetrics m = metrics_;
@@ -189,10 +199,13 @@ void EngineImpl::Shutdown(bool drain) {
 void EngineImpl::Loop() {
   for (;;) {
     std::vector<uint64_t> cancels;
+    std::vector<std::function<void(int64_t)>> prefix_resets;
     bool stopping = false, drain = true;
     {
       std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [&] { return stopping_ || !incoming_.empty() || !cancels_.empty() || HasWork(); });
+      cv_.wait(lock, [&] {
+        return stopping_ || !incoming_.empty() || !cancels_.empty() || !prefix_resets_.empty() || HasWork();
+      });
       while (!incoming_.empty()) {
         std::unique_ptr<RequestState> req = std::move(incoming_.front());
         incoming_.pop_front();
@@ -201,6 +214,7 @@ void EngineImpl::Loop() {
         requests_.emplace(id, std::move(req));
       }
       cancels.swap(cancels_);
+      prefix_resets.swap(prefix_resets_);
       stopping = stopping_;
       drain = drain_;
     }
@@ -212,6 +226,11 @@ void EngineImpl::Loop() {
       for (auto& [id, req] : requests_) AbortRequest(req.get());
     }
     RemoveFinished();
+    for (auto& done : prefix_resets) {
+      int64_t dropped = 0;
+      while (cache_->prefix() != nullptr && cache_->prefix()->EvictOne()) ++dropped;
+      done(dropped);
+    }
     if (stopping && !HasWork()) break;
     if (HasWork()) Step();
     if (!HasWork()) {

@@ -144,6 +144,10 @@ class Engine {
   // Ends the request's choices with kAbort at the next step and frees their cache. Unknown ids: no-op.
   virtual void Cancel(uint64_t request_id) = 0;
   virtual EngineMetrics Metrics() const = 0;
+  // Drops every prefix-cache snapshot (vLLM's POST /reset_prefix_cache); running requests keep their own
+  // blocks. `done` runs on the engine thread with the number of snapshots dropped (0 without a prefix
+  // cache), or not at all when the engine has stopped: returns false then.
+  virtual bool ResetPrefixCache(std::function<void(int64_t dropped)> done) = 0;
   // True while the engine thread is running its loop.
   virtual bool Alive() const = 0;
   virtual const EngineOptions& options() const = 0;  // with defaults resolved (max_model_len etc.)

@@ -10,6 +10,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <random>
@@ -32,6 +33,7 @@ class EngineImpl final : public Engine {
   Result<uint64_t> Submit(Request request, EventCallback on_event) override;
   void Cancel(uint64_t request_id) override;
   EngineMetrics Metrics() const override;
+  bool ResetPrefixCache(std::function<void(int64_t dropped)> done) override;
   bool Alive() const override { return alive_.load(); }
   const EngineOptions& options() const override { return options_; }
   void Shutdown(bool drain) override;
@@ -80,6 +82,7 @@ class EngineImpl final : public Engine {
   std::condition_variable cv_;
   std::deque<std::unique_ptr<RequestState>> incoming_;
   std::vector<uint64_t> cancels_;
+  std::vector<std::function<void(int64_t)>> prefix_resets_;  // ResetPrefixCache callbacks not yet run
   int64_t queued_ = 0;  // incoming + waiting requests not yet admitted (queue-full check)
   uint64_t next_id_ = 1;
   bool stopping_ = false;

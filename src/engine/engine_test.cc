@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
+#include <future>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -613,6 +614,31 @@ TEST(Engine, PrefixCacheHitGivesTheSameOutput) {
   EXPECT_EQ(m.prefix_cache_queries, 45 + 45 + 52 + 45);
   EXPECT_EQ(m.prefix_cache_hits, 45 + 45 + 32);
   EXPECT_EQ(m.kv_cache_usage, 0.0);
+}
+
+// ResetPrefixCache drops every snapshot on the engine thread: the next identical prompt is computed again.
+TEST(Engine, ResetPrefixCacheDropsEverySnapshot) {
+  EngineOptions options;
+  options.prefix_snapshot_interval = 16;
+  auto engine = MakeEngine(options);
+  const std::vector<int32_t> prompt = Prompt(31, 40);
+  auto run = [&] {
+    std::vector<Request> reqs;
+    reqs.push_back(MakeRequest(prompt, GreedyParams(3)));
+    return RunAll(*engine, std::move(reqs))[0];
+  };
+  const RequestResult first = run();
+  EXPECT_EQ(run().usage.cached_prompt_tokens, 40);
+  std::promise<int64_t> dropped;
+  ASSERT_TRUE(engine->ResetPrefixCache([&](int64_t n) { dropped.set_value(n); }));
+  auto future = dropped.get_future();
+  ASSERT_EQ(future.wait_for(std::chrono::seconds(60)), std::future_status::ready);
+  EXPECT_EQ(future.get(), 3);  // snapshots at 16, 32 and the prompt end
+  const RequestResult again = run();
+  EXPECT_EQ(again.usage.cached_prompt_tokens, 0);
+  EXPECT_EQ(again.choices.at(0).tokens, first.choices.at(0).tokens);
+  engine->Shutdown(true);
+  EXPECT_FALSE(engine->ResetPrefixCache([](int64_t) {}));
 }
 
 // prompt_logprobs: every prompt token's logprob given the tokens before it, equal to a log-softmax of

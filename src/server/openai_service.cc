@@ -255,6 +255,7 @@ void OpenAiService::AddRoutes(Router* router) {
       ex->Respond(JsonResponse(200, std::move(*body)));
     });
   }
+  AddVllmRoutes(router);
 }
 
 }  // namespace k3::server

@@ -7,6 +7,8 @@
 //   POST /v1/chat/completions    streaming (SSE) and not
 //   POST /v1/completions
 //   POST /tokenize /detokenize
+//   POST /invocations /reset_prefix_cache, GET /server_info /load /openapi.json (vllm_routes.cc), and
+//   404s naming the vLLM routes not provided here (sleep mode, LoRA, pooling, audio, ...)
 //
 // The routes exist from the start (so /health answers 503 while the model loads); SetReady switches
 // them on. Engine events arrive on the engine thread and are posted onto the connection's strand, where
@@ -16,6 +18,8 @@
 #include <atomic>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "src/api/openai.h"
 #include "src/engine/engine.h"
@@ -40,6 +44,8 @@ class OpenAiService {
   void SetDraining() { draining_.store(true); }
 
   ServingMetrics& metrics() { return metrics_; }
+  // (method, path) of every route /openapi.json documents.
+  static std::vector<std::pair<std::string, std::string>> DocumentedRoutes();
 
   struct Ready {
     engine::Engine* engine = nullptr;
@@ -50,6 +56,7 @@ class OpenAiService {
   void Health(const std::shared_ptr<Exchange>& ex) const;
   void Chat(const std::shared_ptr<Exchange>& ex);
   void Completion(const std::shared_ptr<Exchange>& ex);
+  void AddVllmRoutes(Router* router);  // vllm_routes.cc
 
   std::string served_model_name_;
   std::string version_;

@@ -150,6 +150,60 @@ test('vLLM flags: --max-logprobs caps top_logprobs, --enable-log-requests logs a
   }
 });
 
+test('vLLM routes: /invocations, /reset_prefix_cache, /server_info, /load, /openapi.json; others 404 naming them', async () => {
+  const chat = await request(server.port, 'POST', '/invocations',
+                             JSON.stringify({ model: MODEL, messages: user, max_tokens: 3 }));
+  assert.equal(chat.status, 200, chat.body);
+  assert.equal(chat.json.object, 'chat.completion');
+  const completion = await request(server.port, 'POST', '/invocations',
+                                   JSON.stringify({ model: MODEL, prompt: 'abc', max_tokens: 3 }));
+  assert.equal(completion.status, 200, completion.body);
+  assert.equal(completion.json.object, 'text_completion');
+  const neither = await request(server.port, 'POST', '/invocations', JSON.stringify({ input: 'x' }));
+  assert.equal(neither.status, 400, neither.body);
+
+  // The prefix cache serves a repeated prompt until it is reset.
+  const long = [{ role: 'user', content: 'A long and detailed question about cities, rivers and bridges.' }];
+  const ask = () => client.chat.completions.create({ model: MODEL, messages: long, max_tokens: 2 });
+  await ask();
+  assert.ok((await ask()).usage.prompt_tokens_details.cached_tokens > 0);
+  const reset = await request(server.port, 'POST', '/reset_prefix_cache', '');
+  assert.equal(reset.status, 200, reset.body);
+  assert.ok(reset.json.dropped_snapshots >= 1, reset.body);
+  assert.equal((await ask()).usage.prompt_tokens_details.cached_tokens, 0);
+
+  const info = await request(server.port, 'GET', '/server_info');
+  assert.equal(info.status, 200);
+  assert.deepEqual(info.json.served_model_names, ['Kimi-K3', 'kimi-alias']);
+  assert.ok(info.json.max_model_len > 0 && info.json.max_num_seqs > 0, info.body);
+  const load = await request(server.port, 'GET', '/load');
+  assert.equal(load.status, 200);
+  assert.equal(load.json.server_load, 0);
+
+  // Every route the OpenAPI document lists is answered (not a 404).
+  const doc = await request(server.port, 'GET', '/openapi.json');
+  assert.equal(doc.status, 200);
+  assert.equal(doc.json.openapi, '3.1.0');
+  const paths = Object.keys(doc.json.paths);
+  assert.ok(paths.includes('/v1/chat/completions') && paths.includes('/invocations'), paths.join(' '));
+  for (const path of paths) {
+    for (const method of Object.keys(doc.json.paths[path])) {
+      const r = await request(server.port, method.toUpperCase(), path, method === 'post' ? '{}' : undefined);
+      assert.notEqual(r.status, 404, `${method} ${path}: ${r.body}`);
+      assert.notEqual(r.status, 405, `${method} ${path}: ${r.body}`);
+    }
+  }
+  // vLLM routes not provided: a 404 that says so and why.
+  for (const path of ['/v1/responses', '/v1/embeddings', '/sleep', '/is_sleeping', '/v1/load_lora_adapter']) {
+    const r = await request(server.port, 'POST', path, '{}');
+    assert.equal(r.status, 404, r.body);
+    assert.match(r.json.error.message, new RegExp(`^${path.replace(/\//g, '\\/')} is not supported by this server: `));
+  }
+  const unknown = await request(server.port, 'GET', '/no/such/route');
+  assert.equal(unknown.status, 404);
+  assert.match(unknown.json.error.message, /no route/);
+});
+
 test('HEAD /health and /v1/models answer like GET without a body', async () => {
   for (const path of ['/health', '/v1/models']) {
     const head = await request(server.port, 'HEAD', path);
