@@ -10,6 +10,7 @@
 #include "src/api/openai.h"
 #include "src/api/sampling_fields.h"
 #include "src/api/vllm_fields.h"
+#include "src/chat/xtml_markers.h"
 
 namespace k3::api {
 namespace {
@@ -77,6 +78,12 @@ std::optional<ChatPlan> ParseChatCompletion(std::string_view body, const ServerC
   sampling.logprobs = plan.logprobs ? plan.top_logprobs : -1;
   sampling.prompt_logprobs = plan.prompt_logprobs;
   plan.request.eos_token_ids = ctx.eos_token_ids;
+  // The output parser reads the XTML markup from the text, so those specials stay even when
+  // skip_special_tokens drops the rest (<|media_begin|>, <|reserved_token_N|>, ...).
+  for (std::string_view name : chat::XtmlMarkerNames()) {
+    if (auto id = ctx.tokenizer->FindSpecial(name))
+      plan.request.keep_special_ids.push_back(static_cast<int32_t>(*id));
+  }
   plan.parser = options.parser;
   plan.include_reasoning = options.include_reasoning;
   plan.n = sampling.n;

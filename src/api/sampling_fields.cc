@@ -78,6 +78,9 @@ void ReadLogitBias(FieldReader& fields, size_t vocab_size, std::vector<std::pair
 void ReadSamplingFields(FieldReader& fields, size_t vocab_size, int32_t max_n,
                         engine::SamplingParams* sampling) {
   if (auto v = fields.Number("temperature", 0.0, 100.0)) sampling->temperature = static_cast<float>(*v);
+  // vLLM's detokenisation fields, with vLLM's defaults (both true).
+  sampling->skip_special_tokens = fields.Bool("skip_special_tokens").value_or(true);
+  sampling->spaces_between_special_tokens = fields.Bool("spaces_between_special_tokens").value_or(true);
   if (auto v = fields.Number("top_p", 0.0, 1.0, /*min_exclusive=*/true))
     sampling->top_p = static_cast<float>(*v);
   if (auto v = fields.Int("top_k", -1, kInt32Max)) sampling->top_k = static_cast<int32_t>(*v);

@@ -81,6 +81,8 @@ std::string XtmlMarker::Attribute(std::string_view key) const {
   return "";
 }
 
+std::span<const std::string_view> XtmlMarkerNames() { return kNames; }
+
 XtmlScan ScanXtml(std::string_view text, bool partial) {
   XtmlScan scan;
   scan.safe_end = text.size();

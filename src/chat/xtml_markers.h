@@ -13,6 +13,7 @@
 // at the end counts as a marker (the output was cut off inside it) and safe_end is the end of the text.
 #pragma once
 
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -38,5 +39,9 @@ struct XtmlScan {
 };
 
 XtmlScan ScanXtml(std::string_view text, bool partial);
+
+// The marker names the scan reads (<|open|>, <|close|>, <|sep|>, <|end_of_msg|>, [EOS]): special tokens
+// with these names must reach the parser as text even when other specials are skipped.
+std::span<const std::string_view> XtmlMarkerNames();
 
 }  // namespace k3::chat

@@ -147,7 +147,11 @@ Result<uint64_t> EngineImpl::Submit(Request request, EventCallback on_event) {
     seq->prompt_len = prompt_len;
     seq->sampler =
         std::make_unique<Sampler>(params, req->seed + static_cast<uint64_t>(i), req->request.prompt);
-    seq->decoder = std::make_unique<tokenizer::IncrementalDecoder>(*tokenizer_);
+    tokenizer::DecodeOptions decode;
+    decode.skip_special_tokens = params.skip_special_tokens;
+    decode.spaces_between_special_tokens = params.spaces_between_special_tokens;
+    decode.keep.assign(req->request.keep_special_ids.begin(), req->request.keep_special_ids.end());
+    seq->decoder = std::make_unique<tokenizer::IncrementalDecoder>(*tokenizer_, std::move(decode));
     seq->stop = std::make_unique<StopStringMatcher>(params.stop);
     req->choices.push_back(std::move(seq));
   }

@@ -48,6 +48,9 @@ struct SamplingParams {
   int32_t prompt_logprobs = -1;
   std::vector<std::pair<int32_t, float>> logit_bias;  // added to logits before sampling
   int32_t n = 1;  // choices, each its own sequence (prompt shared via cache)
+  // Detokenisation (vLLM's fields; these defaults keep every special's name in the text, vLLM's are true):
+  bool skip_special_tokens = false;            // specials add no text (except Request::keep_special_ids)
+  bool spaces_between_special_tokens = false;  // a rendered special is set apart by spaces
 };
 
 struct Request {
@@ -56,6 +59,8 @@ struct Request {
   std::vector<int32_t> eos_token_ids;                 // end a choice unless ignore_eos (e.g. <|end_of_msg|>)
   std::unique_ptr<chat::TokenConstraint> constraint;  // optional; cloned per choice
   std::string client_id;                              // X-Request-Id / log tag (may be empty)
+  std::vector<int32_t> keep_special_ids;  // specials rendered as they are whatever the options (the chat
+                                          // markup its output parser reads)
 };
 
 enum class FinishReason { kNone, kStop, kLength, kAbort, kError };

@@ -170,6 +170,29 @@ TEST(IncrementalDecoderTest, HoldsBackSplitCharacters) {
   EXPECT_FALSE(cut.Push(static_cast<TokenId>(tokenizer.vocab_size())).ok());
 }
 
+// vLLM's skip_special_tokens (specials add no text, except the markup a parser needs) and
+// spaces_between_special_tokens (a rendered special is set apart by spaces, as Hugging Face decodes).
+TEST(IncrementalDecoderTest, SkipsOrSpacesSpecialTokens) {
+  const Tokenizer& tokenizer = Trained();
+  const TokenId media = *tokenizer.SpecialId("<|media_begin|>");
+  const TokenId sep = *tokenizer.SpecialId("<|sep|>");
+  auto decode = [&](const DecodeOptions& options, const std::vector<TokenId>& ids) {
+    IncrementalDecoder decoder(tokenizer, options);
+    std::string text;
+    for (TokenId id : ids) text += *decoder.Push(id);
+    return text + decoder.Flush();
+  };
+  const std::vector<TokenId> ids = {'a', media, 'b', sep, media, media, 'c'};
+  EXPECT_EQ(decode({}, ids), "a<|media_begin|>b<|sep|><|media_begin|><|media_begin|>c");
+  EXPECT_EQ(decode({.skip_special_tokens = true}, ids), "abc");
+  EXPECT_EQ(decode({.skip_special_tokens = true, .keep = {sep}}, ids), "ab<|sep|>c");
+  EXPECT_EQ(decode({.spaces_between_special_tokens = true, .keep = {sep}}, ids),
+            "a <|media_begin|> b<|sep|> <|media_begin|> <|media_begin|> c");
+  EXPECT_EQ(decode({.spaces_between_special_tokens = true}, {media, 'x'}), "<|media_begin|> x");
+  // A character split around a skipped special is still whole.
+  EXPECT_EQ(decode({.skip_special_tokens = true}, {0xC3, media, 0xA9}), "\xC3\xA9");
+}
+
 TEST(IncrementalDecoderTest, ChunksConcatenateToTheText) {
   const Tokenizer& tokenizer = Trained();
   const std::string_view corpus = EmbeddedCorpus();

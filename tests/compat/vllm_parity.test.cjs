@@ -204,6 +204,30 @@ test('vLLM routes: /invocations, /reset_prefix_cache, /server_info, /load, /open
   assert.match(unknown.json.error.message, /no route/);
 });
 
+test('special tokens: skipped by default (skip_special_tokens), named with spaces when asked', async () => {
+  const tok = await request(server.port, 'POST', '/tokenize', JSON.stringify({ model: MODEL, prompt: '<|media_begin|>' }));
+  assert.equal(tok.json.tokens.length, 1, tok.body);
+  const media = tok.json.tokens[0];
+  const forced = { model: MODEL, prompt: 'abc', max_tokens: 3, temperature: 0, logit_bias: { [media]: 100 } };
+  const skipped = await client.completions.create(forced);
+  assert.equal(skipped.choices[0].text, '');
+  assert.equal(skipped.usage.completion_tokens, 3);
+  const named = await client.completions.create({ ...forced, skip_special_tokens: false });
+  assert.equal(named.choices[0].text, '<|media_begin|> <|media_begin|> <|media_begin|>');
+  const joined = await client.completions.create({ ...forced, skip_special_tokens: false,
+                                                   spaces_between_special_tokens: false });
+  assert.equal(joined.choices[0].text, '<|media_begin|>'.repeat(3));
+  // Chat: no special's name leaks into content; the XTML markup still reaches the parser.
+  const chat = await client.chat.completions.create({ model: MODEL, messages: user, max_tokens: 3, temperature: 0,
+                                                      logit_bias: { [media]: 100 },
+                                                      chat_template_kwargs: { thinking: false } });
+  assert.ok(!chat.choices[0].message.content.includes('<|'), chat.choices[0].message.content);
+  const bad = await request(server.port, 'POST', '/v1/completions',
+                            JSON.stringify({ ...forced, skip_special_tokens: 'yes' }));
+  assert.equal(bad.status, 400);
+  assert.equal(bad.json.error.param, 'skip_special_tokens');
+});
+
 test('HEAD /health and /v1/models answer like GET without a body', async () => {
   for (const path of ['/health', '/v1/models']) {
     const head = await request(server.port, 'HEAD', path);
