@@ -85,6 +85,7 @@ std::optional<ChatPlan> ParseChatCompletion(std::string_view body, const ServerC
       plan.request.keep_special_ids.push_back(static_cast<int32_t>(*id));
   }
   plan.parser = options.parser;
+  plan.parser.ignore_end = sampling.ignore_eos;  // the text after the message's end is content too
   plan.include_reasoning = options.include_reasoning;
   plan.n = sampling.n;
   plan.stop = sampling.stop;

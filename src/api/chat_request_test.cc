@@ -269,6 +269,10 @@ TEST(ChatRequestTest, EverySamplingFieldIsMapped) {
   EXPECT_EQ(s.stop_token_ids, (std::vector<int32_t>{300, 301}));
   EXPECT_EQ(s.max_tokens, 100);  // max_completion_tokens wins
   EXPECT_TRUE(s.ignore_eos);
+  EXPECT_TRUE(plan->parser.ignore_end);  // the text past the message's end is content
+  EXPECT_TRUE(s.skip_special_tokens);    // vLLM's defaults
+  EXPECT_TRUE(s.spaces_between_special_tokens);
+  EXPECT_FALSE(plan->request.keep_special_ids.empty());  // the XTML markup stays for the parser
   EXPECT_EQ(s.min_tokens, 3);
   EXPECT_EQ(s.logprobs, 5);
   ASSERT_EQ(s.logit_bias.size(), 2u);

@@ -102,6 +102,10 @@ class Parser {
     } else if (first == Markers().size() && partial_ && IsBlank(TextBetween(rest, scan_.safe_end))) {
       return;
     }
+    if (options_.ignore_end) {
+      out_.content = TextBetween(start, scan_.safe_end);
+      return;
+    }
     while (m < Markers().size() && !EndsContent(Markers()[m])) ++m;
     out_.content = TextBetween(start, m < Markers().size() ? Markers()[m].begin : scan_.safe_end);
   }

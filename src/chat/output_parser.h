@@ -27,6 +27,9 @@ namespace k3::chat {
 struct ParserOptions {
   bool thinking = true;
   bool tools_enabled = false;
+  // ignore_eos: generation ran past the end of the message, so the content runs to the end of the output
+  // (the markers after it are dropped, their text kept) instead of stopping at the first end marker.
+  bool ignore_end = false;
 };
 
 struct ParsedToolCall {

@@ -1,5 +1,6 @@
 // Table tests for the output parser: spec §4.3/§4.4 and each K3 parser bug of anchors.md §4.
 #include "src/chat/output_parser.h"
+#include "src/chat/stream_parser.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -25,6 +26,25 @@ TEST(OutputParserTest, ThinkingResponseAndMessageClose) {
   EXPECT_EQ(out.content, "Hello!");
   EXPECT_TRUE(out.reasoning_ended);
   EXPECT_TRUE(out.tool_calls.empty());
+}
+
+// ignore_eos: the content runs past the end of the message to the end of the output (markers dropped),
+// streamed or whole.
+TEST(OutputParserTest, IgnoreEndKeepsTheTextAfterTheMessage) {
+  ParserOptions options = Thinking();
+  options.ignore_end = true;
+  const std::string text =
+      "R<|close|>think<|sep|><|open|>response<|sep|>Hello<|close|>response<|sep|><|close|>message<|sep|>"
+      "<|end_of_msg|> and more<|open|>assistant<|sep|> text";
+  const auto out = ParseOutput(text, options);
+  EXPECT_EQ(out.reasoning, "R");
+  EXPECT_EQ(out.content, "Hello and more text");
+  StreamParser stream(options);
+  std::string content;
+  for (char c : text) content += stream.Push(std::string(1, c)).content;
+  content += stream.Finish().content;
+  EXPECT_EQ(content, out.content);
+  EXPECT_EQ(ParseOutput(text, Thinking()).content, "Hello");  // without it: the message's end ends it
 }
 
 TEST(OutputParserTest, PrintedThinkOpenAndNonThinkingMode) {

@@ -228,6 +228,21 @@ test('special tokens: skipped by default (skip_special_tokens), named with space
   assert.equal(bad.json.error.param, 'skip_special_tokens');
 });
 
+test('ignore_eos in chat: all max_tokens are generated and their text is content', async () => {
+  const ask = (extra) => client.chat.completions.create({ model: MODEL, messages: user, max_tokens: 40,
+                                                         temperature: 0, chat_template_kwargs: { thinking: false },
+                                                         ...extra });
+  const normal = await ask({});
+  const ignoring = await ask({ ignore_eos: true });
+  assert.equal(ignoring.usage.completion_tokens, 40);
+  assert.equal(ignoring.choices[0].finish_reason, 'length');
+  assert.ok(ignoring.choices[0].message.content.startsWith(normal.choices[0].message.content),
+            `${JSON.stringify(normal.choices[0].message.content)} vs ${JSON.stringify(ignoring.choices[0].message.content)}`);
+  if (normal.usage.completion_tokens < 40) {
+    assert.ok(ignoring.choices[0].message.content.length > normal.choices[0].message.content.length);
+  }
+});
+
 test('HEAD /health and /v1/models answer like GET without a body', async () => {
   for (const path of ['/health', '/v1/models']) {
     const head = await request(server.port, 'HEAD', path);
