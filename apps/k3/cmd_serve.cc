@@ -19,6 +19,7 @@
 
 #include "apps/k3/commands.h"
 #include "apps/k3/embedded_model.h"
+#include "apps/k3/serve_generation_flags.h"
 #include "apps/k3/version.h"
 #include "src/server/serve.h"
 
@@ -108,6 +109,7 @@ void RegisterServeCommand(CLI::App& app) {
     std::string kv_cache_dtype = "auto";
     std::optional<uint64_t> seed;
     int32_t max_logprobs = 20;
+    GenerationFlags generation;
   };
   auto f = std::make_shared<Flags>();
   CLI::App* cmd = app.add_subcommand("serve", "OpenAI-compatible server (vLLM command line accepted)");
@@ -200,6 +202,7 @@ void RegisterServeCommand(CLI::App& app) {
   cmd->add_option("--max-logprobs", f->max_logprobs, "most top_logprobs / logprobs a request may ask for")
       ->capture_default_str()
       ->group(compat);
+  AddGenerationFlags(cmd, &f->generation, compat);
 
   AddGroupFlags(cmd, &f->group, "Distributed (vLLM's multiprocessing executor flags)");
   cmd->add_flag("--dry-run", f->dry_run,
@@ -294,6 +297,8 @@ void RegisterServeCommand(CLI::App& app) {
     config.engine.max_waiting = f->max_queued_requests;
     config.engine.seed = f->seed;
     config.max_logprobs = f->max_logprobs;
+    if (Status generation = ApplyGenerationFlags(f->generation, &config); !generation.ok())
+      return fail(generation.message());
     config.log_requests = f->enable_log_requests && !f->disable_log_requests;
     config.threads = group->world > 1 ? DefaultThreadsPerRank(*group, f->threads) : f->threads;
     config.group = *group;

@@ -40,12 +40,14 @@ std::optional<ChatPlan> ParseChatCompletion(std::string_view body, const ServerC
   std::optional<nlohmann::json> messages = ReadMessages(fields, ctx.max_messages);
   ChatOptions options = ReadChatOptions(fields, ctx);
   engine::SamplingParams& sampling = plan.request.sampling;
+  ApplySamplingDefaults(ctx.sampling_defaults, &sampling);
   ReadSamplingFields(fields, ctx.tokenizer->vocab_size(), ctx.max_n, &sampling);
   // max_completion_tokens replaces max_tokens in OpenAI's API; vLLM takes either, the new name first.
   constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
   const auto max_tokens = fields.Int("max_tokens", 1, kMax);
   const auto max_completion_tokens = fields.Int("max_completion_tokens", 1, kMax);
   sampling.max_tokens = max_completion_tokens.value_or(max_tokens.value_or(0));
+  const bool default_max_tokens = !max_completion_tokens && !max_tokens && ctx.sampling_defaults.max_tokens;
   plan.logprobs = fields.Bool("logprobs").value_or(false);
   plan.top_logprobs = static_cast<int32_t>(fields.Int("top_logprobs", 0, ctx.max_logprobs).value_or(0));
   if (fields.ok() && plan.top_logprobs > 0 && !plan.logprobs)
@@ -65,6 +67,8 @@ std::optional<ChatPlan> ParseChatCompletion(std::string_view body, const ServerC
   }
   plan.request.prompt.assign(rendered->ids.begin(), rendered->ids.end());
   plan.prompt_tokens = static_cast<int64_t>(plan.request.prompt.size());
+  if (default_max_tokens)
+    sampling.max_tokens = DefaultMaxTokens(*ctx.sampling_defaults.max_tokens, plan.prompt_tokens, ctx);
   if (auto failure = ApplyContextLimit(plan.prompt_tokens, ctx, "messages", &sampling)) {
     *error = std::move(*failure);
     return std::nullopt;

@@ -108,9 +108,9 @@ std::optional<CompletionPlan> ParseCompletion(std::string_view body, const Serve
 
   ReadPrompts(fields, *ctx.tokenizer, &plan);
   engine::SamplingParams& sampling = plan.request.sampling;
+  ApplySamplingDefaults(ctx.sampling_defaults, &sampling);
   ReadSamplingFields(fields, ctx.tokenizer->vocab_size(), ctx.max_n, &sampling);
-  sampling.max_tokens =
-      fields.Int("max_tokens", 1, std::numeric_limits<int64_t>::max()).value_or(kDefaultMaxTokens);
+  const std::optional<int64_t> max_tokens = fields.Int("max_tokens", 1, std::numeric_limits<int64_t>::max());
   plan.echo = fields.Bool("echo").value_or(false);
   plan.logprobs = static_cast<int32_t>(fields.Int("logprobs", 0, ctx.max_logprobs).value_or(-1));
   if (const auto suffix = fields.String("suffix"); suffix && !suffix->empty())
@@ -129,6 +129,9 @@ std::optional<CompletionPlan> ParseCompletion(std::string_view body, const Serve
     plan.prompt_tokens += static_cast<int64_t>(prompt.ids.size());
     longest = std::max(longest, static_cast<int64_t>(prompt.ids.size()));
   }
+  sampling.max_tokens = max_tokens.value_or(
+      ctx.sampling_defaults.max_tokens ? DefaultMaxTokens(*ctx.sampling_defaults.max_tokens, longest, ctx)
+                                       : kDefaultMaxTokens);
   if (auto failure = ApplyContextLimit(longest, ctx, "prompt", &sampling)) {
     *error = std::move(*failure);
     return std::nullopt;

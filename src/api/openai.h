@@ -22,6 +22,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "src/api/generation_config.h"
 #include "src/chat/output_parser.h"
 #include "src/chat/stream_parser.h"
 #include "src/engine/engine.h"
@@ -61,6 +62,7 @@ struct ServerContext {
   bool reasoning_parser = true;         // false: reasoning text stays in content, no reasoning_content
                                         // (vLLM without --reasoning-parser)
   bool reasoning_alias = true;          // also send reasoning text as "reasoning" (vLLM >= 0.11 name)
+  SamplingDefaults sampling_defaults;   // generation config: what a request that omits a field gets
 };
 
 // A validated /v1/chat/completions request, ready for Engine::Submit.

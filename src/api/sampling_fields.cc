@@ -1,6 +1,7 @@
 // OpenAI / vLLM sampling fields -> engine::SamplingParams.
 #include "src/api/sampling_fields.h"
 
+#include <algorithm>
 #include <limits>
 #include <string>
 
@@ -98,6 +99,11 @@ void ReadSamplingFields(FieldReader& fields, size_t vocab_size, int32_t max_n,
   if (auto v = fields.Int("min_tokens", 0, kInt64Max)) sampling->min_tokens = *v;
   ReadLogitBias(fields, vocab_size, &sampling->logit_bias);
   if (auto v = fields.Int("n", 1, max_n)) sampling->n = static_cast<int32_t>(*v);
+}
+
+int64_t DefaultMaxTokens(int64_t default_max_tokens, int64_t prompt_tokens, const ServerContext& ctx) {
+  if (ctx.max_model_len <= 0) return default_max_tokens;
+  return std::max<int64_t>(1, std::min(default_max_tokens, ctx.max_model_len - prompt_tokens));
 }
 
 std::optional<ApiError> ApplyContextLimit(int64_t prompt_tokens, const ServerContext& ctx,

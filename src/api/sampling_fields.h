@@ -19,6 +19,10 @@ namespace k3::api {
 void ReadSamplingFields(FieldReader& fields, size_t vocab_size, int32_t max_n,
                         engine::SamplingParams* sampling);
 
+// A default max_tokens (the generation config's max_new_tokens) capped by the room the prompt leaves (at
+// least 1, so that a prompt too long is still ApplyContextLimit's error).
+int64_t DefaultMaxTokens(int64_t default_max_tokens, int64_t prompt_tokens, const ServerContext& ctx);
+
 // max_tokens (given or not) against the context: a prompt that leaves no room is a 400, and so is
 // prompt + max_tokens > max_model_len; min_tokens must not exceed max_tokens. With max_model_len 0
 // (unknown) only min_tokens is checked. nullopt: ok.

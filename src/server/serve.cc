@@ -10,8 +10,10 @@
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
+#include <nlohmann/json.hpp>
 
 #include "src/api/openai.h"
+#include "src/base/file.h"
 #include "src/base/open_files.h"
 #include "src/base/thread_pool.h"
 #include "src/model/model.h"
@@ -57,6 +59,30 @@ Result<std::string> ResolveModelDir(const ServeConfig& config) {
         dir, dir);
   }
   return dir;
+}
+
+// Default sampling from the generation config (vLLM's --generation-config) with the override on top.
+Result<api::SamplingDefaults> GenerationDefaults(const ServeConfig& config, const std::string& model_dir) {
+  api::SamplingDefaults defaults;
+  if (config.generation_config != "vllm") {
+    const std::string folder = config.generation_config == "auto" ? model_dir : config.generation_config;
+    const std::filesystem::path file = std::filesystem::path(folder) / "generation_config.json";
+    std::error_code ec;
+    if (std::filesystem::is_regular_file(file, ec)) {
+      K3_ASSIGN_OR_RETURN(std::string text, ReadFileToString(file.string()));
+      const nlohmann::json parsed = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+      if (parsed.is_discarded())
+        return InvalidArgument("{}: not valid JSON (fix it, or pass --generation-config vllm)",
+                               file.string());
+      K3_ASSIGN_OR_RETURN(defaults, api::ParseGenerationConfig(parsed, file.string()));
+    }
+  }
+  defaults = api::MergeSamplingDefaults(defaults, config.override_generation_config);
+  if (!defaults.empty()) {
+    spdlog::info("default sampling parameters from the generation config: {} (a request's own fields win)",
+                 defaults.Describe());
+  }
+  return defaults;
 }
 
 // Joins the group (if any) and loads the model of this rank.
@@ -105,6 +131,7 @@ Status Load(const ServeConfig& config, OpenAiService* service, const std::string
       eo.enable_prefix_caching ? "on" : "off", eo.prefix_snapshot_interval, out->pool->num_threads());
 
   api::ServerContext ctx;
+  K3_ASSIGN_OR_RETURN(ctx.sampling_defaults, GenerationDefaults(config, dir));
   ctx.tokenizer = out->tokenizer.get();
   ctx.served_model_name = served_name;
   ctx.served_model_aliases = config.served_model_aliases;

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "src/api/generation_config.h"
 #include "src/base/status.h"
 #include "src/dist/launch.h"
 #include "src/engine/engine.h"
@@ -27,6 +28,10 @@ struct ServeConfig {
   std::vector<std::string> served_model_aliases;       // more names requests may use (vLLM's list)
   int32_t max_logprobs = 20;                           // --max-logprobs
   bool log_requests = false;                           // --enable-log-requests
+  // Default sampling: "auto" (the model folder's generation_config.json, when present), "vllm" (none) or
+  // a folder holding one; the override is layered on top (--override-generation-config).
+  std::string generation_config = "auto";
+  api::SamplingDefaults override_generation_config;
   engine::EngineOptions engine;
   bool enable_auto_tool_choice = true;  // false: tool_choice "auto" with tools is a 400
   bool reasoning_parser = true;         // false: reasoning text stays in content

@@ -243,6 +243,46 @@ test('ignore_eos in chat: all max_tokens are generated and their text is content
   }
 });
 
+test('generation config: --override-generation-config sets the defaults; --chat-template takes the XTML one only',
+     async () => {
+  const fs = require('node:fs');
+  const os = require('node:os');
+  const path = require('node:path');
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'k3-gencfg-'));
+  fs.writeFileSync(path.join(dir, 'generation_config.json'), JSON.stringify({ temperature: 0, max_new_tokens: 5 }));
+  const xtml = path.join(dir, 'chat_template.jinja');
+  fs.writeFileSync(xtml, '{% for m in messages %}<|open|>{{ m.role }}<|sep|>{{ m.content }}<|close|>{{ m.role }}<|sep|>{% endfor %}');
+  const other = path.join(dir, 'other.jinja');
+  fs.writeFileSync(other, '{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>{% endfor %}');
+  const second = await startServer(['--generation-config', dir, '--override-generation-config', '{"top_k": 3}',
+                                    '--chat-template', xtml, '--chat-template-content-format', 'openai']);
+  try {
+    const c = second.client();
+    const ask = (extra) => c.chat.completions.create({ model: MODEL, messages: user, ...extra });
+    const a = await ask({});
+    assert.equal(a.usage.completion_tokens, 5, JSON.stringify(a.usage));  // max_new_tokens
+    assert.equal(a.choices[0].finish_reason, 'length');
+    assert.deepEqual((await ask({})).choices[0].message, a.choices[0].message);  // temperature 0: greedy
+    assert.equal((await ask({ max_tokens: 2 })).usage.completion_tokens, 2);  // the request's own field wins
+    assert.match(second.log(), /default sampling parameters from the generation config: temperature=0, top_k=3, max_tokens=5/);
+  } finally {
+    const { code } = await second.stop();
+    assert.equal(code, 0);
+  }
+  const { spawnSync } = require('node:child_process');
+  for (const [flags, says] of [[['--chat-template', other], 'is not the Kimi K3 XTML template'],
+                               [['--chat-template', '/no/such/template.jinja'], 'no such file'],
+                               [['--override-generation-config', '{"temperature": "hot"}'], 'temperature must be'],
+                               [['--override-generation-config', 'nope'], 'not valid JSON'],
+                               [['--generation-config', os.tmpdir()], 'no generation_config.json']]) {
+    const r = spawnSync(process.env.K3_REAL_BIN || process.env.K3_BIN, ['serve', ...flags, '--dry-run'],
+                        { encoding: 'utf8' });
+    assert.notEqual(r.status, 0, flags.join(' '));
+    assert.ok((r.stderr + r.stdout).includes(says), r.stderr);
+  }
+  fs.rmSync(dir, { recursive: true, force: true });
+});
+
 test('HEAD /health and /v1/models answer like GET without a body', async () => {
   for (const path of ['/health', '/v1/models']) {
     const head = await request(server.port, 'HEAD', path);
