@@ -1,14 +1,19 @@
 // k3 run: one prompt (token ids) through the engine from the command line, for debugging and goldens.
 //   k3 run [--model DIR] --prompt-ids 1,2,3 [--max-new N] [--threads N] [--dump-logits FILE.npy]
+//          [--dump-hidden DIR]
 //          [--tensor-parallel-size T [--enable-expert-parallel] ...]
 // Prints, for every prompt position and every generated step, the token fed and the top-5 next tokens
 // with their logits, then the greedy continuation. Without --model, the embedded tiny-k3 is used.
 // --dump-logits writes every row (prompt positions, then generated steps) as a float32 .npy [rows, vocab].
+// --dump-hidden DIR writes the hidden states of the same rows for layer-by-layer comparison (model.h's
+// ForwardOutput says what each is): DIR/layer_00.npy (embeddings) .. layer_LL.npy (after layer LL) and
+// DIR/final_norm.npy (after the final norm, what lm_head multiplies), each float32 [rows, hidden_size].
 // With the parallelism flags of `k3 serve` the model is split over ranks exactly as the server splits it
 // (the node's other ranks are started as child processes), so logits can be compared from the command
 // line.
 #include <charconv>
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
@@ -57,6 +62,21 @@ std::string FormatTop(std::span<const float> logits) {
   return out;
 }
 
+// DIR/layer_LL.npy for each layer's rows and DIR/final_norm.npy, each [rows, hidden].
+Status WriteHiddenStates(const std::string& dir, const std::vector<std::vector<float>>& layers,
+                         const std::vector<float>& final_rows, int64_t hidden) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return IoError("--dump-hidden {}: cannot create the directory: {}", dir, ec.message());
+  for (size_t l = 0; l < layers.size(); ++l) {
+    const std::string path = fmt::format("{}/layer_{:02d}.npy", dir, l);
+    K3_RETURN_IF_ERROR(io::WriteNpyFloat32(path, layers[l].data(),
+                                           {static_cast<int64_t>(layers[l].size()) / hidden, hidden}));
+  }
+  return io::WriteNpyFloat32(dir + "/final_norm.npy", final_rows.data(),
+                             {static_cast<int64_t>(final_rows.size()) / hidden, hidden});
+}
+
 }  // namespace
 
 void RegisterRunCommand(CLI::App& app) {
@@ -66,6 +86,7 @@ void RegisterRunCommand(CLI::App& app) {
     int64_t max_new = 8;
     int threads = 0;
     std::string dump_logits;
+    std::string dump_hidden;
     dist::GroupFlags group;
   };
   auto flags = std::make_shared<Flags>();
@@ -77,6 +98,9 @@ void RegisterRunCommand(CLI::App& app) {
   cmd->add_option("--threads", flags->threads, "worker threads (0: all cores)")->capture_default_str();
   cmd->add_option("--dump-logits", flags->dump_logits,
                   "write every row's logits (prompt positions, then steps) as float32 .npy [rows, vocab]");
+  cmd->add_option("--dump-hidden", flags->dump_hidden,
+                  "write every row's hidden states to DIR: layer_00.npy (embeddings) .. layer_LL.npy, "
+                  "final_norm.npy, float32 [rows, hidden]");
   AddGroupFlags(cmd, &flags->group, "Distributed (as k3 serve)");
   cmd->callback([flags] {
     auto prompt = ParsePromptIds(flags->prompt_ids);
@@ -112,17 +136,29 @@ void RegisterRunCommand(CLI::App& app) {
     const int64_t prompt_len = static_cast<int64_t>(prompt->size());
     std::vector<float> rows;
     int64_t num_rows = 0;
-    auto generated =
-        model::GreedyGenerate(*member->model, *prompt, flags->max_new,
-                              [&](int64_t pos, int32_t token, std::span<const float> logits) {
-                                const char* kind = pos < prompt_len ? "pos" : "step";
-                                std::printf("%s %lld token %d: %s\n", kind, static_cast<long long>(pos),
-                                            token, FormatTop(logits).c_str());
-                                if (!flags->dump_logits.empty()) {
-                                  rows.insert(rows.end(), logits.begin(), logits.end());
-                                  ++num_rows;
-                                }
-                              });
+    std::vector<std::vector<float>> layer_rows;  // [num_layers + 1][rows * D], then the final norm's
+    std::vector<float> final_rows;
+    model::ForwardCallback on_forward;
+    if (!flags->dump_hidden.empty()) {
+      on_forward = [&](const model::ForwardOutput& out) {
+        layer_rows.resize(out.layer_hidden.size());
+        for (size_t l = 0; l < out.layer_hidden.size(); ++l)
+          layer_rows[l].insert(layer_rows[l].end(), out.layer_hidden[l].begin(), out.layer_hidden[l].end());
+        final_rows.insert(final_rows.end(), out.final_hidden.begin(), out.final_hidden.end());
+      };
+    }
+    auto generated = model::GreedyGenerate(
+        *member->model, *prompt, flags->max_new,
+        [&](int64_t pos, int32_t token, std::span<const float> logits) {
+          const char* kind = pos < prompt_len ? "pos" : "step";
+          std::printf("%s %lld token %d: %s\n", kind, static_cast<long long>(pos), token,
+                      FormatTop(logits).c_str());
+          if (!flags->dump_logits.empty()) {
+            rows.insert(rows.end(), logits.begin(), logits.end());
+            ++num_rows;
+          }
+        },
+        on_forward);
     if (member->leader != nullptr) {
       const Status shut = member->leader->Shutdown();
       if (!shut.ok() && generated.ok()) return FailCommand("run", shut.ToString(), 3);
@@ -131,6 +167,11 @@ void RegisterRunCommand(CLI::App& app) {
     if (!flags->dump_logits.empty()) {
       const int64_t vocab = member->model->config().vocab_size;
       Status written = io::WriteNpyFloat32(flags->dump_logits, rows.data(), {num_rows, vocab});
+      if (!written.ok()) return FailCommand("run", written.ToString());
+    }
+    if (!flags->dump_hidden.empty()) {
+      const Status written =
+          WriteHiddenStates(flags->dump_hidden, layer_rows, final_rows, member->model->config().hidden_size);
       if (!written.ok()) return FailCommand("run", written.ToString());
     }
     std::string ids;

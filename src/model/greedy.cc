@@ -21,7 +21,7 @@ std::vector<std::pair<int32_t, float>> TopLogits(std::span<const float> logits, 
 }
 
 Result<std::vector<int32_t>> GreedyGenerate(Model& model, std::span<const int32_t> prompt, int64_t max_new,
-                                            const StepCallback& on_step) {
+                                            const StepCallback& on_step, const ForwardCallback& on_forward) {
   const int64_t N = model.config().vocab_size;
   if (prompt.empty()) return InvalidArgument("the prompt is empty; give at least one token id");
   for (int32_t id : prompt) {
@@ -32,8 +32,10 @@ Result<std::vector<int32_t>> GreedyGenerate(Model& model, std::span<const int32_
   Sequences sequences(model);
   const int32_t seq = sequences.New();
   ForwardOutput out;
+  out.capture_hidden = static_cast<bool>(on_forward);
   SequenceBatchItem item{seq, prompt, /*all_logits=*/true};
   K3_RETURN_IF_ERROR(sequences.Forward(std::span<const SequenceBatchItem>(&item, 1), &out));
+  if (on_forward) on_forward(out);
   for (int64_t i = 0; i < out.rows; ++i) {
     if (on_step) on_step(i, prompt[i], std::span<const float>(out.logits.data() + i * N, N));
   }
@@ -45,6 +47,7 @@ Result<std::vector<int32_t>> GreedyGenerate(Model& model, std::span<const int32_
     if (step + 1 == max_new) break;  // the last token's successor is not needed
     SequenceBatchItem decode{seq, std::span<const int32_t>(&generated.back(), 1), false};
     K3_RETURN_IF_ERROR(sequences.Forward(std::span<const SequenceBatchItem>(&decode, 1), &out));
+    if (on_forward) on_forward(out);
     last = std::span<const float>(out.logits.data(), N);
     if (on_step) on_step(sequences.num_tokens(seq) - 1, next, last);
   }

@@ -20,9 +20,14 @@ std::vector<std::pair<int32_t, float>> TopLogits(std::span<const float> logits, 
 // [N] that predict the next token.
 using StepCallback = std::function<void(int64_t position, int32_t token, std::span<const float> logits)>;
 
+// Called after each Execute (the prefill, then each decode step) with its output, hidden states captured
+// (ForwardOutput::capture_hidden).
+using ForwardCallback = std::function<void(const ForwardOutput& out)>;
+
 // Prefills `prompt` and greedily generates `max_new` tokens. InvalidArgument for an empty prompt or a
 // token id outside [0, vocab_size). Returns the generated ids.
 Result<std::vector<int32_t>> GreedyGenerate(Model& model, std::span<const int32_t> prompt, int64_t max_new,
-                                            const StepCallback& on_step);
+                                            const StepCallback& on_step,
+                                            const ForwardCallback& on_forward = {});
 
 }  // namespace k3::model

@@ -199,6 +199,11 @@ Status ModelImpl::Forward(std::span<const SequenceSegment> segments, std::span<c
   }
   all_rows_.resize(T);
   for (int64_t t = 0; t < T; ++t) all_rows_[t] = t;
+  auto capture = [&](int64_t layer) {
+    if (out->capture_hidden) out->layer_hidden[layer].assign(h, h + T * D);
+  };
+  if (out->capture_hidden) out->layer_hidden.resize(static_cast<size_t>(cfg_.num_layers + 1));
+  capture(0);
   float* bank = Grow(s_.bank, T * std::max<int64_t>(B, 1) * D);
   float* mixed = Grow(s_.mixed, T * D);
   int64_t bank_size = 0;
@@ -235,6 +240,7 @@ Status ModelImpl::Forward(std::span<const SequenceSegment> segments, std::span<c
     }
     Ffn(layer, T);
     kernels::AddRoundBf16(h, s_.sublayer.data(), static_cast<size_t>(T * D));
+    capture(l + 1);
   }
 
   // Final mixer (AttnRes), final norm and lm_head on the rows that need logits.
@@ -247,6 +253,7 @@ Status ModelImpl::Forward(std::span<const SequenceSegment> segments, std::span<c
   }
   kernels::RmsNormRows(final_rows, rows, D, D, weights_->final_norm.data(), cfg_.rms_norm_eps, final_rows);
   out->rows = rows;
+  if (out->capture_hidden) out->final_hidden.assign(final_rows, final_rows + rows * D);
   if (!collectives_.sharded()) {
     out->logits.resize(static_cast<size_t>(rows * N));
     kernels::MatMulBf16(final_rows, rows, D, weights_->lm_head.data, N, out->logits.data(), pool_);

@@ -58,9 +58,20 @@ struct Parallelism {
 
 // Output of Execute: logits rows, concatenated over items in batch order; item i contributes
 // tokens.size() rows if all_logits else 1. Shape [rows, vocab_size].
+// With capture_hidden set by the caller (k3 run --dump-hidden), the hidden states of the step too, for
+// layer-by-layer comparison with another implementation (on rank 0 of a group; every rank holds the
+// whole residual stream):
+//   layer_hidden[0]      [T, D] the embeddings of the step's T tokens (every row, batch order)
+//   layer_hidden[l]      [T, D] the residual stream after layer l (1..num_layers; with AttnRes, the
+//                        running sum of the current block, as the layer leaves it)
+//   final_hidden         [rows, D] the rows that get logits, after the output mixer and the final norm
+//                        (logits = final_hidden @ lm_head^T)
 struct ForwardOutput {
   std::vector<float> logits;
   int64_t rows = 0;
+  bool capture_hidden = false;
+  std::vector<std::vector<float>> layer_hidden;
+  std::vector<float> final_hidden;
 };
 
 class Model {

@@ -2,6 +2,7 @@
 // chunking a prompt, batching sequences, and cloning states do not change logits; loading reports
 // missing tensors and dtype/shape mismatches by name.
 #include "src/model/model.h"
+#include "src/base/bf16.h"
 #include "src/base/check.h"
 
 #include <cmath>
@@ -12,6 +13,7 @@
 
 #include "src/model/sequences.h"
 #include "src/model/state_slots.h"
+#include "src/model/tensors.h"
 #include "src/model/testing/random_model.h"
 
 namespace k3::model {
@@ -166,6 +168,53 @@ TEST_P(ModelTest, CloneContinuesIdentically) {
 
 // A plan the model cannot run is DataLoss naming what is wrong, never an abort: the engine and the
 // other ranks' plans reach the model through the same Execute.
+// capture_hidden (k3 run --dump-hidden): layer 0 is the embedding rows, one array per layer after it, and
+// the final rows are what lm_head multiplies into the logits; capturing changes no logit.
+TEST_P(ModelTest, CapturedHiddenStatesExplainTheLogits) {
+  const io::ModelConfig cfg = Config();
+  auto tensors = testing::MakeRandomTensors(cfg, 17);
+  auto model = Model::FromTensors(
+      cfg, [&](const std::string& name) { return tensors->Find(name); }, tensors, nullptr);
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  const std::vector<int32_t> prompt = Prompt(7, cfg.vocab_size, 3);
+  const int64_t D = cfg.hidden_size, N = cfg.vocab_size, T = 7;
+  ForwardOutput plain, captured;
+  captured.capture_hidden = true;
+  for (ForwardOutput* out : {&plain, &captured}) {
+    Sequences seqs(**model);
+    SequenceBatchItem item{seqs.New(), prompt, true};
+    K3_CHECK_OK(seqs.Forward(std::span<const SequenceBatchItem>(&item, 1), out));
+  }
+  EXPECT_EQ(plain.logits, captured.logits);
+  EXPECT_TRUE(plain.layer_hidden.empty());
+  ASSERT_EQ(captured.layer_hidden.size(), static_cast<size_t>(cfg.num_layers + 1));
+  for (const auto& layer : captured.layer_hidden) ASSERT_EQ(layer.size(), static_cast<size_t>(T * D));
+  ASSERT_EQ(captured.final_hidden.size(), static_cast<size_t>(T * D));
+  const io::TensorView* embed = tensors->Find(GlobalTensorName(cfg, "model.embed_tokens.weight"));
+  const io::TensorView* head = tensors->Find(
+      GlobalTensorName(cfg, cfg.tie_word_embeddings ? "model.embed_tokens.weight" : "lm_head.weight"));
+  ASSERT_NE(embed, nullptr);
+  ASSERT_NE(head, nullptr);
+  auto weight = [](const io::TensorView* w, int64_t row, int64_t col, int64_t width) {
+    return Bf16ToFloat(reinterpret_cast<const bf16*>(w->data)[row * width + col]);
+  };
+  for (int64_t t = 0; t < T; ++t) {
+    for (int64_t d = 0; d < D; ++d)
+      ASSERT_EQ(captured.layer_hidden[0][t * D + d], weight(embed, prompt[t], d, D)) << t << ", " << d;
+  }
+  std::vector<float> recomputed(static_cast<size_t>(T * N));
+  for (int64_t t = 0; t < T; ++t) {
+    for (int64_t v = 0; v < N; ++v) {
+      double sum = 0;
+      for (int64_t d = 0; d < D; ++d) sum += double(captured.final_hidden[t * D + d]) * weight(head, v, d, D);
+      recomputed[t * N + v] = static_cast<float>(sum);
+    }
+  }
+  EXPECT_LT(MaxRowRelativeError(captured.logits.data(), recomputed.data(), T, N), 1e-4);
+  // The layers change the stream: the last layer's rows are not the embeddings.
+  EXPECT_NE(captured.layer_hidden.back(), captured.layer_hidden[0]);
+}
+
 TEST_P(ModelTest, BadPlansAreDataLoss) {
   io::ModelConfig cfg = Config();
   auto model = testing::MakeRandomModel(cfg, 5, nullptr);

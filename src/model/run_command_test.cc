@@ -11,6 +11,7 @@
 #include <sstream>
 #include <string>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "src/base/check.h"
@@ -92,8 +93,20 @@ TEST_F(RunCommandTest, LoadsWhatWasWrittenAndRuns) {
   K3_CHECK_OK(sb.Forward(std::span(&ib, 1), &b));
   EXPECT_EQ(a.logits, b.logits);
 
-  const CommandResult r = RunK3("--model " + dir + " --prompt-ids 1,2,3 --max-new 3 --threads 1");
+  const fs::path hidden = root_ / "hidden";
+  const CommandResult r = RunK3(
+      "--model " + dir + " --prompt-ids 1,2,3 --max-new 3 --threads 1 --dump-hidden " + hidden.string());
   EXPECT_EQ(r.exit_code, 0) << r.err;
+  // --dump-hidden: the embeddings, each layer and the final norm, [3 prompt rows + 2 steps, hidden] each.
+  const std::string shape = "(5, " + std::to_string(cfg_.hidden_size) + ")";
+  for (int64_t l = 0; l <= cfg_.num_layers + 1; ++l) {
+    const fs::path file =
+        l <= cfg_.num_layers ? hidden / fmt::format("layer_{:02d}.npy", l) : hidden / "final_norm.npy";
+    const std::string bytes = ReadAll(file);
+    EXPECT_NE(bytes.find(shape), std::string::npos) << file;
+    EXPECT_GE(bytes.size(), static_cast<size_t>(5 * cfg_.hidden_size * 4)) << file;
+  }
+  EXPECT_FALSE(fs::exists(hidden / fmt::format("layer_{:02d}.npy", cfg_.num_layers + 1)));
   EXPECT_NE(r.out.find("pos 2 token 3: "), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("step 4 token "), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("greedy: "), std::string::npos) << r.out;
