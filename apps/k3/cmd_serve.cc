@@ -110,6 +110,11 @@ void RegisterServeCommand(CLI::App& app) {
     std::optional<uint64_t> seed;
     int32_t max_logprobs = 20;
     GenerationFlags generation;
+    int32_t block_size = 16;
+    bool server_load_tracking = false;
+    bool disable_fastapi_docs = false;
+    bool disable_access_log = false;
+    double swap_space = 0;
   };
   auto f = std::make_shared<Flags>();
   CLI::App* cmd = app.add_subcommand("serve", "OpenAI-compatible server (vLLM command line accepted)");
@@ -203,6 +208,19 @@ void RegisterServeCommand(CLI::App& app) {
       ->capture_default_str()
       ->group(compat);
   AddGenerationFlags(cmd, &f->generation, compat);
+  cmd->add_option("--block-size", f->block_size, "tokens per MLA cache block (1..4096)")
+      ->capture_default_str()
+      ->group(compat);
+  cmd->add_flag("--enable-server-load-tracking", f->server_load_tracking,
+                "accepted (GET /load always answers)")
+      ->group(compat);
+  cmd->add_flag("--disable-fastapi-docs", f->disable_fastapi_docs,
+                "accepted (there are no docs pages; /openapi.json stays)")
+      ->group(compat);
+  cmd->add_flag("--disable-uvicorn-access-log", f->disable_access_log, "accepted (no access log is written)")
+      ->group(compat);
+  cmd->add_option("--swap-space", f->swap_space, "accepted (the cache lives in host memory already)")
+      ->group(compat);
 
   AddGroupFlags(cmd, &f->group, "Distributed (vLLM's multiprocessing executor flags)");
   cmd->add_flag("--dry-run", f->dry_run,
@@ -294,6 +312,9 @@ void RegisterServeCommand(CLI::App& app) {
     config.enable_auto_tool_choice = f->tool_call_parser != "none";
     config.reasoning_parser = f->reasoning_parser != "none";
     config.engine.prefix_snapshot_interval = f->prefix_snapshot_interval;
+    if (f->block_size < 1 || f->block_size > 4096)
+      return fail(fmt::format("--block-size {}: must be in [1, 4096]", f->block_size));
+    config.engine.block_tokens = f->block_size;
     config.engine.max_waiting = f->max_queued_requests;
     config.engine.seed = f->seed;
     config.max_logprobs = f->max_logprobs;

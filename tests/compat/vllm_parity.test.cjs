@@ -18,7 +18,8 @@ before(async () => {
   server = await startServer(['--served-model-name', 'Kimi-K3', 'kimi-alias', '--seed', '7', '--max-logprobs', '5',
                               '--enable-chunked-prefill', '--enforce-eager', '--disable-log-stats',
                               '--enable-log-requests', '--root-path', '/k3', '--uvicorn-log-level', 'info',
-                              '--kv-cache-dtype', 'auto']);
+                              '--kv-cache-dtype', 'auto', '--block-size', '32', '--enable-server-load-tracking',
+                              '--disable-fastapi-docs', '--disable-uvicorn-access-log', '--swap-space', '4']);
   client = server.client();
 });
 after(async () => {
@@ -176,6 +177,7 @@ test('vLLM routes: /invocations, /reset_prefix_cache, /server_info, /load, /open
   assert.equal(info.status, 200);
   assert.deepEqual(info.json.served_model_names, ['Kimi-K3', 'kimi-alias']);
   assert.ok(info.json.max_model_len > 0 && info.json.max_num_seqs > 0, info.body);
+  assert.equal(info.json.block_size, 32);  // --block-size
   const load = await request(server.port, 'GET', '/load');
   assert.equal(load.status, 200);
   assert.equal(load.json.server_load, 0);
