@@ -1,13 +1,14 @@
 // libFuzzer target for the chat request parser: any body bytes give either a plan or a 4xx error, never a
 // crash, and an accepted plan keeps the invariants the engine relies on (non-empty prompt of valid ids,
 // prompt + max_tokens within max_model_len, n within max_n, logprobs <= 20). The same bytes also go
-// through the completions, tokenize and detokenize parsers.
+// through the completions, responses, tokenize and detokenize parsers.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <string_view>
 
 #include "src/api/openai.h"
+#include "src/api/responses.h"
 #include "src/tokenizer/bpe_trainer.h"
 #include "src/tokenizer/tokenizer.h"
 
@@ -70,6 +71,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       total += static_cast<int64_t>(request.prompt.size());
     }
     Check(total == plan->prompt_tokens);
+  } else {
+    CheckError(error);
+  }
+  if (auto plan = k3::api::ParseResponses(body, ctx, &error)) {
+    Check(!plan->chat.request.prompt.empty());
+    Check(plan->chat.prompt_tokens + plan->chat.request.sampling.max_tokens <= ctx.max_model_len);
+    Check(plan->stream == plan->chat.stream);
   } else {
     CheckError(error);
   }

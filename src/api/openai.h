@@ -117,6 +117,7 @@ std::vector<engine::Request> CompletionRequests(CompletionPlan* plan);
 // "tool_calls". Not thread-safe: feed it from one strand.
 class ChatResponder {
  public:
+  static constexpr bool kDoneMarker = true;  // streams end with "data: [DONE]"
   ChatResponder(const ChatPlan& plan, const ServerContext& ctx, std::string id, int64_t created);
   // Streaming: the JSON payloads to send as SSE `data:` lines (the caller adds "data: [DONE]" after the
   // request_done event). Non-streaming: accumulates and returns nothing.
@@ -136,6 +137,7 @@ class ChatResponder {
 // The same for /v1/completions (text_completion objects).
 class CompletionResponder {
  public:
+  static constexpr bool kDoneMarker = true;
   CompletionResponder(const CompletionPlan& plan, const ServerContext& ctx, std::string id, int64_t created);
   std::vector<std::string> OnEvent(const engine::Event& event);
   std::string FinalBody() const;

@@ -11,6 +11,7 @@
 #include <spdlog/spdlog.h>
 #include <nlohmann/json.hpp>
 
+#include "src/api/responses.h"
 #include "src/server/error_json.h"
 #include "src/server/request_id.h"
 
@@ -37,6 +38,7 @@ HttpResponse NotReady() {
 double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
 int32_t NumPrompts(const api::ChatPlan&) { return 1; }
+int32_t NumPrompts(const api::ResponsesPlan&) { return 1; }
 int32_t NumPrompts(const api::CompletionPlan& plan) {
   return std::max<int32_t>(static_cast<int32_t>(plan.prompts.size()), 1);
 }
@@ -132,7 +134,7 @@ class Generation : public std::enable_shared_from_this<Generation<Plan, Responde
         stream_started_ = true;
         ex_->StartEvents();
       }
-      if (event.request_done) payloads.emplace_back("[DONE]");
+      if (event.request_done && Responder::kDoneMarker) payloads.emplace_back("[DONE]");
       if (!payloads.empty()) ex_->SendEvents(std::move(payloads));
       if (event.request_done) ex_->EndEvents();
       return;
@@ -201,6 +203,24 @@ void OpenAiService::Chat(const std::shared_ptr<Exchange>& ex) {
   generation->Start(ready->engine, std::move(requests));
 }
 
+void OpenAiService::Responses(const std::shared_ptr<Exchange>& ex) {
+  const Ready* ready = ready_.load(std::memory_order_acquire);
+  if (ready == nullptr) return ex->Respond(NotReady());
+  api::ApiError error;
+  auto plan = api::ParseResponses(ex->request().body, ready->ctx, &error);
+  if (!plan) return ex->Respond(ApiErrorResponse(error));
+  if (log_requests_) {
+    spdlog::info("request {}: responses, model {}, {} prompt tokens, max_tokens {}, stream {}",
+                 ex->request().request_id, plan->chat.model, plan->chat.prompt_tokens,
+                 plan->chat.request.sampling.max_tokens, plan->stream);
+  }
+  std::vector<engine::Request> requests;
+  requests.push_back(std::move(plan->chat.request));
+  auto generation = std::make_shared<Generation<api::ResponsesPlan, api::ResponsesResponder>>(
+      ex, std::move(*plan), ready->ctx, "resp_" + GenerateRequestId(), &metrics_);
+  generation->Start(ready->engine, std::move(requests));
+}
+
 void OpenAiService::Completion(const std::shared_ptr<Exchange>& ex) {
   const Ready* ready = ready_.load(std::memory_order_acquire);
   if (ready == nullptr) return ex->Respond(NotReady());
@@ -241,6 +261,7 @@ void OpenAiService::AddRoutes(Router* router) {
   });
   router->Add("POST", "/v1/chat/completions", [this](std::shared_ptr<Exchange> ex) { Chat(ex); });
   router->Add("POST", "/v1/completions", [this](std::shared_ptr<Exchange> ex) { Completion(ex); });
+  router->Add("POST", "/v1/responses", [this](std::shared_ptr<Exchange> ex) { Responses(ex); });
   using TextEndpoint =
       std::optional<std::string> (*)(std::string_view, const api::ServerContext&, api::ApiError*);
   for (auto [path, fn] : {std::pair<const char*, TextEndpoint>{"/tokenize", &api::Tokenize},

@@ -6,6 +6,7 @@
 //   GET  /v1/models
 //   POST /v1/chat/completions    streaming (SSE) and not
 //   POST /v1/completions
+//   POST /v1/responses           the Responses API (src/api/responses.h), streaming typed events and not
 //   POST /tokenize /detokenize
 //   POST /invocations /reset_prefix_cache, GET /server_info /load /openapi.json (vllm_routes.cc), and
 //   404s naming the vLLM routes not provided here (sleep mode, LoRA, pooling, audio, ...)
@@ -56,6 +57,7 @@ class OpenAiService {
   void Health(const std::shared_ptr<Exchange>& ex) const;
   void Chat(const std::shared_ptr<Exchange>& ex);
   void Completion(const std::shared_ptr<Exchange>& ex);
+  void Responses(const std::shared_ptr<Exchange>& ex);
   void AddVllmRoutes(Router* router);  // vllm_routes.cc
 
   std::string served_model_name_;

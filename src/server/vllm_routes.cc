@@ -39,6 +39,8 @@ constexpr RouteDoc kServedRoutes[] = {
     {"POST", "/v1/chat/completions",
      "chat completions (streaming and not), tools, reasoning, structured output"},
     {"POST", "/v1/completions", "text completions: one prompt or a list, echo, logprobs, prompt_logprobs"},
+    {"POST", "/v1/responses",
+     "the Responses API: reasoning, message and function-call items, typed stream events"},
     {"POST", "/tokenize", "text or messages to token ids"},
     {"POST", "/detokenize", "token ids to text"},
     {"POST", "/invocations", "SageMaker's inference path: a chat or completion body"},
@@ -55,7 +57,6 @@ struct Unsupported {
 
 // vLLM routes that are not served here, with the reason a client gets.
 constexpr Unsupported kUnsupportedRoutes[] = {
-    {"/v1/responses", "the Responses API is not implemented; use /v1/chat/completions"},
     {"/v1/embeddings", "embeddings are not served by this generative engine"},
     {"/pooling", "pooling models are not served"},
     {"/classify", "pooling models are not served"},

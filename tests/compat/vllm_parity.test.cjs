@@ -187,7 +187,8 @@ test('vLLM routes: /invocations, /reset_prefix_cache, /server_info, /load, /open
   assert.equal(doc.status, 200);
   assert.equal(doc.json.openapi, '3.1.0');
   const paths = Object.keys(doc.json.paths);
-  assert.ok(paths.includes('/v1/chat/completions') && paths.includes('/invocations'), paths.join(' '));
+  assert.ok(paths.includes('/v1/chat/completions') && paths.includes('/invocations') &&
+            paths.includes('/v1/responses'), paths.join(' '));
   for (const path of paths) {
     for (const method of Object.keys(doc.json.paths[path])) {
       const r = await request(server.port, method.toUpperCase(), path, method === 'post' ? '{}' : undefined);
@@ -196,7 +197,7 @@ test('vLLM routes: /invocations, /reset_prefix_cache, /server_info, /load, /open
     }
   }
   // vLLM routes not provided: a 404 that says so and why.
-  for (const path of ['/v1/responses', '/v1/embeddings', '/sleep', '/is_sleeping', '/v1/load_lora_adapter']) {
+  for (const path of ['/v1/embeddings', '/sleep', '/is_sleeping', '/v1/load_lora_adapter']) {
     const r = await request(server.port, 'POST', path, '{}');
     assert.equal(r.status, 404, r.body);
     assert.match(r.json.error.message, new RegExp(`^${path.replace(/\//g, '\\/')} is not supported by this server: `));
