@@ -132,6 +132,9 @@ Result<uint64_t> EngineImpl::Submit(Request request, EventCallback on_event) {
   req->usage.prompt_tokens = prompt_len;
   std::unique_lock<std::mutex> lock(mu_);
   if (stopping_) return Internal("the engine is shutting down; the request was not queued");
+  if (sleeping_) {
+    return Internal("the engine is sleeping (POST /sleep); POST /wake_up before sending requests");
+  }
   if (queued_ >= options_.max_waiting) {
     return Status(StatusCode::kResourceExhausted,
                   fmt::format("the engine's queue is full ({} waiting requests); retry later", queued_));
@@ -182,6 +185,27 @@ bool EngineImpl::ResetPrefixCache(std::function<void(int64_t dropped)> done) {
   return true;
 }
 
+bool EngineImpl::Sleep(std::function<void()> done) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_) return false;
+    sleeping_ = true;
+    sleep_waiters_.push_back(std::move(done));
+  }
+  cv_.notify_one();
+  return true;
+}
+
+void EngineImpl::WakeUp() {
+  std::lock_guard<std::mutex> lock(mu_);
+  sleeping_ = false;
+}
+
+bool EngineImpl::IsSleeping() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return sleeping_;
+}
+
 EngineMetrics EngineImpl::Metrics() const {
   std::lock_guard<std::mutex> lock(mu_);
   EngineMetrics m = metrics_;
@@ -204,11 +228,13 @@ void EngineImpl::Loop() {
   for (;;) {
     std::vector<uint64_t> cancels;
     std::vector<std::function<void(int64_t)>> prefix_resets;
+    std::vector<std::function<void()>> sleep_waiters;
     bool stopping = false, drain = true;
     {
       std::unique_lock<std::mutex> lock(mu_);
       cv_.wait(lock, [&] {
-        return stopping_ || !incoming_.empty() || !cancels_.empty() || !prefix_resets_.empty() || HasWork();
+        return stopping_ || !incoming_.empty() || !cancels_.empty() || !prefix_resets_.empty() || HasWork() ||
+               (!sleep_waiters_.empty() && !HasWork());
       });
       while (!incoming_.empty()) {
         std::unique_ptr<RequestState> req = std::move(incoming_.front());
@@ -219,6 +245,8 @@ void EngineImpl::Loop() {
       }
       cancels.swap(cancels_);
       prefix_resets.swap(prefix_resets_);
+      // Sleep takes effect once the requests queued before it are done.
+      if (!HasWork()) sleep_waiters.swap(sleep_waiters_);
       stopping = stopping_;
       drain = drain_;
     }
@@ -234,6 +262,14 @@ void EngineImpl::Loop() {
       int64_t dropped = 0;
       while (cache_->prefix() != nullptr && cache_->prefix()->EvictOne()) ++dropped;
       done(dropped);
+    }
+    if (!sleep_waiters.empty()) {
+      while (cache_->prefix() != nullptr && cache_->prefix()->EvictOne()) {
+      }
+      state_log_->ReleaseBlocks();
+      const Status released = FlushStateOps();
+      if (!released.ok()) FailAll(released);
+      for (auto& done : sleep_waiters) done();
     }
     if (stopping && !HasWork()) break;
     if (HasWork()) Step();

@@ -153,6 +153,14 @@ class Engine {
   // blocks. `done` runs on the engine thread with the number of snapshots dropped (0 without a prefix
   // cache), or not at all when the engine has stopped: returns false then.
   virtual bool ResetPrefixCache(std::function<void(int64_t dropped)> done) = 0;
+  // Sleep mode (vLLM's POST /sleep, /wake_up, GET /is_sleeping): from the call on, Submit refuses new
+  // requests (kInternal, "the engine is sleeping": HTTP 503); once the requests already queued have finished,
+  // the prefix cache is dropped and the model frees its paged cache memory, then `done` runs on the engine
+  // thread. False (and `done` never runs) when the engine has stopped. WakeUp takes requests again (the
+  // memory is allocated again as they need it).
+  virtual bool Sleep(std::function<void()> done) = 0;
+  virtual void WakeUp() = 0;
+  virtual bool IsSleeping() const = 0;
   // True while the engine thread is running its loop.
   virtual bool Alive() const = 0;
   virtual const EngineOptions& options() const = 0;  // with defaults resolved (max_model_len etc.)

@@ -34,6 +34,9 @@ class EngineImpl final : public Engine {
   void Cancel(uint64_t request_id) override;
   EngineMetrics Metrics() const override;
   bool ResetPrefixCache(std::function<void(int64_t dropped)> done) override;
+  bool Sleep(std::function<void()> done) override;
+  void WakeUp() override;
+  bool IsSleeping() const override;
   bool Alive() const override { return alive_.load(); }
   const EngineOptions& options() const override { return options_; }
   void Shutdown(bool drain) override;
@@ -83,6 +86,8 @@ class EngineImpl final : public Engine {
   std::deque<std::unique_ptr<RequestState>> incoming_;
   std::vector<uint64_t> cancels_;
   std::vector<std::function<void(int64_t)>> prefix_resets_;  // ResetPrefixCache callbacks not yet run
+  bool sleeping_ = false;                                    // Sleep called, WakeUp not yet (mu_)
+  std::vector<std::function<void()>> sleep_waiters_;         // Sleep callbacks until the memory is released
   int64_t queued_ = 0;  // incoming + waiting requests not yet admitted (queue-full check)
   uint64_t next_id_ = 1;
   bool stopping_ = false;

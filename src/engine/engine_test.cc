@@ -641,6 +641,36 @@ TEST(Engine, ResetPrefixCacheDropsEverySnapshot) {
   EXPECT_FALSE(engine->ResetPrefixCache([](int64_t) {}));
 }
 
+// Sleep: requests queued before it finish, new ones are refused, the memory is released; after WakeUp the
+// same request gives the same tokens (the cache is allocated again).
+TEST(Engine, SleepReleasesTheCacheAndWakeUpServesAgain) {
+  auto engine = MakeEngine();
+  const std::vector<int32_t> prompt = Prompt(41, 30);
+  Collector before;
+  ASSERT_TRUE(engine->Submit(MakeRequest(prompt, GreedyParams(6)), before.Callback(0)).ok());
+  std::promise<void> asleep;
+  ASSERT_TRUE(engine->Sleep([&] { asleep.set_value(); }));
+  EXPECT_TRUE(engine->IsSleeping());
+  auto refused = engine->Submit(MakeRequest(prompt, GreedyParams(6)), [](const Event&) {});
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("sleeping"), std::string::npos);
+  auto future = asleep.get_future();
+  ASSERT_EQ(future.wait_for(std::chrono::seconds(60)), std::future_status::ready);
+  before.Wait(1);
+  const RequestResult first = before.Get(0);
+  EXPECT_EQ(first.choices.at(0).tokens.size(), 6u);  // the queued request finished first
+  EXPECT_EQ(engine->Metrics().kv_cache_usage, 0.0);
+  engine->WakeUp();
+  EXPECT_FALSE(engine->IsSleeping());
+  std::vector<Request> reqs;
+  reqs.push_back(MakeRequest(prompt, GreedyParams(6)));
+  const RequestResult again = RunAll(*engine, std::move(reqs))[0];
+  EXPECT_EQ(again.usage.cached_prompt_tokens, 0);  // the prefix cache was dropped
+  EXPECT_EQ(again.choices.at(0).tokens, first.choices.at(0).tokens);
+  engine->Shutdown(true);
+  EXPECT_FALSE(engine->Sleep([] {}));
+}
+
 // prompt_logprobs: every prompt token's logprob given the tokens before it, equal to a log-softmax of
 // the model's all-position logits; computed even when the prefix cache holds the prompt (the request
 // skips it), across prefill chunks, once per request, delivered to every choice.

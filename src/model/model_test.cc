@@ -260,6 +260,24 @@ TEST_P(ModelTest, BadPlansAreDataLoss) {
   }
   // The slot is still usable after the refused plans.
   EXPECT_TRUE(run(StepPlan{.items = {item(1, 0, {1, 2})}}).ok());
+
+  // Sleep mode's kReleaseBlocks: refused while a paged slot lives; afterwards the blocks' memory is gone
+  // (copying block 7 is a copy of a block never written) and a new paged slot works again.
+  StepItem written = item(2, 0, {1, 2, 3});
+  written.block_tokens = 2;
+  written.blocks = {7, 8};
+  ASSERT_TRUE(run(StepPlan{.ops = {{StateOpKind::kNew, 2, 0}}, .items = {written}}).ok());
+  const Status live = run(StepPlan{.ops = {{StateOpKind::kReleaseBlocks, 0, 0}}});
+  EXPECT_EQ(live.code(), StatusCode::kDataLoss);
+  EXPECT_NE(live.message().find("slot 2 uses blocks"), std::string::npos) << live.ToString();
+  EXPECT_TRUE(run(StepPlan{.ops = {{StateOpKind::kCopyBlock, 7, 9}}}).ok());
+  ASSERT_TRUE(run(StepPlan{.ops = {{StateOpKind::kFree, 2, 0}, {StateOpKind::kReleaseBlocks, 0, 0}}}).ok());
+  const Status gone = run(StepPlan{.ops = {{StateOpKind::kCopyBlock, 7, 9}}});
+  EXPECT_NE(gone.message().find("block 7, which was never written"), std::string::npos) << gone.ToString();
+  ASSERT_TRUE(run(StepPlan{.ops = {{StateOpKind::kNew, 3, 0}}}).ok());
+  StepItem again = written;
+  again.slot = 3;
+  EXPECT_TRUE(run(StepPlan{.items = {again}}).ok());
 }
 
 INSTANTIATE_TEST_SUITE_P(Variants, ModelTest, ::testing::Values(true, false),

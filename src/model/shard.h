@@ -12,8 +12,9 @@
 //   lm_head rows [r*N/t, (r+1)*N/t); embedding, norms and AttnRes replicated.
 // Row slices point into the mapped checkpoint (only their bytes are ever touched); column slices are
 // copied once into ModelWeights::owned. Every sliced view records its part (TensorShard: axis, rank's
-// index, world), so a backend that uploads or re-lays weights knows what each view is. The rank's config (LocalConfig) has H/t KDA and MLA heads, so
-// the layers and the per-sequence state need no other change: a KDA state holds only the rank's heads.
+// index, world), so a backend that uploads or re-lays weights knows what each view is. The rank's config
+// (LocalConfig) has H/t KDA and MLA heads, so the layers and the per-sequence state need no other change: a
+// KDA state holds only the rank's heads.
 #pragma once
 
 #include <cstdint>

@@ -54,6 +54,11 @@ void StateOpLog::CopyBlock(int32_t source, int32_t target) {
   ops_.push_back({StateOpKind::kCopyBlock, source, target});
 }
 
+void StateOpLog::ReleaseBlocks() {
+  std::lock_guard<std::mutex> lock(mu_);
+  ops_.push_back({StateOpKind::kReleaseBlocks, 0, 0});
+}
+
 std::vector<StateOp> StateOpLog::Drain() {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<StateOp> out;

@@ -33,6 +33,8 @@ class StateOpLog {
   void CopyKda(int32_t source, int32_t target);
   void Free(int32_t slot);
   void CopyBlock(int32_t source, int32_t target);
+  // Frees the memory of every paged block (only when no paged slot lives: the engine is asleep).
+  void ReleaseBlocks();
 
   std::vector<StateOp> Drain();
 

@@ -34,6 +34,14 @@ Status StateSlots::Apply(const StateOp& op) {
       std::memcpy(target, blocks_[op.a].get(), sizeof(float) * static_cast<size_t>(block_floats_));
       return OkStatus();
     }
+    case StateOpKind::kReleaseBlocks:
+      for (const auto& [slot, state] : slots_) {
+        if (state->paged())
+          return DataLoss("step plan releases the block memory while slot {} uses blocks", slot);
+      }
+      blocks_.clear();
+      blocks_.shrink_to_fit();
+      return OkStatus();
   }
   return DataLoss("step plan: unknown state op");
 }

@@ -115,9 +115,10 @@ Result<StepPlan> DecodeStepPlan(std::string_view bytes) {
     (void)r.Get(&op_kind);
     (void)r.Get(&op.a);
     (void)r.Get(&op.b);
-    if (op_kind < 1 || op_kind > 5) return DataLoss("step plan: unknown state op kind {}", op_kind);
+    if (op_kind < 1 || op_kind > 6) return DataLoss("step plan: unknown state op kind {}", op_kind);
     op.kind = static_cast<StateOpKind>(op_kind);
-    const bool two_ids = op.kind != StateOpKind::kNew && op.kind != StateOpKind::kFree;
+    const bool two_ids = op.kind != StateOpKind::kNew && op.kind != StateOpKind::kFree &&
+                         op.kind != StateOpKind::kReleaseBlocks;
     if (op.a < 0 || op.a > kMaxSlotId || (two_ids && (op.b < 0 || op.b > kMaxSlotId)))
       return DataLoss("step plan: state op with slot or block id out of range ({}, {})", op.a, op.b);
   }

@@ -30,6 +30,9 @@ enum class StateOpKind : uint8_t {
   kCopyKda = 3,    // a: source slot, b: target slot (KDA states and conv tails only)
   kFree = 4,       // a: slot
   kCopyBlock = 5,  // a: source block, b: target block (MLA rows of every layer)
+  // (no operands) frees the memory of every paged MLA block (the engine is asleep: no paged slot lives;
+  // a block is allocated again when a later plan names it).
+  kReleaseBlocks = 6,
 };
 
 struct StateOp {

@@ -58,7 +58,8 @@ struct Builder {
     Linear(L(layer, "self_attn.f_b_proj.weight"), P, K);
     if (cfg.family == io::ModelFamily::kKimiK3) {
       // Stored padded to a multiple of 128 entries; the first H are used (spec §3.2).
-      Add(L(layer, "self_attn.A_log"), {(H + 127) / 128 * 128}, DType::kF32, InitKind::kALog, 0, {DType::kBF16});
+      Add(L(layer, "self_attn.A_log"), {(H + 127) / 128 * 128}, DType::kF32, InitKind::kALog, 0,
+          {DType::kBF16});
     } else {
       Add(L(layer, "self_attn.A_log"), {1, 1, H, 1}, DType::kF32, InitKind::kALog, 0, {DType::kBF16});
     }
@@ -95,7 +96,8 @@ struct Builder {
     const int64_t D = cfg.hidden_size, E = cfg.num_experts, io_dim = cfg.expert_io_dim();
     const std::string m = "block_sparse_moe.";
     Linear(L(layer, m + "gate.weight"), E, D);
-    Add(L(layer, m + "gate.e_score_correction_bias"), {E}, DType::kF32, InitKind::kRouterBias, 0, {DType::kBF16});
+    Add(L(layer, m + "gate.e_score_correction_bias"), {E}, DType::kF32, InitKind::kRouterBias, 0,
+        {DType::kBF16});
     if (cfg.routed_expert_hidden_size > 0) {
       Linear(L(layer, m + "routed_expert_down_proj.weight"), io_dim, D);
       if (cfg.latent_moe_use_norm) Norm(L(layer, m + "routed_expert_norm.weight"), io_dim);

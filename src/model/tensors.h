@@ -27,12 +27,12 @@ enum class InitKind {
 };
 
 struct TensorSpec {
-  std::string name;            // full checkpoint name, prefix included
-  std::vector<int64_t> shape;  // as stored
-  io::DType dtype;             // what gen-model writes
+  std::string name;                        // full checkpoint name, prefix included
+  std::vector<int64_t> shape;              // as stored
+  io::DType dtype;                         // what gen-model writes
   std::vector<io::DType> accepted_dtypes;  // what loading accepts (always contains dtype)
   InitKind init = InitKind::kLinear;
-  int64_t fan_in = 0;          // logical input width of a matrix (MXFP4: unpacked), for kLinear init
+  int64_t fan_in = 0;  // logical input width of a matrix (MXFP4: unpacked), for kLinear init
 };
 
 // Layer-scoped name: "<prefix>model.layers.<layer>.<suffix>".

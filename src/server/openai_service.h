@@ -8,8 +8,8 @@
 //   POST /v1/completions
 //   POST /v1/responses           the Responses API (src/api/responses.h), streaming typed events and not
 //   POST /tokenize /detokenize
-//   POST /invocations /reset_prefix_cache, GET /server_info /load /openapi.json (vllm_routes.cc), and
-//   404s naming the vLLM routes not provided here (sleep mode, LoRA, pooling, audio, ...)
+//   POST /invocations /reset_prefix_cache /sleep /wake_up, GET /server_info /load /is_sleeping
+//   /openapi.json (vllm_routes.cc), and 404s naming the vLLM routes not provided here (LoRA, pooling, ...)
 //
 // The routes exist from the start (so /health answers 503 while the model loads); SetReady switches
 // them on. Engine events arrive on the engine thread and are posted onto the connection's strand, where

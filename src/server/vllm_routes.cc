@@ -6,8 +6,12 @@
 //   GET  /server_info         the served names and the engine's resolved limits, as JSON
 //   GET  /load                {"server_load": requests running + waiting}
 //   GET  /openapi.json        an OpenAPI 3.1 document of the routes this server answers
+//   POST /sleep               sleep mode: new requests get 503, the queued ones finish, then the prefix
+//                             cache and the paged cache memory are freed (answers once that is done;
+//                             vLLM's ?level= is accepted: weights stay mapped at every level)
+//   POST /wake_up             requests are served again;  GET /is_sleeping  {"is_sleeping": bool}
 //
-// and, for vLLM routes this engine does not provide (sleep mode, LoRA, pooling models, audio, ...), a 404
+// and, for vLLM routes this engine does not provide (LoRA, pooling models, audio, ...), a 404
 // whose message names the route as unsupported and says why, instead of the plain "no route".
 #include <string>
 #include <utility>
@@ -47,6 +51,9 @@ constexpr RouteDoc kServedRoutes[] = {
     {"POST", "/reset_prefix_cache", "drop every prefix-cache snapshot"},
     {"GET", "/server_info", "served names and the engine's limits"},
     {"GET", "/load", "requests running and waiting"},
+    {"POST", "/sleep", "sleep mode: refuse new requests, finish the queued ones, free the cache memory"},
+    {"POST", "/wake_up", "leave sleep mode"},
+    {"GET", "/is_sleeping", "whether the server sleeps"},
     {"GET", "/openapi.json", "this document"},
 };
 
@@ -69,9 +76,6 @@ constexpr Unsupported kUnsupportedRoutes[] = {
     {"/v1/audio/translations", "Kimi K3 takes no audio"},
     {"/v1/load_lora_adapter", "LoRA adapters are not supported"},
     {"/v1/unload_lora_adapter", "LoRA adapters are not supported"},
-    {"/sleep", "sleep mode is not supported (the cache memory stays allocated)"},
-    {"/wake_up", "sleep mode is not supported"},
-    {"/is_sleeping", "sleep mode is not supported"},
     {"/collective_rpc", "a vLLM development route"},
     {"/start_profile", "profiling routes are not provided"},
     {"/stop_profile", "profiling routes are not provided"},
@@ -156,6 +160,24 @@ void OpenAiService::AddVllmRoutes(Router* router) {
       load = m.num_running + m.num_waiting;
     }
     ex->Respond(Json(200, {{"server_load", load}}));
+  });
+  router->Add("POST", "/sleep", [this](std::shared_ptr<Exchange> ex) {
+    const Ready* ready = ready_.load(std::memory_order_acquire);
+    if (ready == nullptr) return ex->Respond(ErrorResponse(503, "the model is still loading"));
+    const bool queued = ready->engine->Sleep([ex] {
+      ex->Post([ex] { ex->Respond(Json(200, {{"is_sleeping", true}})); });
+    });
+    if (!queued) ex->Respond(ErrorResponse(503, "the engine has stopped"));
+  });
+  router->Add("POST", "/wake_up", [this](std::shared_ptr<Exchange> ex) {
+    const Ready* ready = ready_.load(std::memory_order_acquire);
+    if (ready == nullptr) return ex->Respond(ErrorResponse(503, "the model is still loading"));
+    ready->engine->WakeUp();
+    ex->Respond(Json(200, {{"is_sleeping", false}}));
+  });
+  router->Add("GET", "/is_sleeping", [this](std::shared_ptr<Exchange> ex) {
+    const Ready* ready = ready_.load(std::memory_order_acquire);
+    ex->Respond(Json(200, {{"is_sleeping", ready != nullptr && ready->engine->IsSleeping()}}));
   });
   router->Add("GET", "/openapi.json",
               [this](std::shared_ptr<Exchange> ex) { ex->Respond(Json(200, OpenApiDocument(version_))); });

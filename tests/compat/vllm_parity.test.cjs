@@ -190,6 +190,7 @@ test('vLLM routes: /invocations, /reset_prefix_cache, /server_info, /load, /open
   assert.ok(paths.includes('/v1/chat/completions') && paths.includes('/invocations') &&
             paths.includes('/v1/responses'), paths.join(' '));
   for (const path of paths) {
+    if (path === '/sleep') continue;  // (sleep mode has its own test)
     for (const method of Object.keys(doc.json.paths[path])) {
       const r = await request(server.port, method.toUpperCase(), path, method === 'post' ? '{}' : undefined);
       assert.notEqual(r.status, 404, `${method} ${path}: ${r.body}`);
@@ -197,7 +198,7 @@ test('vLLM routes: /invocations, /reset_prefix_cache, /server_info, /load, /open
     }
   }
   // vLLM routes not provided: a 404 that says so and why.
-  for (const path of ['/v1/embeddings', '/sleep', '/is_sleeping', '/v1/load_lora_adapter']) {
+  for (const path of ['/v1/embeddings', '/v1/load_lora_adapter', '/pooling']) {
     const r = await request(server.port, 'POST', path, '{}');
     assert.equal(r.status, 404, r.body);
     assert.match(r.json.error.message, new RegExp(`^${path.replace(/\//g, '\\/')} is not supported by this server: `));
@@ -284,6 +285,22 @@ test('generation config: --override-generation-config sets the defaults; --chat-
     assert.ok((r.stderr + r.stdout).includes(says), r.stderr);
   }
   fs.rmSync(dir, { recursive: true, force: true });
+});
+
+test('sleep mode: /sleep refuses new requests and frees the cache, /wake_up serves again', async () => {
+  assert.deepEqual((await request(server.port, 'GET', '/is_sleeping')).json, { is_sleeping: false });
+  const slept = await request(server.port, 'POST', '/sleep?level=1', '');
+  assert.equal(slept.status, 200, slept.body);
+  assert.deepEqual((await request(server.port, 'GET', '/is_sleeping')).json, { is_sleeping: true });
+  const refused = await request(server.port, 'POST', '/v1/chat/completions',
+                                JSON.stringify({ model: MODEL, messages: user, max_tokens: 2 }));
+  assert.equal(refused.status, 503, refused.body);
+  assert.match(refused.json.error.message, /sleeping/);
+  const woke = await request(server.port, 'POST', '/wake_up', '');
+  assert.equal(woke.status, 200);
+  assert.deepEqual((await request(server.port, 'GET', '/is_sleeping')).json, { is_sleeping: false });
+  const r = await client.chat.completions.create({ model: MODEL, messages: user, max_tokens: 2 });
+  assert.equal(r.usage.completion_tokens, 2);
 });
 
 test('HEAD /health and /v1/models answer like GET without a body', async () => {
