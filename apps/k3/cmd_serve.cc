@@ -19,6 +19,7 @@
 
 #include "apps/k3/commands.h"
 #include "apps/k3/embedded_model.h"
+#include "apps/k3/http_flags.h"
 #include "apps/k3/version.h"
 #include "src/server/serve.h"
 
@@ -108,6 +109,7 @@ void RegisterServeCommand(CLI::App& app) {
     std::string kv_cache_dtype = "auto";
     std::optional<uint64_t> seed;
     int32_t max_logprobs = 20;
+    HttpFlags http;  // TLS
   };
   auto f = std::make_shared<Flags>();
   CLI::App* cmd = app.add_subcommand("serve", "OpenAI-compatible server (vLLM command line accepted)");
@@ -202,6 +204,7 @@ void RegisterServeCommand(CLI::App& app) {
       ->group(compat);
 
   AddGroupFlags(cmd, &f->group, "Distributed (vLLM's multiprocessing executor flags)");
+  AddHttpFlags(cmd, &f->http);
   cmd->add_flag("--dry-run", f->dry_run,
                 "check the command line (flags, parallel layout, LWS environment), print the plan and exit");
 
@@ -272,6 +275,7 @@ void RegisterServeCommand(CLI::App& app) {
       const char* value = std::getenv(env);
       if (config.http.api_key.empty() && value != nullptr) config.http.api_key = value;
     }
+    if (Status s = ApplyHttpFlags(f->http, &config.http); !s.ok()) return fail(s.message());
     config.model_dir = f->model.empty() ? f->model_positional : f->model;
     config.resolve_model = [] { return EnsureEmbeddedModel(); };
     for (const std::string& name : f->served_model_names) {  // in order, each once

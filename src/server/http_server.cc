@@ -18,6 +18,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 #include <boost/asio.hpp>
+#include <boost/asio/ssl.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
@@ -25,6 +26,7 @@
 #include "src/server/error_json.h"
 #include "src/server/http_format.h"
 #include "src/server/request_id.h"
+#include "src/server/tls_config.h"
 
 namespace k3::server {
 namespace {
@@ -33,6 +35,7 @@ namespace beast = boost::beast;
 namespace http = beast::http;
 namespace net = boost::asio;
 using tcp = net::ip::tcp;
+using TlsStream = net::ssl::stream<tcp::socket>;
 using Clock = std::chrono::steady_clock;
 using ErrorCode = boost::system::error_code;
 
@@ -42,6 +45,7 @@ class Session;
 struct Core {
   ServerOptions options;
   Router router;
+  std::optional<net::ssl::context> tls;  // set: every connection is TLS
   std::atomic<bool> shutting_down{false};
   std::atomic<int64_t> active_exchanges{0};
   std::atomic<int64_t> connections{0};
@@ -68,13 +72,16 @@ struct Core {
 
 class ExchangeImpl;
 
+// One connection: the HTTP state machine, written once for every stream type. The few operations that
+// touch the stream (wait, read, write, cancel, close) are virtual and implemented by StreamSession<Stream>
+// for a plain TCP socket and for TLS over it.
 class Session : public std::enable_shared_from_this<Session> {
  public:
-  Session(tcp::socket socket, Core* core)
-      : executor_(socket.get_executor()), socket_(std::move(socket)), timer_(executor_), core_(core) {
+  Session(net::any_io_executor executor, Core* core)
+      : executor_(std::move(executor)), timer_(executor_), core_(core) {
     core_->connections.fetch_add(1);
   }
-  ~Session() {
+  virtual ~Session() {
     if (!closed_) core_->connections.fetch_sub(1);
     std::lock_guard<std::mutex> lock(core_->sessions_mu);
     core_->sessions.erase(this);
@@ -87,7 +94,7 @@ class Session : public std::enable_shared_from_this<Session> {
       std::lock_guard<std::mutex> lock(core_->sessions_mu);
       core_->sessions.emplace(this, weak_from_this());
     }
-    WaitForRequest();
+    StartStream();
   }
 
   // Drain: idle connections close now, busy ones after their exchange.
@@ -105,10 +112,25 @@ class Session : public std::enable_shared_from_this<Session> {
   void DoOnClientGone(uint64_t serial, std::function<void()> callback);
   void DoAbandon(uint64_t serial);
 
- private:
+ protected:
   enum class State { kNone, kHandling, kStreaming, kEnded };
 
+  // Stream operations. Each completion calls back into the state machine below.
+  virtual void StartStream() = 0;      // then WaitForRequest() (TLS: after the handshake)
+  virtual void AsyncWaitIdle() = 0;    // a keep-alive connection waits for its next request: OnIdleReady
+  virtual void AsyncReadHeader() = 0;  // OnHeader
+  virtual void AsyncReadBody() = 0;    // OnBody
+  virtual bool WriteNow(std::string_view bytes) = 0;  // blocking (100 Continue); false on error
+  virtual void AsyncWatch() = 0;                      // one read into buffer_: OnWatch
+  virtual void AsyncWrite() = 0;                      // out_inflight_: OnWrite
+  virtual void CancelReads() = 0;                     // the pending read ends with operation_aborted
+  virtual void AsyncLingerClose() = 0;                // stop sending, let the client read, then Close()
+  virtual void CloseStream() = 0;
+
+  std::shared_ptr<Session> self() { return shared_from_this(); }
+
   void WaitForRequest();
+  void OnIdleReady(ErrorCode ec);
   void ReadHeader();
   void OnHeader(ErrorCode ec);
   void OnBody(ErrorCode ec);
@@ -122,17 +144,12 @@ class Session : public std::enable_shared_from_this<Session> {
   void EndAccounting();
   void FailRequest(int status, std::string_view message);  // error answer, then close
   void LingerClose();
-  // Reads and drops what the client still sends until it closes or the deadline passes. Each pending
-  // read holds the session only through its handler, so a handler destroyed unrun (io_context stopped)
-  // frees the session: no self-referencing loop object.
-  void DrainAndClose(std::shared_ptr<std::array<char, 16384>> drain);
   void Close();
   void ArmTimer(std::chrono::milliseconds d);
   void CancelTimer() { timer_.expires_at(Clock::time_point::max()); }
   bool SerialIsCurrent(uint64_t serial) const { return serial == serial_ && state_ != State::kNone; }
 
   net::any_io_executor executor_;
-  tcp::socket socket_;
   net::steady_timer timer_;
   Core* core_;
   beast::flat_buffer buffer_;
@@ -157,6 +174,113 @@ class Session : public std::enable_shared_from_this<Session> {
   bool resume_after_watch_ = false;
   bool client_gone_ = false;
   std::function<void()> gone_callback_;
+};
+
+// The stream operations for a plain socket (tcp::socket) or TLS over one (TlsStream).
+template <class Stream>
+class StreamSession final : public Session {
+ public:
+  static constexpr bool kTls = !std::is_same_v<Stream, tcp::socket>;
+
+  template <class... Args>
+  StreamSession(Core* core, tcp::socket socket, Args&... args)
+      : Session(socket.get_executor(), core), stream_(std::move(socket), args...) {}
+
+ private:
+  tcp::socket& socket() { return beast::get_lowest_layer(stream_); }
+
+  void StartStream() override {
+    if constexpr (kTls) {
+      // The handshake counts as part of the first request's header: a silent client is dropped at the
+      // header deadline; a plain-HTTP client fails the handshake and is closed.
+      reading_ = true;
+      ArmTimer(core_->options.header_timeout);
+      stream_.async_handshake(net::ssl::stream_base::server, [keep = self(), this](ErrorCode ec) {
+        reading_ = false;
+        if (ec) {
+          spdlog::debug("TLS handshake failed: {}", ec.message());
+          Close();
+          return;
+        }
+        WaitForRequest();
+      });
+    } else {
+      WaitForRequest();
+    }
+  }
+
+  void AsyncWaitIdle() override {
+    if constexpr (kTls) {
+      // Readability of the socket says nothing about bytes OpenSSL or Asio already hold: read instead.
+      stream_.async_read_some(buffer_.prepare(4096), [keep = self(), this](ErrorCode ec, size_t n) {
+        if (n > 0) {
+          buffer_.commit(n);
+          ec = {};
+        }
+        OnIdleReady(ec);
+      });
+    } else {
+      // Wait for readability without a buffer: an idle keep-alive connection costs its socket only.
+      socket().async_wait(tcp::socket::wait_read, [keep = self(), this](ErrorCode ec) { OnIdleReady(ec); });
+    }
+  }
+
+  void AsyncReadHeader() override {
+    http::async_read_header(stream_, buffer_, *parser_,
+                            [keep = self(), this](ErrorCode ec, size_t) { OnHeader(ec); });
+  }
+  void AsyncReadBody() override {
+    http::async_read(stream_, buffer_, *parser_, [keep = self(), this](ErrorCode ec, size_t) { OnBody(ec); });
+  }
+  bool WriteNow(std::string_view bytes) override {
+    ErrorCode ec;
+    net::write(stream_, net::buffer(bytes), ec);
+    return !ec;
+  }
+  void AsyncWatch() override {
+    stream_.async_read_some(buffer_.prepare(4096),
+                            [keep = self(), this](ErrorCode ec, size_t n) { OnWatch(ec, n); });
+  }
+  void AsyncWrite() override {
+    net::async_write(stream_, net::buffer(out_inflight_),
+                     [keep = self(), this](ErrorCode ec, size_t) { OnWrite(ec); });
+  }
+  void CancelReads() override {
+    ErrorCode ignored;
+    socket().cancel(ignored);
+  }
+
+  void AsyncLingerClose() override {
+    if constexpr (kTls) {
+      // close_notify, then wait (bounded by the timer) for the client's: it has read the answer by then.
+      stream_.async_shutdown([keep = self(), this](ErrorCode) { Close(); });
+    } else {
+      ErrorCode ignored;
+      socket().shutdown(tcp::socket::shutdown_send, ignored);
+      DrainAndClose(std::make_shared<std::array<char, 16384>>());
+    }
+  }
+
+  // Reads and drops what the client still sends until it closes or the deadline passes. Each pending
+  // read holds the session only through its handler, so a handler destroyed unrun (io_context stopped)
+  // frees the session: no self-referencing loop object.
+  void DrainAndClose(std::shared_ptr<std::array<char, 16384>> drain) {
+    socket().async_read_some(net::buffer(*drain), [keep = self(), this, drain](ErrorCode read_ec, size_t) {
+      if (read_ec || closed_) {
+        Close();
+        return;
+      }
+      DrainAndClose(drain);
+    });
+  }
+
+  void CloseStream() override {
+    ErrorCode ignored;
+    socket().shutdown(tcp::socket::shutdown_both, ignored);
+    socket().close(ignored);
+  }
+
+  Stream stream_;
 };
 
 class ExchangeImpl : public Exchange {
@@ -220,15 +344,16 @@ void Session::WaitForRequest() {
     return;
   }
   ArmTimer(core_->options.idle_timeout);
-  // Wait for readability without a buffer: an idle keep-alive connection costs its socket only.
-  socket_.async_wait(tcp::socket::wait_read, [self = shared_from_this()](ErrorCode ec) {
-    if (self->closed_) return;
-    if (ec) {
-      self->Close();
-      return;
-    }
-    self->ReadHeader();
-  });
+  AsyncWaitIdle();
+}
+
+void Session::OnIdleReady(ErrorCode ec) {
+  if (closed_) return;
+  if (ec) {
+    Close();
+    return;
+  }
+  ReadHeader();
 }
 
 void Session::ReadHeader() {
@@ -237,8 +362,7 @@ void Session::ReadHeader() {
   parser_->body_limit(core_->options.max_body_bytes);
   reading_ = true;
   ArmTimer(core_->options.header_timeout);
-  http::async_read_header(socket_, buffer_, *parser_,
-                          [self = shared_from_this()](ErrorCode ec, size_t) { self->OnHeader(ec); });
+  AsyncReadHeader();
 }
 
 bool IsHttpError(const ErrorCode& ec) {
@@ -262,14 +386,11 @@ void Session::OnHeader(ErrorCode ec) {
   auto& header = parser_->get();
   auto expect = header[http::field::expect];
   if (beast::iequals(expect, "100-continue")) {
-    ErrorCode write_ec;
-    net::write(socket_, net::buffer(std::string_view("HTTP/1.1 100 Continue\r\n\r\n")), write_ec);
-    if (write_ec) return Close();
+    if (!WriteNow("HTTP/1.1 100 Continue\r\n\r\n")) return Close();
   }
   reading_ = true;
   ArmTimer(core_->options.body_timeout);
-  http::async_read(socket_, buffer_, *parser_,
-                   [self = shared_from_this()](ErrorCode read_ec, size_t) { self->OnBody(read_ec); });
+  AsyncReadBody();
 }
 
 void Session::OnBody(ErrorCode ec) {
@@ -338,8 +459,7 @@ void Session::Dispatch() {
 // bytes mean a pipelined request, kept in the buffer for later.
 void Session::Watch() {
   watching_ = true;
-  socket_.async_read_some(buffer_.prepare(4096),
-                          [self = shared_from_this()](ErrorCode ec, size_t n) { self->OnWatch(ec, n); });
+  AsyncWatch();
 }
 
 void Session::OnWatch(ErrorCode ec, size_t n) {
@@ -368,8 +488,7 @@ void Session::WriteMore() {
   out_inflight_.swap(out_pending_);
   out_pending_.clear();
   ArmTimer(core_->options.write_timeout);
-  net::async_write(socket_, net::buffer(out_inflight_),
-                   [self = shared_from_this()](ErrorCode ec, size_t) { self->OnWrite(ec); });
+  AsyncWrite();
 }
 
 void Session::OnWrite(ErrorCode ec) {
@@ -387,25 +506,13 @@ void Session::OnWrite(ErrorCode ec) {
   }
   CancelTimer();
   if (lingering_) {
-    // Error answer sent: stop sending, read and drop what the client still sends, then close.
-    ErrorCode ignored;
-    if (watching_) socket_.cancel(ignored);  // the drain loop below takes over reading
-    socket_.shutdown(tcp::socket::shutdown_send, ignored);
+    // Last answer sent: stop sending, let the client read it (bounded), then close.
+    if (watching_) CancelReads();  // the lingering close takes over reading
     ArmTimer(std::chrono::milliseconds(2000));
-    DrainAndClose(std::make_shared<std::array<char, 16384>>());
+    AsyncLingerClose();
     return;
   }
   if (state_ == State::kEnded) FinishExchange();
-}
-
-void Session::DrainAndClose(std::shared_ptr<std::array<char, 16384>> drain) {
-  socket_.async_read_some(net::buffer(*drain), [self = shared_from_this(), drain](ErrorCode read_ec, size_t) {
-    if (read_ec || self->closed_) {
-      self->Close();
-      return;
-    }
-    self->DrainAndClose(drain);
-  });
 }
 
 void Session::EndAccounting() {
@@ -425,8 +532,7 @@ void Session::FinishExchange() {
   }
   if (watching_) {  // the watch read must finish before the next request is read
     resume_after_watch_ = true;
-    ErrorCode ignored;
-    socket_.cancel(ignored);
+    CancelReads();
     return;
   }
   WaitForRequest();
@@ -455,9 +561,7 @@ void Session::Close() {
   if (closed_) return;
   closed_ = true;
   core_->connections.fetch_sub(1);
-  ErrorCode ignored;
-  socket_.shutdown(tcp::socket::shutdown_both, ignored);
-  socket_.close(ignored);
+  CloseStream();
   timer_.cancel();
   if (state_ == State::kHandling || state_ == State::kStreaming) {
     client_gone_ = true;
@@ -551,7 +655,12 @@ struct HttpServer::Impl {
       }
       ErrorCode ignored;
       socket.set_option(tcp::no_delay(true), ignored);
-      auto session = std::make_shared<Session>(std::move(socket), &core);
+      std::shared_ptr<Session> session;
+      if (core.tls) {
+        session = std::make_shared<StreamSession<TlsStream>>(&core, std::move(socket), *core.tls);
+      } else {
+        session = std::make_shared<StreamSession<tcp::socket>>(&core, std::move(socket));
+      }
       net::dispatch(session->executor(), [session] { session->Start(); });
       Accept();
     });
@@ -587,6 +696,10 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Start(ServerOptions options, Rou
   impl->core.options = std::move(options);
   impl->core.router = std::move(router);
   const ServerOptions& o = impl->core.options;
+  if (o.tls.enabled()) {
+    K3_ASSIGN_OR_RETURN(SslCtxPtr ctx, MakeServerTlsContext(o.tls));
+    impl->core.tls.emplace(ctx.release());  // the Asio context owns it from here
+  }
 
   ErrorCode ec;
   net::ip::address ip = net::ip::make_address(o.host, ec);

@@ -14,6 +14,10 @@
 // While an exchange runs the connection is watched for EOF, so a client that goes away is reported
 // through Exchange::OnClientGone.
 //
+// With options.tls set every connection is TLS (1.2 or newer) and everything above works the same over it:
+// the session logic is written once and only its stream operations differ. A client that does not speak
+// TLS (plain HTTP to the HTTPS port) fails the handshake and its connection is closed.
+//
 // Exchanges handed out must be released before the server is destroyed (the engine that holds them is
 // shut down first).
 #pragma once
@@ -25,6 +29,7 @@
 
 #include "src/base/status.h"
 #include "src/server/router.h"
+#include "src/server/tls_config.h"
 
 namespace k3::server {
 
@@ -40,6 +45,7 @@ struct ServerOptions {
   std::chrono::milliseconds write_timeout{60'000};  // one write (a stalled reader is dropped)
   std::string api_key;                              // non-empty: Bearer auth on /v1/*
   bool handle_signals = false;                      // SIGINT / SIGTERM end WaitForStopSignal()
+  TlsOptions tls;                                   // with a certificate: HTTPS only (vLLM's --ssl-*)
 };
 
 class HttpServer {

@@ -1,17 +1,23 @@
 // HttpServer over real loopback sockets: routing, keep-alive, pipelining, limits, timeouts, auth,
-// request ids, SSE flushing, disconnect notification, many idle connections, and graceful drain.
+// request ids, SSE flushing, disconnect notification, many idle connections, and graceful drain. Every
+// test runs twice: over plain TCP (Plain/...) and over TLS with a fresh self-signed certificate (Tls/...).
 #include "src/server/http_server.h"
 
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdio>
 #include <future>
 #include <thread>
+
+#include <stdlib.h>
+#include <unistd.h>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include "src/server/testing/http_client.h"
+#include "src/server/testing/tls_files.h"
 
 namespace k3::server {
 namespace {
@@ -30,11 +36,30 @@ HttpResponse Text(std::string body) {
 }
 
 // A server with a few routes and knobs the tests turn.
-class ServerTest : public ::testing::Test {
+class ServerTest : public ::testing::TestWithParam<bool> {
  protected:
+  static void SetUpTestSuite() {
+    char dir[] = "/tmp/k3_server_test_XXXXXX";
+    ASSERT_NE(::mkdtemp(dir), nullptr);
+    auto files = testing::WriteSelfSignedCert(dir, "server");
+    ASSERT_TRUE(files.ok()) << files.status().ToString();
+    tls_files_ = *files;
+  }
+  static void TearDownTestSuite() {
+    std::remove(tls_files_.cert.c_str());
+    std::remove(tls_files_.key.c_str());
+    ::rmdir(tls_files_.cert.substr(0, tls_files_.cert.rfind('/')).c_str());
+  }
+  bool tls() const { return GetParam(); }
+
   void StartServer(ServerOptions options = {}) {
     options.host = "127.0.0.1";
     options.port = 0;
+    if (tls()) {
+      options.tls.certfile = tls_files_.cert;
+      options.tls.keyfile = tls_files_.key;
+    }
+    testing::SetClientTls({tls() ? tls_files_.cert : std::string()});
     Router router;
     router.Add("GET", "/hello", [](std::shared_ptr<Exchange> ex) { ex->Respond(Text("hello")); });
     router.Add("POST", "/echo", [](std::shared_ptr<Exchange> ex) { ex->Respond(Text(ex->request().body)); });
@@ -68,7 +93,10 @@ class ServerTest : public ::testing::Test {
     port_ = server_->port();
   }
   void AllowNextEvent() { control_->Allow(); }
-  void TearDown() override { control_->Stop(); }
+  void TearDown() override {
+    control_->Stop();
+    testing::SetClientTls({});
+  }
 
   // Shared with the stream threads, which may outlive the test body.
   struct StreamControl {
@@ -102,12 +130,13 @@ class ServerTest : public ::testing::Test {
     }
   };
 
+  static inline testing::TlsFiles tls_files_;
   std::unique_ptr<HttpServer> server_;
   uint16_t port_ = 0;
   std::shared_ptr<StreamControl> control_ = std::make_shared<StreamControl>();
 };
 
-TEST_F(ServerTest, GetRouteAndRequestIds) {
+TEST_P(ServerTest, GetRouteAndRequestIds) {
   StartServer();
   auto r = Fetch(port_, "GET", "/hello");
   ASSERT_TRUE(r.ok()) << r.status().ToString();
@@ -119,7 +148,7 @@ TEST_F(ServerTest, GetRouteAndRequestIds) {
   EXPECT_EQ(echoed->headers["x-request-id"], "my-id-7");
 }
 
-TEST_F(ServerTest, NotFoundAndMethodNotAllowedAreOpenAiErrors) {
+TEST_P(ServerTest, NotFoundAndMethodNotAllowedAreOpenAiErrors) {
   StartServer();
   auto r = Fetch(port_, "GET", "/nope");
   ASSERT_TRUE(r.ok());
@@ -134,7 +163,7 @@ TEST_F(ServerTest, NotFoundAndMethodNotAllowedAreOpenAiErrors) {
   EXPECT_TRUE(nlohmann::json::parse(m->body).contains("error"));
 }
 
-TEST_F(ServerTest, KeepAliveServesManyRequestsOnOneConnection) {
+TEST_P(ServerTest, KeepAliveServesManyRequestsOnOneConnection) {
   StartServer();
   auto conn = TestConnection::Connect(port_);
   ASSERT_TRUE(conn.ok());
@@ -150,7 +179,7 @@ TEST_F(ServerTest, KeepAliveServesManyRequestsOnOneConnection) {
 
 // HEAD runs the GET route (a probe's HEAD /health) and gets its status and Content-Length, no body; the
 // connection stays in step for the next request. A path without GET still answers 405.
-TEST_F(ServerTest, HeadAnswersLikeGetWithoutTheBody) {
+TEST_P(ServerTest, HeadAnswersLikeGetWithoutTheBody) {
   StartServer();
   auto conn = TestConnection::Connect(port_);
   ASSERT_TRUE(conn.ok());
@@ -168,7 +197,7 @@ TEST_F(ServerTest, HeadAnswersLikeGetWithoutTheBody) {
   EXPECT_EQ(refused->status, 405);
 }
 
-TEST_F(ServerTest, PipelinedRequestsAreAnsweredInOrder) {
+TEST_P(ServerTest, PipelinedRequestsAreAnsweredInOrder) {
   StartServer();
   auto conn = TestConnection::Connect(port_);
   ASSERT_TRUE(conn.ok());
@@ -185,7 +214,7 @@ TEST_F(ServerTest, PipelinedRequestsAreAnsweredInOrder) {
   EXPECT_EQ(c->body, "third");
 }
 
-TEST_F(ServerTest, ConnectionCloseIsHonoured) {
+TEST_P(ServerTest, ConnectionCloseIsHonoured) {
   StartServer();
   auto conn = TestConnection::Connect(port_);
   ASSERT_TRUE(conn.ok());
@@ -196,7 +225,7 @@ TEST_F(ServerTest, ConnectionCloseIsHonoured) {
   EXPECT_TRUE(conn->WaitClosed(2s));
 }
 
-TEST_F(ServerTest, BodyOverLimitIs413) {
+TEST_P(ServerTest, BodyOverLimitIs413) {
   ServerOptions options;
   options.max_body_bytes = 1000;
   StartServer(options);
@@ -222,7 +251,7 @@ TEST_F(ServerTest, BodyOverLimitIs413) {
   EXPECT_EQ(ok->body.size(), 1000u);
 }
 
-TEST_F(ServerTest, ExpectContinueGetsInterimResponse) {
+TEST_P(ServerTest, ExpectContinueGetsInterimResponse) {
   StartServer();
   auto conn = TestConnection::Connect(port_);
   ASSERT_TRUE(conn.ok());
@@ -237,7 +266,7 @@ TEST_F(ServerTest, ExpectContinueGetsInterimResponse) {
   EXPECT_EQ(r->body, "abc");
 }
 
-TEST_F(ServerTest, MalformedHttpIs400AndOversizedHeaderIs431) {
+TEST_P(ServerTest, MalformedHttpIs400AndOversizedHeaderIs431) {
   ServerOptions options;
   options.max_header_bytes = 2048;
   StartServer(options);
@@ -253,7 +282,7 @@ TEST_F(ServerTest, MalformedHttpIs400AndOversizedHeaderIs431) {
   EXPECT_EQ(big->status, 431);
 }
 
-TEST_F(ServerTest, ApiKeyGuardsV1Only) {
+TEST_P(ServerTest, ApiKeyGuardsV1Only) {
   ServerOptions options;
   options.api_key = "sk-test";
   StartServer(options);
@@ -272,7 +301,7 @@ TEST_F(ServerTest, ApiKeyGuardsV1Only) {
   EXPECT_EQ(open->status, 200);
 }
 
-TEST_F(ServerTest, EventsAreFlushedOneByOne) {
+TEST_P(ServerTest, EventsAreFlushedOneByOne) {
   StartServer();
   auto conn = TestConnection::Connect(port_);
   ASSERT_TRUE(conn.ok());
@@ -296,7 +325,7 @@ TEST_F(ServerTest, EventsAreFlushedOneByOne) {
   EXPECT_EQ(after->body, "hello");
 }
 
-TEST_F(ServerTest, ClientDisconnectMidStreamIsReported) {
+TEST_P(ServerTest, ClientDisconnectMidStreamIsReported) {
   StartServer();
   {
     auto conn = TestConnection::Connect(port_);
@@ -315,14 +344,14 @@ TEST_F(ServerTest, ClientDisconnectMidStreamIsReported) {
   EXPECT_EQ(server_->active_exchanges(), 0);
 }
 
-TEST_F(ServerTest, AbandonedExchangeGets500) {
+TEST_P(ServerTest, AbandonedExchangeGets500) {
   StartServer();
   auto r = Fetch(port_, "GET", "/drop");
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->status, 500);
 }
 
-TEST_F(ServerTest, IdleAndSlowConnectionsAreClosedByDeadlines) {
+TEST_P(ServerTest, IdleAndSlowConnectionsAreClosedByDeadlines) {
   ServerOptions options;
   options.idle_timeout = 200ms;
   options.header_timeout = 300ms;
@@ -346,7 +375,7 @@ TEST_F(ServerTest, IdleAndSlowConnectionsAreClosedByDeadlines) {
   EXPECT_TRUE(slow->WaitClosed(3s));
 }
 
-TEST_F(ServerTest, ManyIdleConnectionsDoNotDelayANewRequest) {
+TEST_P(ServerTest, ManyIdleConnectionsDoNotDelayANewRequest) {
   ServerOptions options;
   options.io_threads = 1;
   StartServer(options);
@@ -371,7 +400,7 @@ TEST_F(ServerTest, ManyIdleConnectionsDoNotDelayANewRequest) {
   EXPECT_GE(server_->open_connections(), 500);
 }
 
-TEST_F(ServerTest, DrainFinishesRunningStreamsAndRefusesNewConnections) {
+TEST_P(ServerTest, DrainFinishesRunningStreamsAndRefusesNewConnections) {
   StartServer();
   auto conn = TestConnection::Connect(port_);
   ASSERT_TRUE(conn.ok());
@@ -398,7 +427,7 @@ TEST_F(ServerTest, DrainFinishesRunningStreamsAndRefusesNewConnections) {
   server_->Stop();
 }
 
-TEST_F(ServerTest, RequestStopWakesWaiter) {
+TEST_P(ServerTest, RequestStopWakesWaiter) {
   StartServer();
   std::thread stopper([this] {
     std::this_thread::sleep_for(20ms);
@@ -407,6 +436,11 @@ TEST_F(ServerTest, RequestStopWakesWaiter) {
   EXPECT_EQ(server_->WaitForStopSignal(), 0);
   stopper.join();
 }
+
+INSTANTIATE_TEST_SUITE_P(Transport, ServerTest, ::testing::Values(false, true),
+                         [](const ::testing::TestParamInfo<bool>& info) {
+                           return info.param ? "Tls" : "Plain";
+                         });
 
 }  // namespace
 }  // namespace k3::server
