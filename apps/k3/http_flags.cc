@@ -15,6 +15,19 @@ void AddHttpFlags(CLI::App* cmd, HttpFlags* f) {
                   "client certificates: 0 not asked for, 1 optional (checked if sent), 2 required")
       ->capture_default_str()
       ->group(tls);
+  const std::string cors = "CORS (vLLM's flags; lists as JSON, e.g. '[\"https://a.example\"]', or a,b)";
+  cmd->add_option("--allowed-origins", f->allowed_origins, "origins browsers may call from")
+      ->capture_default_str()
+      ->group(cors);
+  cmd->add_option("--allowed-methods", f->allowed_methods, "methods a preflight may ask for")
+      ->capture_default_str()
+      ->group(cors);
+  cmd->add_option("--allowed-headers", f->allowed_headers, "request headers a preflight may ask for")
+      ->capture_default_str()
+      ->group(cors);
+  cmd->add_flag("--allow-credentials", f->allow_credentials,
+                "allow cookies / credentials (the origin is echoed instead of *)")
+      ->group(cors);
 }
 
 Status ApplyHttpFlags(const HttpFlags& f, server::ServerOptions* options) {
@@ -25,6 +38,13 @@ Status ApplyHttpFlags(const HttpFlags& f, server::ServerOptions* options) {
   options->tls.keyfile = f.ssl_keyfile;
   options->tls.ca_certs = f.ssl_ca_certs;
   options->tls.cert_reqs = f.ssl_cert_reqs;
+  K3_ASSIGN_OR_RETURN(options->cors.allowed_origins,
+                      server::ParseCorsList("--allowed-origins", f.allowed_origins));
+  K3_ASSIGN_OR_RETURN(options->cors.allowed_methods,
+                      server::ParseCorsList("--allowed-methods", f.allowed_methods));
+  K3_ASSIGN_OR_RETURN(options->cors.allowed_headers,
+                      server::ParseCorsList("--allowed-headers", f.allowed_headers));
+  options->cors.allow_credentials = f.allow_credentials;
   return OkStatus();
 }
 

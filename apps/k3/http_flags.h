@@ -1,6 +1,7 @@
 // The HTTP-layer flags of `k3 serve`, named as vLLM's: TLS (--ssl-keyfile, --ssl-certfile, --ssl-ca-certs,
-// --ssl-cert-reqs). Registered in one block and applied to the server's options in one call, so
-// cmd_serve.cc only hands them through.
+// --ssl-cert-reqs) and CORS (--allowed-origins, --allowed-methods, --allowed-headers: JSON lists as vLLM
+// parses them, or comma lists; --allow-credentials). Registered in one block and applied to the server's
+// options in one call, so cmd_serve.cc only hands them through.
 #pragma once
 
 #include <string>
@@ -17,6 +18,10 @@ struct HttpFlags {
   std::string ssl_certfile;
   std::string ssl_ca_certs;
   int ssl_cert_reqs = 0;
+  std::string allowed_origins = R"(["*"])";
+  std::string allowed_methods = R"(["*"])";
+  std::string allowed_headers = R"(["*"])";
+  bool allow_credentials = false;
 };
 
 void AddHttpFlags(CLI::App* cmd, HttpFlags* flags);

@@ -23,6 +23,7 @@
 #include <boost/beast/http.hpp>
 
 #include "src/server/auth.h"
+#include "src/server/cors.h"
 #include "src/server/error_json.h"
 #include "src/server/http_format.h"
 #include "src/server/request_id.h"
@@ -45,6 +46,7 @@ class Session;
 struct Core {
   ServerOptions options;
   Router router;
+  CorsPolicy cors;
   std::optional<net::ssl::context> tls;  // set: every connection is TLS
   std::atomic<bool> shutting_down{false};
   std::atomic<int64_t> active_exchanges{0};
@@ -174,6 +176,7 @@ class Session : public std::enable_shared_from_this<Session> {
   bool resume_after_watch_ = false;
   bool client_gone_ = false;
   std::function<void()> gone_callback_;
+  HeaderList cors_headers_;  // CORS headers every answer to the current request carries
 };
 
 // The stream operations for a plain socket (tcp::socket) or TLS over one (TlsStream).
@@ -441,7 +444,13 @@ void Session::Dispatch() {
   const bool needs_auth = !core_->options.api_key.empty() && request.path.starts_with("/v1/");
   const bool authorized =
       !needs_auth || BearerMatches(request.Header("authorization"), core_->options.api_key);
+  std::optional<HttpResponse> preflight = core_->cors.Preflight(request);
+  cors_headers_ = preflight ? HeaderList() : core_->cors.ResponseHeaders(request);
   auto exchange = std::make_shared<ExchangeImpl>(shared_from_this(), serial_, std::move(request));
+  if (preflight) {  // answered before auth and routing, on any path (browsers send no credentials)
+    exchange->Respond(std::move(*preflight));
+    return;
+  }
   if (!authorized) {
     exchange->Respond(ErrorResponse(401, "invalid or missing API key: send 'Authorization: Bearer <key>'",
                                     "invalid_api_key"));
@@ -580,6 +589,7 @@ void Session::DoRespond(uint64_t serial, HttpResponse response) {
   if (closed_) return;
   const bool keep = keep_alive_ && !core_->shutting_down.load();
   keep_alive_ = keep;
+  response.headers.insert(response.headers.end(), cors_headers_.begin(), cors_headers_.end());
   std::string bytes = FormatResponse(response, request_id_, keep);
   // HEAD: the GET answer's status and headers (Content-Length included), without its body.
   if (head_request_) bytes.resize(bytes.size() - response.body.size());
@@ -590,6 +600,7 @@ void Session::DoStartEvents(uint64_t serial, int status, HeaderList headers) {
   if (!SerialIsCurrent(serial) || state_ != State::kHandling) return;
   state_ = State::kStreaming;
   if (closed_) return;
+  headers.insert(headers.end(), cors_headers_.begin(), cors_headers_.end());
   Queue(FormatEventStreamHead(status, headers, request_id_, keep_alive_));
 }
 
@@ -695,6 +706,7 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Start(ServerOptions options, Rou
   if (options.io_threads < 1) return InvalidArgument("io_threads must be >= 1, got {}", options.io_threads);
   impl->core.options = std::move(options);
   impl->core.router = std::move(router);
+  impl->core.cors = CorsPolicy(impl->core.options.cors);
   const ServerOptions& o = impl->core.options;
   if (o.tls.enabled()) {
     K3_ASSIGN_OR_RETURN(SslCtxPtr ctx, MakeServerTlsContext(o.tls));

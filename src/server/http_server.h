@@ -18,6 +18,9 @@
 // the session logic is written once and only its stream operations differ. A client that does not speak
 // TLS (plain HTTP to the HTTPS port) fails the handshake and its connection is closed.
 //
+// CORS (cors.h) as vLLM's server: preflights are answered before auth on every path, and answers to
+// requests from allowed origins (event streams too) carry Access-Control-Allow-Origin.
+//
 // Exchanges handed out must be released before the server is destroyed (the engine that holds them is
 // shut down first).
 #pragma once
@@ -28,6 +31,7 @@
 #include <string>
 
 #include "src/base/status.h"
+#include "src/server/cors.h"
 #include "src/server/router.h"
 #include "src/server/tls_config.h"
 
@@ -45,6 +49,7 @@ struct ServerOptions {
   std::chrono::milliseconds write_timeout{60'000};  // one write (a stalled reader is dropped)
   std::string api_key;                              // non-empty: Bearer auth on /v1/*
   bool handle_signals = false;                      // SIGINT / SIGTERM end WaitForStopSignal()
+  CorsOptions cors;                                 // vLLM's --allowed-origins etc. (default: all)
   TlsOptions tls;                                   // with a certificate: HTTPS only (vLLM's --ssl-*)
 };
 

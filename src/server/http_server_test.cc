@@ -437,6 +437,61 @@ TEST_P(ServerTest, RequestStopWakesWaiter) {
   stopper.join();
 }
 
+// CORS over the wire: a preflight is answered on any path before auth; answers to an allowed Origin carry
+// Access-Control-Allow-Origin, event streams included; a refused preflight is Starlette's 400.
+TEST_P(ServerTest, CorsPreflightAndHeaders) {
+  ServerOptions options;
+  options.api_key = "sk-test";
+  StartServer(options);
+  auto pre = Fetch(port_, "OPTIONS", "/v1/secret", {},
+                   {"Origin: https://app.example", "Access-Control-Request-Method: POST",
+                    "Access-Control-Request-Headers: authorization, content-type"});
+  ASSERT_TRUE(pre.ok()) << pre.status().ToString();
+  EXPECT_EQ(pre->status, 200);
+  EXPECT_EQ(pre->body, "OK");
+  EXPECT_EQ(pre->headers["access-control-allow-origin"], "*");
+  EXPECT_EQ(pre->headers["access-control-allow-headers"], "authorization, content-type");
+  EXPECT_EQ(pre->headers["access-control-max-age"], "600");
+  auto get = Fetch(port_, "GET", "/hello", {}, {"Origin: https://app.example"});
+  ASSERT_TRUE(get.ok());
+  EXPECT_EQ(get->headers["access-control-allow-origin"], "*");
+  auto plain = Fetch(port_, "GET", "/hello");
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(plain->headers.count("access-control-allow-origin"), 0u);
+  auto denied = Fetch(port_, "GET", "/v1/secret", {}, {"Origin: https://app.example"});  // 401 still CORS
+  ASSERT_TRUE(denied.ok());
+  EXPECT_EQ(denied->status, 401);
+  EXPECT_EQ(denied->headers["access-control-allow-origin"], "*");
+  auto conn = TestConnection::Connect(port_);
+  ASSERT_TRUE(conn.ok());
+  ASSERT_TRUE(conn->Send(BuildRequest("GET", "/stream", {}, {"Origin: https://app.example"})).ok());
+  auto stream = conn->Read(10s, [&](std::string_view) { AllowNextEvent(); });
+  ASSERT_TRUE(stream.ok()) << stream.status().ToString();
+  EXPECT_EQ(stream->headers["access-control-allow-origin"], "*");
+  EXPECT_EQ(stream->chunks.size(), 4u);
+}
+
+TEST_P(ServerTest, CorsListedOriginsAndRefusedPreflight) {
+  ServerOptions options;
+  options.cors.allowed_origins = {"https://app.example"};
+  options.cors.allow_credentials = true;
+  StartServer(options);
+  auto ok = Fetch(port_, "GET", "/hello", {}, {"Origin: https://app.example"});
+  ASSERT_TRUE(ok.ok());
+  EXPECT_EQ(ok->headers["access-control-allow-origin"], "https://app.example");
+  EXPECT_EQ(ok->headers["vary"], "Origin");
+  EXPECT_EQ(ok->headers["access-control-allow-credentials"], "true");
+  auto other = Fetch(port_, "GET", "/hello", {}, {"Origin: https://evil.example"});
+  ASSERT_TRUE(other.ok());
+  EXPECT_EQ(other->status, 200);
+  EXPECT_EQ(other->headers.count("access-control-allow-origin"), 0u);
+  auto refused = Fetch(port_, "OPTIONS", "/nowhere", {},
+                       {"Origin: https://evil.example", "Access-Control-Request-Method: GET"});
+  ASSERT_TRUE(refused.ok());
+  EXPECT_EQ(refused->status, 400);
+  EXPECT_EQ(refused->body, "Disallowed CORS origin");
+}
+
 INSTANTIATE_TEST_SUITE_P(Transport, ServerTest, ::testing::Values(false, true),
                          [](const ::testing::TestParamInfo<bool>& info) {
                            return info.param ? "Tls" : "Plain";
