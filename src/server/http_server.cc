@@ -173,6 +173,7 @@ class Session : public std::enable_shared_from_this<Session> {
   bool counted_ = false;       // counted in core_->active_exchanges
   bool watching_ = false;      // a disconnect-watch read is pending
   bool head_request_ = false;  // the current request is HEAD: answers carry no body
+  bool http10_ = false;        // the current request is HTTP/1.0: no chunked encoding
   bool resume_after_watch_ = false;
   bool client_gone_ = false;
   std::function<void()> gone_callback_;
@@ -428,6 +429,7 @@ void Session::Dispatch() {
   request.received = Clock::now();
   request.request_id = RequestIdFor(request.Header("x-request-id"));
   keep_alive_ = keep_alive_ && message.keep_alive() && !core_->shutting_down.load();
+  const unsigned http_version = message.version();
   parser_.reset();
   if (buffer_.capacity() > (256 << 10) && buffer_.size() < (64 << 10)) buffer_.shrink_to_fit();
 
@@ -435,6 +437,7 @@ void Session::Dispatch() {
   state_ = State::kHandling;
   request_id_ = request.request_id;
   head_request_ = request.method == "HEAD";
+  http10_ = http_version == 10;
   client_gone_ = false;
   gone_callback_ = nullptr;
   counted_ = true;
@@ -601,19 +604,21 @@ void Session::DoStartEvents(uint64_t serial, int status, HeaderList headers) {
   state_ = State::kStreaming;
   if (closed_) return;
   headers.insert(headers.end(), cors_headers_.begin(), cors_headers_.end());
-  Queue(FormatEventStreamHead(status, headers, request_id_, keep_alive_));
+  // HTTP/1.0 has no chunked encoding: the stream is sent as it is and ends when the connection closes.
+  if (http10_) keep_alive_ = false;
+  Queue(FormatEventStreamHead(status, headers, request_id_, keep_alive_, /*chunked=*/!http10_));
 }
 
 void Session::DoSendEvents(uint64_t serial, std::vector<std::string> payloads) {
   if (!SerialIsCurrent(serial) || state_ != State::kStreaming || closed_) return;
-  Queue(FormatEventChunk(payloads));
+  Queue(http10_ ? FormatEventData(payloads) : FormatEventChunk(payloads));
 }
 
 void Session::DoEndEvents(uint64_t serial) {
   if (!SerialIsCurrent(serial) || state_ != State::kStreaming) return;
   state_ = State::kEnded;
   if (closed_) return;
-  Queue(kLastChunk);
+  Queue(http10_ ? std::string_view() : kLastChunk);  // HTTP/1.0: the close ends the stream
 }
 
 void Session::DoOnClientGone(uint64_t serial, std::function<void()> callback) {

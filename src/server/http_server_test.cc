@@ -492,6 +492,37 @@ TEST_P(ServerTest, CorsListedOriginsAndRefusedPreflight) {
   EXPECT_EQ(refused->body, "Disallowed CORS origin");
 }
 
+// HTTP/1.0 has no chunked encoding: a stream goes out without Content-Length or Transfer-Encoding and
+// ends when the server closes the connection. A plain HTTP/1.0 request still gets Content-Length.
+TEST_P(ServerTest, Http10StreamIsReadUntilClose) {
+  StartServer();
+  for (int i = 0; i < 3; ++i) AllowNextEvent();
+  auto conn = TestConnection::Connect(port_);
+  ASSERT_TRUE(conn.ok());
+  ASSERT_TRUE(conn->Send("GET /stream HTTP/1.0\r\nHost: x\r\n\r\n").ok());
+  auto all = conn->ReadUntilClosed(5s);
+  ASSERT_TRUE(all.ok()) << all.status().ToString();
+  const size_t end = all->find("\r\n\r\n");
+  ASSERT_NE(end, std::string::npos) << *all;
+  std::string head = all->substr(0, end);
+  for (char& c : head) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  EXPECT_TRUE(head.starts_with("http/1.1 200")) << head;
+  EXPECT_EQ(head.find("transfer-encoding"), std::string::npos) << head;
+  EXPECT_EQ(head.find("content-length"), std::string::npos) << head;
+  EXPECT_NE(head.find("connection: close"), std::string::npos) << head;
+  EXPECT_EQ(all->substr(end + 4),
+            "data: {\"i\":0}\n\ndata: {\"i\":1}\n\ndata: {\"i\":2}\n\ndata: [DONE]\n\n");
+
+  auto plain = TestConnection::Connect(port_);
+  ASSERT_TRUE(plain.ok());
+  ASSERT_TRUE(plain->Send("GET /hello HTTP/1.0\r\n\r\n").ok());
+  auto r = plain->Read();
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->headers["content-length"], "5");
+  EXPECT_EQ(r->body, "hello");
+  EXPECT_TRUE(plain->WaitClosed(2s));
+}
+
 INSTANTIATE_TEST_SUITE_P(Transport, ServerTest, ::testing::Values(false, true),
                          [](const ::testing::TestParamInfo<bool>& info) {
                            return info.param ? "Tls" : "Plain";

@@ -207,6 +207,20 @@ Result<TestResponse> TestConnection::Read(std::chrono::milliseconds timeout,
   return response;
 }
 
+Result<std::string> TestConnection::ReadUntilClosed(std::chrono::milliseconds timeout) {
+  const auto deadline = Clock::now() + timeout;
+  char tmp[65536];
+  while (Clock::now() < deadline) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    pollfd p{fd_, POLLIN, 0};
+    if (!Pending() && ::poll(&p, 1, static_cast<int>(std::max<int64_t>(left, 1))) <= 0) continue;
+    const ssize_t got = RecvSome(tmp, sizeof(tmp));
+    if (got <= 0) return std::exchange(buffer_, {});
+    buffer_.append(tmp, static_cast<size_t>(got));
+  }
+  return IoError("the connection was still open after {} ms", timeout.count());
+}
+
 bool TestConnection::WaitClosed(std::chrono::milliseconds timeout) {
   const auto deadline = Clock::now() + timeout;
   char tmp[4096];

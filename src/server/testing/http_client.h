@@ -51,6 +51,8 @@ class TestConnection {
   Result<TestResponse> Read(std::chrono::milliseconds timeout = std::chrono::seconds(10),
                             const std::function<void(std::string_view)>& on_chunk = nullptr,
                             bool head = false);
+  // Everything until the peer closes the connection (an HTTP/1.0 stream), or an error at the timeout.
+  Result<std::string> ReadUntilClosed(std::chrono::milliseconds timeout);
   // True when the peer closes the connection (read returns 0 or an error) within `timeout`.
   bool WaitClosed(std::chrono::milliseconds timeout);
   void Close();
