@@ -4,6 +4,10 @@
 
 #include "src/server/http_server.h"
 
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
@@ -42,6 +46,10 @@ using ErrorCode = boost::system::error_code;
 
 class Session;
 
+int64_t NowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
+}
+
 // State shared by the acceptor, the sessions and the HttpServer facade.
 struct Core {
   ServerOptions options;
@@ -62,6 +70,7 @@ struct Core {
       drain_cv.notify_all();
     }
   }
+  std::shared_ptr<Session> OldestIdleSession();
   std::vector<std::shared_ptr<Session>> LiveSessions() {
     std::vector<std::shared_ptr<Session>> out;
     std::lock_guard<std::mutex> lock(sessions_mu);
@@ -105,6 +114,15 @@ class Session : public std::enable_shared_from_this<Session> {
     if (state_ == State::kNone && !reading_) Close();
   }
   void ForceClose() { Close(); }
+  // Out of descriptors: an idle keep-alive connection is closed to make room for a new one (clients
+  // reconnect; nginx and Go's server drop idle connections too). False when it was no longer idle.
+  bool CloseIfIdle() {
+    if (idle_since_ns_.load() == 0 || closed_) return false;
+    Close();
+    return true;
+  }
+  // When it started waiting for its next request (steady clock ns), 0 when not idle.
+  int64_t idle_since_ns() const { return idle_since_ns_.load(); }
 
   // Exchange operations, run on the strand. `serial` identifies the exchange they belong to.
   void DoRespond(uint64_t serial, HttpResponse response);
@@ -178,6 +196,7 @@ class Session : public std::enable_shared_from_this<Session> {
   bool client_gone_ = false;
   std::function<void()> gone_callback_;
   HeaderList cors_headers_;  // CORS headers every answer to the current request carries
+  std::atomic<int64_t> idle_since_ns_{0};
 };
 
 // The stream operations for a plain socket (tcp::socket) or TLS over one (TlsStream).
@@ -287,6 +306,17 @@ class StreamSession final : public Session {
   Stream stream_;
 };
 
+std::shared_ptr<Session> Core::OldestIdleSession() {
+  std::shared_ptr<Session> oldest;
+  std::lock_guard<std::mutex> lock(sessions_mu);
+  for (auto& [ptr, weak] : sessions) {
+    const int64_t since = ptr->idle_since_ns();
+    if (since == 0 || (oldest && oldest->idle_since_ns() <= since)) continue;
+    if (auto s = weak.lock()) oldest = std::move(s);
+  }
+  return oldest;
+}
+
 class ExchangeImpl : public Exchange {
  public:
   ExchangeImpl(std::shared_ptr<Session> session, uint64_t serial, HttpRequest request)
@@ -348,10 +378,12 @@ void Session::WaitForRequest() {
     return;
   }
   ArmTimer(core_->options.idle_timeout);
+  idle_since_ns_.store(std::max<int64_t>(1, NowNs()));
   AsyncWaitIdle();
 }
 
 void Session::OnIdleReady(ErrorCode ec) {
+  idle_since_ns_.store(0);
   if (closed_) return;
   if (ec) {
     Close();
@@ -656,12 +688,24 @@ struct HttpServer::Impl {
   bool stop_requested = false;
   int stop_signal = 0;
   bool stopped = false;
+  // Held open so that, out of descriptors, one can be freed to answer a client 503 (MakeRoom).
+  int spare_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  Clock::time_point last_fd_log{};
+  int64_t fd_logs_suppressed = 0;
+
+  ~Impl() {
+    if (spare_fd >= 0) ::close(spare_fd);
+  }
 
   void Accept() {
     acceptor.async_accept(net::make_strand(ioc), [this](ErrorCode ec, tcp::socket socket) {
       if (!acceptor.is_open()) return;
+      if (ec == net::error::no_descriptors || ec == boost::system::errc::too_many_files_open_in_system) {
+        if (MakeRoom()) return;
+      }
       if (ec) {
-        // Out of descriptors and the like: try again shortly instead of spinning.
+        // Out of descriptors with no idle connection to close, and the like: try again shortly instead of
+        // spinning.
         spdlog::warn("accept failed: {}", ec.message());
         accept_retry.expires_after(std::chrono::milliseconds(50));
         accept_retry.async_wait([this](ErrorCode) {
@@ -680,6 +724,74 @@ struct HttpServer::Impl {
       net::dispatch(session->executor(), [session] { session->Start(); });
       Accept();
     });
+  }
+
+  // The process is out of descriptors and a client waits in the backlog. Runs on the acceptor's strand;
+  // true when it made room and Accept() runs again by itself.
+  //  1. Close the keep-alive connection idle longest, then accept again: /health and new requests keep
+  //     being served while idle connections fill the table (nginx and Go's server drop idle
+  //     connections too; an HTTP client reconnects when an idle connection closes).
+  //  2. No connection is idle (all busy): give up the spare descriptor held for this, accept the client,
+  //     answer 503 (plain HTTP; a TLS client is closed: no handshake budget here), close it and take the
+  //     spare again. Each round takes one client off the backlog, so this never spins.
+  bool MakeRoom() {
+    if (auto idle = core.OldestIdleSession()) {
+      const double idle_s = static_cast<double>(NowNs() - idle->idle_since_ns()) / 1e9;
+      LogFdPressure(fmt::format(
+          "closing the keep-alive connection idle longest ({:.1f} s) to accept a new one", idle_s));
+      net::post(idle->executor(), [this, idle] {
+        idle->CloseIfIdle();
+        net::post(acceptor.get_executor(), [this] {
+          if (acceptor.is_open()) Accept();
+        });
+      });
+      return true;
+    }
+    if (spare_fd < 0) return false;
+    ::close(spare_fd);
+    spare_fd = -1;
+    const int fd = ::accept4(acceptor.native_handle(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    if (fd >= 0) {
+      LogFdPressure(core.tls
+                        ? "no connection is idle: closing a new TLS connection with the spare descriptor"
+                        : "no connection is idle: answering a new connection 503 with the spare descriptor");
+      if (!core.tls) {
+        // Read what the request sent so far (closing with unread bytes would reset the connection and
+        // could destroy the answer), answer, half-close, close.
+        char sink[4096];
+        while (::recv(fd, sink, sizeof(sink), MSG_DONTWAIT) > 0) {
+        }
+        HttpResponse busy = ErrorResponse(503, "the server is out of file descriptors; try again later");
+        busy.headers.emplace_back("Retry-After", "1");
+        const std::string bytes = FormatResponse(busy, RequestIdFor({}), false);
+        [[maybe_unused]] ssize_t sent = ::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+        ::shutdown(fd, SHUT_WR);
+      }
+      ::close(fd);
+    }
+    spare_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return false;
+    net::post(acceptor.get_executor(), [this] {
+      if (acceptor.is_open()) Accept();
+    });
+    return true;
+  }
+
+  // At most one line a second; the others are counted into the next.
+  void LogFdPressure(const std::string& what) {
+    const auto now = Clock::now();
+    if (now - last_fd_log < std::chrono::seconds(1)) {
+      ++fd_logs_suppressed;
+      return;
+    }
+    spdlog::warn(
+        "out of file descriptors ({} connections open): {}{}; raise the open files limit (ulimit -n) "
+        "for more connections",
+        core.connections.load(), what,
+        fd_logs_suppressed > 0 ? fmt::format(" ({} more such events in the last second)", fd_logs_suppressed)
+                               : std::string());
+    last_fd_log = now;
+    fd_logs_suppressed = 0;
   }
 
   void Request(int signal_number) {

@@ -14,6 +14,10 @@
 // While an exchange runs the connection is watched for EOF, so a client that goes away is reported
 // through Exchange::OnClientGone.
 //
+// Out of file descriptors (idle keep-alive connections filling the table), the acceptor closes the
+// connection idle longest to accept the new one; with none idle it frees a spare descriptor held for this,
+// answers the new client 503 (plain HTTP) and takes the spare again. Rate-limited warnings say why.
+//
 // With options.tls set every connection is TLS (1.2 or newer) and everything above works the same over it:
 // the session logic is written once and only its stream operations differ. A client that does not speak
 // TLS (plain HTTP to the HTTPS port) fails the handshake and its connection is closed.

@@ -3,17 +3,22 @@
 // test runs twice: over plain TCP (Plain/...) and over TLS with a fresh self-signed certificate (Tls/...).
 #include "src/server/http_server.h"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
 #include <future>
+#include <sstream>
 #include <thread>
 
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
 #include <nlohmann/json.hpp>
 
 #include "src/server/testing/http_client.h"
@@ -521,6 +526,98 @@ TEST_P(ServerTest, Http10StreamIsReadUntilClose) {
   EXPECT_EQ(r->headers["content-length"], "5");
   EXPECT_EQ(r->body, "hello");
   EXPECT_TRUE(plain->WaitClosed(2s));
+}
+
+// Copies what the default logger writes while it lives (the server logs there).
+class LogCapture {
+ public:
+  LogCapture() : sink_(std::make_shared<spdlog::sinks::ostream_sink_mt>(out_)) {
+    spdlog::default_logger()->sinks().push_back(sink_);
+  }
+  ~LogCapture() { Stop(); }
+  std::string Stop() {
+    auto& sinks = spdlog::default_logger()->sinks();
+    sinks.erase(std::remove(sinks.begin(), sinks.end(), sink_), sinks.end());
+    return out_.str();
+  }
+
+ private:
+  std::ostringstream out_;
+  std::shared_ptr<spdlog::sinks::ostream_sink_mt> sink_;
+};
+
+// Idle keep-alive connections fill the descriptor table: a new client is still served, because the
+// server closes the connection idle longest to make room, and says so in its log.
+TEST_P(ServerTest, OutOfDescriptorsClosesTheOldestIdleConnection) {
+  if (tls()) GTEST_SKIP() << "the descriptor accounting is the same over TLS";
+  StartServer();
+  std::vector<TestConnection> idle;
+  for (int i = 0; i < 8; ++i) {
+    auto c = TestConnection::Connect(port_);
+    ASSERT_TRUE(c.ok());
+    idle.push_back(std::move(*c));
+  }
+  auto deadline = std::chrono::steady_clock::now() + 5s;
+  while (server_->open_connections() < 8 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(5ms);
+  }
+  ASSERT_EQ(server_->open_connections(), 8);
+  LogCapture log;
+  rlimit saved{};
+  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &saved), 0);
+  // Only one more descriptor fits: the client's socket takes it and the server's accept fails.
+  const int lowest_free = ::dup(0);
+  ASSERT_GE(lowest_free, 0);
+  ::close(lowest_free);
+  rlimit low = saved;
+  low.rlim_cur = static_cast<rlim_t>(lowest_free + 1);
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &low), 0);
+  auto fresh = Fetch(port_, "GET", "/hello");
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &saved), 0);
+  const std::string logged = log.Stop();
+  ASSERT_TRUE(fresh.ok()) << fresh.status().ToString();
+  EXPECT_EQ(fresh->status, 200);
+  EXPECT_NE(logged.find("out of file descriptors"), std::string::npos) << logged;
+  int closed = 0;
+  for (auto& c : idle) closed += c.WaitClosed(10ms) ? 1 : 0;
+  EXPECT_GE(closed, 1);
+}
+
+// Out of descriptors with every connection busy (streams in flight): the server gives up its spare
+// descriptor to accept the new client and answers it 503, readable, instead of leaving it in the backlog.
+TEST_P(ServerTest, OutOfDescriptorsWithNoIdleConnectionAnswers503) {
+  if (tls()) GTEST_SKIP() << "a TLS client is closed instead (no 503 before a handshake)";
+  StartServer();
+  std::vector<TestConnection> busy;
+  for (int i = 0; i < 3; ++i) {
+    auto c = TestConnection::Connect(port_);
+    ASSERT_TRUE(c.ok());
+    ASSERT_TRUE(c->Send(BuildRequest("GET", "/stream")).ok());
+    std::string first;
+    (void)c->Read(300ms, [&](std::string_view chunk) { first = chunk; });  // the stream waits: times out
+    ASSERT_EQ(first, "data: {\"i\":0}\n\n");
+    busy.push_back(std::move(*c));
+  }
+  LogCapture log;
+  rlimit saved{};
+  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &saved), 0);
+  const int lowest_free = ::dup(0);
+  ASSERT_GE(lowest_free, 0);
+  ::close(lowest_free);
+  rlimit low = saved;
+  low.rlim_cur = static_cast<rlim_t>(lowest_free + 1);
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &low), 0);
+  auto refused = Fetch(port_, "GET", "/hello");
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &saved), 0);
+  const std::string logged = log.Stop();
+  ASSERT_TRUE(refused.ok()) << refused.status().ToString();
+  EXPECT_EQ(refused->status, 503);
+  EXPECT_EQ(refused->headers["retry-after"], "1");
+  EXPECT_NE(logged.find("no connection is idle"), std::string::npos) << logged;
+  // The spare is back and the server serves normally once descriptors are free again.
+  auto after = Fetch(port_, "GET", "/hello");
+  ASSERT_TRUE(after.ok());
+  EXPECT_EQ(after->status, 200);
 }
 
 INSTANTIATE_TEST_SUITE_P(Transport, ServerTest, ::testing::Values(false, true),
