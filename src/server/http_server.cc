@@ -604,6 +604,7 @@ void Session::LingerClose() {
 void Session::Close() {
   if (closed_) return;
   closed_ = true;
+  idle_since_ns_.store(0);  // never picked again to make room
   core_->connections.fetch_sub(1);
   CloseStream();
   timer_.cancel();

@@ -528,6 +528,20 @@ TEST_P(ServerTest, Http10StreamIsReadUntilClose) {
   EXPECT_TRUE(plain->WaitClosed(2s));
 }
 
+// The sanitizers' runtime probes memory through a pipe(2); starved of descriptors it reports a false
+// "invalid vptr" from the server's log call. The descriptor tests run in the other builds.
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kSanitized = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+constexpr bool kSanitized = true;
+#else
+constexpr bool kSanitized = false;
+#endif
+#else
+constexpr bool kSanitized = false;
+#endif
+
 // Copies what the default logger writes while it lives (the server logs there).
 class LogCapture {
  public:
@@ -550,6 +564,7 @@ class LogCapture {
 // server closes the connection idle longest to make room, and says so in its log.
 TEST_P(ServerTest, OutOfDescriptorsClosesTheOldestIdleConnection) {
   if (tls()) GTEST_SKIP() << "the descriptor accounting is the same over TLS";
+  if (kSanitized) GTEST_SKIP() << "the sanitizer runtime needs free descriptors";
   StartServer();
   std::vector<TestConnection> idle;
   for (int i = 0; i < 8; ++i) {
@@ -587,6 +602,7 @@ TEST_P(ServerTest, OutOfDescriptorsClosesTheOldestIdleConnection) {
 // descriptor to accept the new client and answers it 503, readable, instead of leaving it in the backlog.
 TEST_P(ServerTest, OutOfDescriptorsWithNoIdleConnectionAnswers503) {
   if (tls()) GTEST_SKIP() << "a TLS client is closed instead (no 503 before a handshake)";
+  if (kSanitized) GTEST_SKIP() << "the sanitizer runtime needs free descriptors";
   StartServer();
   std::vector<TestConnection> busy;
   for (int i = 0; i < 3; ++i) {
