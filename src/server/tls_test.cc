@@ -208,5 +208,25 @@ TEST_F(TlsTest, RequiredClientCertificate) {
   EXPECT_FALSE(Fetch(port, "GET", "/hello").ok());
 }
 
+// --ssl-cert-reqs 1: a client without a certificate is served; one that sends a certificate the CA bundle
+// does not vouch for is refused.
+TEST_F(TlsTest, OptionalClientCertificate) {
+  TlsOptions tls = ServerTls();
+  tls.ca_certs = client_files_.cert;
+  tls.cert_reqs = 1;
+  auto server = Start(tls);
+  ASSERT_TRUE(server.ok()) << server.status().ToString();
+  const uint16_t port = (*server)->port();
+  testing::SetClientTls({server_files_.cert});
+  auto without = Fetch(port, "GET", "/hello");
+  ASSERT_TRUE(without.ok()) << without.status().ToString();
+  EXPECT_EQ(without->body, "hello");
+  testing::SetClientTls({server_files_.cert, client_files_.cert, client_files_.key});
+  auto with_cert = Fetch(port, "GET", "/hello");
+  ASSERT_TRUE(with_cert.ok()) << with_cert.status().ToString();
+  testing::SetClientTls({server_files_.cert, other_files_.cert, other_files_.key});
+  EXPECT_FALSE(Fetch(port, "GET", "/hello").ok());
+}
+
 }  // namespace
 }  // namespace k3::server
