@@ -30,6 +30,7 @@ tests=(
   # through the real CLI offline (gcloud and kubectl are not in Debian: checked where installed)
   shellcheck awscli azure-cli python3-yaml
   googletest libgtest-dev libgmock-dev libbenchmark-dev
+  openssl  # tests/compat/http_layer: a self-signed certificate for the HTTPS test
   chromium  # tests/e2e: k3 bench SVG screenshot; with 23 libraries ~360 MB installed, ~1 min to install
 )
 case "${1:-}" in
