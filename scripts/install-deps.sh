@@ -16,11 +16,12 @@ build=(
   libboost-dev
   libvalijson-dev  # deploy tests: CRD validation; k3 verify: tool-call arguments
   libcurl4-openssl-dev  # src/client: HTTP(S) for k3 verify / k3 bench / weights
+  libssl-dev  # src/server: TLS (--ssl-certfile / --ssl-keyfile) through Boost.Asio's OpenSSL streams
   libgloo-dev  # src/dist: collectives of one model across rank processes (TCP transport)
 )
 runtime=(
   # what `ldd k3` names beyond libc / libstdc++ (each pulls its own dependencies)
-  libyaml-cpp0.7 libcurl4 libhwy1 libgloo0 libspdlog1.10 libfmt9 libpcre2-8-0 ca-certificates
+  libyaml-cpp0.7 libcurl4 libssl3 libhwy1 libgloo0 libspdlog1.10 libfmt9 libpcre2-8-0 ca-certificates
 )
 tests=(
   clang-14 libclang-rt-14-dev clang-format  # sanitizer build and fuzzers
@@ -29,6 +30,7 @@ tests=(
   # through the real CLI offline (gcloud and kubectl are not in Debian: checked where installed)
   shellcheck awscli azure-cli python3-yaml
   googletest libgtest-dev libgmock-dev libbenchmark-dev
+  openssl  # tests/compat/http_layer: a self-signed certificate for the HTTPS test
   chromium  # tests/e2e: k3 bench SVG screenshot; with 23 libraries ~360 MB installed, ~1 min to install
 )
 case "${1:-}" in

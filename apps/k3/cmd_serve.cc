@@ -19,6 +19,7 @@
 
 #include "apps/k3/commands.h"
 #include "apps/k3/embedded_model.h"
+#include "apps/k3/http_flags.h"
 #include "apps/k3/serve_generation_flags.h"
 #include "apps/k3/version.h"
 #include "src/server/serve.h"
@@ -115,6 +116,7 @@ void RegisterServeCommand(CLI::App& app) {
     bool disable_fastapi_docs = false;
     bool disable_access_log = false;
     double swap_space = 0;
+    HttpFlags http;  // TLS, CORS
   };
   auto f = std::make_shared<Flags>();
   CLI::App* cmd = app.add_subcommand("serve", "OpenAI-compatible server (vLLM command line accepted)");
@@ -223,6 +225,7 @@ void RegisterServeCommand(CLI::App& app) {
       ->group(compat);
 
   AddGroupFlags(cmd, &f->group, "Distributed (vLLM's multiprocessing executor flags)");
+  AddHttpFlags(cmd, &f->http);
   cmd->add_flag("--dry-run", f->dry_run,
                 "check the command line (flags, parallel layout, LWS environment), print the plan and exit");
 
@@ -293,6 +296,7 @@ void RegisterServeCommand(CLI::App& app) {
       const char* value = std::getenv(env);
       if (config.http.api_key.empty() && value != nullptr) config.http.api_key = value;
     }
+    if (Status s = ApplyHttpFlags(f->http, &config.http); !s.ok()) return fail(s.message());
     config.model_dir = f->model.empty() ? f->model_positional : f->model;
     config.resolve_model = [] { return EnsureEmbeddedModel(); };
     for (const std::string& name : f->served_model_names) {  // in order, each once

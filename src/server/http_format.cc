@@ -70,17 +70,16 @@ std::string FormatResponse(const HttpResponse& response, std::string_view reques
 }
 
 std::string FormatEventStreamHead(int status, const HeaderList& headers, std::string_view request_id,
-                                  bool keep_alive) {
+                                  bool keep_alive, bool chunked) {
   std::string out = fmt::format(
-      "HTTP/1.1 {} {}\r\nContent-Type: text/event-stream; charset=utf-8\r\nCache-Control: no-cache\r\n"
-      "Transfer-Encoding: chunked\r\n",
-      status, ReasonPhrase(status));
+      "HTTP/1.1 {} {}\r\nContent-Type: text/event-stream; charset=utf-8\r\nCache-Control: no-cache\r\n{}",
+      status, ReasonPhrase(status), chunked ? "Transfer-Encoding: chunked\r\n" : "");
   AppendCommonHeaders(out, headers, request_id, keep_alive);
   out += "\r\n";
   return out;
 }
 
-std::string FormatEventChunk(const std::vector<std::string>& payloads) {
+std::string FormatEventData(const std::vector<std::string>& payloads) {
   std::string data;
   for (const std::string& payload : payloads) {
     size_t begin = 0;
@@ -94,6 +93,11 @@ std::string FormatEventChunk(const std::vector<std::string>& payloads) {
     }
     data += '\n';
   }
+  return data;
+}
+
+std::string FormatEventChunk(const std::vector<std::string>& payloads) {
+  const std::string data = FormatEventData(payloads);
   if (data.empty()) return {};
   std::string out = fmt::format("{:x}\r\n", data.size());
   out += data;

@@ -15,11 +15,15 @@ const char* ReasonPhrase(int status);
 // Status line, Content-Type, Content-Length, X-Request-Id, Connection, extra headers, blank line, body.
 std::string FormatResponse(const HttpResponse& response, std::string_view request_id, bool keep_alive);
 
-// Status line and headers of an event stream (Transfer-Encoding: chunked, Cache-Control: no-cache).
+// Status line and headers of an event stream (Cache-Control: no-cache). `chunked`: Transfer-Encoding:
+// chunked; false for an HTTP/1.0 client, whose stream has no length and ends when the connection closes.
 std::string FormatEventStreamHead(int status, const HeaderList& headers, std::string_view request_id,
-                                  bool keep_alive);
+                                  bool keep_alive, bool chunked = true);
 
-// One chunk holding "data: <payload>\n\n" for every payload. Payloads must not contain newlines (JSON
+// "data: <payload>\n\n" for every payload, unframed (an HTTP/1.0 stream's bytes).
+std::string FormatEventData(const std::vector<std::string>& payloads);
+
+// One chunk holding FormatEventData(payloads). Payloads must not contain newlines (JSON
 // from nlohmann never does); a payload with one is split into several data: lines.
 std::string FormatEventChunk(const std::vector<std::string>& payloads);
 

@@ -4,6 +4,10 @@
 
 #include "src/server/http_server.h"
 
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
@@ -18,13 +22,16 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 #include <boost/asio.hpp>
+#include <boost/asio/ssl.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
 #include "src/server/auth.h"
+#include "src/server/cors.h"
 #include "src/server/error_json.h"
 #include "src/server/http_format.h"
 #include "src/server/request_id.h"
+#include "src/server/tls_config.h"
 
 namespace k3::server {
 namespace {
@@ -33,15 +40,22 @@ namespace beast = boost::beast;
 namespace http = beast::http;
 namespace net = boost::asio;
 using tcp = net::ip::tcp;
+using TlsStream = net::ssl::stream<tcp::socket>;
 using Clock = std::chrono::steady_clock;
 using ErrorCode = boost::system::error_code;
 
 class Session;
 
+int64_t NowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
+}
+
 // State shared by the acceptor, the sessions and the HttpServer facade.
 struct Core {
   ServerOptions options;
   Router router;
+  CorsPolicy cors;
+  std::optional<net::ssl::context> tls;  // set: every connection is TLS
   std::atomic<bool> shutting_down{false};
   std::atomic<int64_t> active_exchanges{0};
   std::atomic<int64_t> connections{0};
@@ -56,6 +70,7 @@ struct Core {
       drain_cv.notify_all();
     }
   }
+  std::shared_ptr<Session> OldestIdleSession();
   std::vector<std::shared_ptr<Session>> LiveSessions() {
     std::vector<std::shared_ptr<Session>> out;
     std::lock_guard<std::mutex> lock(sessions_mu);
@@ -68,13 +83,16 @@ struct Core {
 
 class ExchangeImpl;
 
+// One connection: the HTTP state machine, written once for every stream type. The few operations that
+// touch the stream (wait, read, write, cancel, close) are virtual and implemented by StreamSession<Stream>
+// for a plain TCP socket and for TLS over it.
 class Session : public std::enable_shared_from_this<Session> {
  public:
-  Session(tcp::socket socket, Core* core)
-      : executor_(socket.get_executor()), socket_(std::move(socket)), timer_(executor_), core_(core) {
+  Session(net::any_io_executor executor, Core* core)
+      : executor_(std::move(executor)), timer_(executor_), core_(core) {
     core_->connections.fetch_add(1);
   }
-  ~Session() {
+  virtual ~Session() {
     if (!closed_) core_->connections.fetch_sub(1);
     std::lock_guard<std::mutex> lock(core_->sessions_mu);
     core_->sessions.erase(this);
@@ -87,7 +105,7 @@ class Session : public std::enable_shared_from_this<Session> {
       std::lock_guard<std::mutex> lock(core_->sessions_mu);
       core_->sessions.emplace(this, weak_from_this());
     }
-    WaitForRequest();
+    StartStream();
   }
 
   // Drain: idle connections close now, busy ones after their exchange.
@@ -96,6 +114,15 @@ class Session : public std::enable_shared_from_this<Session> {
     if (state_ == State::kNone && !reading_) Close();
   }
   void ForceClose() { Close(); }
+  // Out of descriptors: an idle keep-alive connection is closed to make room for a new one (clients
+  // reconnect; nginx and Go's server drop idle connections too). False when it was no longer idle.
+  bool CloseIfIdle() {
+    if (idle_since_ns_.load() == 0 || closed_) return false;
+    Close();
+    return true;
+  }
+  // When it started waiting for its next request (steady clock ns), 0 when not idle.
+  int64_t idle_since_ns() const { return idle_since_ns_.load(); }
 
   // Exchange operations, run on the strand. `serial` identifies the exchange they belong to.
   void DoRespond(uint64_t serial, HttpResponse response);
@@ -105,10 +132,25 @@ class Session : public std::enable_shared_from_this<Session> {
   void DoOnClientGone(uint64_t serial, std::function<void()> callback);
   void DoAbandon(uint64_t serial);
 
- private:
+ protected:
   enum class State { kNone, kHandling, kStreaming, kEnded };
 
+  // Stream operations. Each completion calls back into the state machine below.
+  virtual void StartStream() = 0;      // then WaitForRequest() (TLS: after the handshake)
+  virtual void AsyncWaitIdle() = 0;    // a keep-alive connection waits for its next request: OnIdleReady
+  virtual void AsyncReadHeader() = 0;  // OnHeader
+  virtual void AsyncReadBody() = 0;    // OnBody
+  virtual bool WriteNow(std::string_view bytes) = 0;  // blocking (100 Continue); false on error
+  virtual void AsyncWatch() = 0;                      // one read into buffer_: OnWatch
+  virtual void AsyncWrite() = 0;                      // out_inflight_: OnWrite
+  virtual void CancelReads() = 0;                     // the pending read ends with operation_aborted
+  virtual void AsyncLingerClose() = 0;                // stop sending, let the client read, then Close()
+  virtual void CloseStream() = 0;
+
+  std::shared_ptr<Session> self() { return shared_from_this(); }
+
   void WaitForRequest();
+  void OnIdleReady(ErrorCode ec);
   void ReadHeader();
   void OnHeader(ErrorCode ec);
   void OnBody(ErrorCode ec);
@@ -122,17 +164,12 @@ class Session : public std::enable_shared_from_this<Session> {
   void EndAccounting();
   void FailRequest(int status, std::string_view message);  // error answer, then close
   void LingerClose();
-  // Reads and drops what the client still sends until it closes or the deadline passes. Each pending
-  // read holds the session only through its handler, so a handler destroyed unrun (io_context stopped)
-  // frees the session: no self-referencing loop object.
-  void DrainAndClose(std::shared_ptr<std::array<char, 16384>> drain);
   void Close();
   void ArmTimer(std::chrono::milliseconds d);
   void CancelTimer() { timer_.expires_at(Clock::time_point::max()); }
   bool SerialIsCurrent(uint64_t serial) const { return serial == serial_ && state_ != State::kNone; }
 
   net::any_io_executor executor_;
-  tcp::socket socket_;
   net::steady_timer timer_;
   Core* core_;
   beast::flat_buffer buffer_;
@@ -154,10 +191,131 @@ class Session : public std::enable_shared_from_this<Session> {
   bool counted_ = false;       // counted in core_->active_exchanges
   bool watching_ = false;      // a disconnect-watch read is pending
   bool head_request_ = false;  // the current request is HEAD: answers carry no body
+  bool http10_ = false;        // the current request is HTTP/1.0: no chunked encoding
   bool resume_after_watch_ = false;
   bool client_gone_ = false;
   std::function<void()> gone_callback_;
+  HeaderList cors_headers_;  // CORS headers every answer to the current request carries
+  std::atomic<int64_t> idle_since_ns_{0};
 };
+
+// The stream operations for a plain socket (tcp::socket) or TLS over one (TlsStream).
+template <class Stream>
+class StreamSession final : public Session {
+ public:
+  static constexpr bool kTls = !std::is_same_v<Stream, tcp::socket>;
+
+  template <class... Args>
+  StreamSession(Core* core, tcp::socket socket, Args&... args)
+      : Session(socket.get_executor(), core), stream_(std::move(socket), args...) {}
+
+ private:
+  tcp::socket& socket() { return beast::get_lowest_layer(stream_); }
+
+  void StartStream() override {
+    if constexpr (kTls) {
+      // The handshake counts as part of the first request's header: a silent client is dropped at the
+      // header deadline; a plain-HTTP client fails the handshake and is closed.
+      reading_ = true;
+      ArmTimer(core_->options.header_timeout);
+      stream_.async_handshake(net::ssl::stream_base::server, [keep = self(), this](ErrorCode ec) {
+        reading_ = false;
+        if (ec) {
+          spdlog::debug("TLS handshake failed: {}", ec.message());
+          Close();
+          return;
+        }
+        WaitForRequest();
+      });
+    } else {
+      WaitForRequest();
+    }
+  }
+
+  void AsyncWaitIdle() override {
+    if constexpr (kTls) {
+      // Readability of the socket says nothing about bytes OpenSSL or Asio already hold: read instead.
+      stream_.async_read_some(buffer_.prepare(4096), [keep = self(), this](ErrorCode ec, size_t n) {
+        if (n > 0) {
+          buffer_.commit(n);
+          ec = {};
+        }
+        OnIdleReady(ec);
+      });
+    } else {
+      // Wait for readability without a buffer: an idle keep-alive connection costs its socket only.
+      socket().async_wait(tcp::socket::wait_read, [keep = self(), this](ErrorCode ec) { OnIdleReady(ec); });
+    }
+  }
+
+  void AsyncReadHeader() override {
+    http::async_read_header(stream_, buffer_, *parser_,
+                            [keep = self(), this](ErrorCode ec, size_t) { OnHeader(ec); });
+  }
+  void AsyncReadBody() override {
+    http::async_read(stream_, buffer_, *parser_, [keep = self(), this](ErrorCode ec, size_t) { OnBody(ec); });
+  }
+  bool WriteNow(std::string_view bytes) override {
+    ErrorCode ec;
+    net::write(stream_, net::buffer(bytes), ec);
+    return !ec;
+  }
+  void AsyncWatch() override {
+    stream_.async_read_some(buffer_.prepare(4096),
+                            [keep = self(), this](ErrorCode ec, size_t n) { OnWatch(ec, n); });
+  }
+  void AsyncWrite() override {
+    net::async_write(stream_, net::buffer(out_inflight_),
+                     [keep = self(), this](ErrorCode ec, size_t) { OnWrite(ec); });
+  }
+  void CancelReads() override {
+    ErrorCode ignored;
+    socket().cancel(ignored);
+  }
+
+  void AsyncLingerClose() override {
+    if constexpr (kTls) {
+      // close_notify, then wait (bounded by the timer) for the client's: it has read the answer by then.
+      stream_.async_shutdown([keep = self(), this](ErrorCode) { Close(); });
+    } else {
+      ErrorCode ignored;
+      socket().shutdown(tcp::socket::shutdown_send, ignored);
+      DrainAndClose(std::make_shared<std::array<char, 16384>>());
+    }
+  }
+
+  // Reads and drops what the client still sends until it closes or the deadline passes. Each pending
+  // read holds the session only through its handler, so a handler destroyed unrun (io_context stopped)
+  // frees the session: no self-referencing loop object.
+  void DrainAndClose(std::shared_ptr<std::array<char, 16384>> drain) {
+    socket().async_read_some(net::buffer(*drain), [keep = self(), this, drain](ErrorCode read_ec, size_t) {
+      if (read_ec || closed_) {
+        Close();
+        return;
+      }
+      DrainAndClose(drain);
+    });
+  }
+
+  void CloseStream() override {
+    ErrorCode ignored;
+    socket().shutdown(tcp::socket::shutdown_both, ignored);
+    socket().close(ignored);
+  }
+
+  Stream stream_;
+};
+
+std::shared_ptr<Session> Core::OldestIdleSession() {
+  std::shared_ptr<Session> oldest;
+  std::lock_guard<std::mutex> lock(sessions_mu);
+  for (auto& [ptr, weak] : sessions) {
+    const int64_t since = ptr->idle_since_ns();
+    if (since == 0 || (oldest && oldest->idle_since_ns() <= since)) continue;
+    if (auto s = weak.lock()) oldest = std::move(s);
+  }
+  return oldest;
+}
 
 class ExchangeImpl : public Exchange {
  public:
@@ -220,15 +378,18 @@ void Session::WaitForRequest() {
     return;
   }
   ArmTimer(core_->options.idle_timeout);
-  // Wait for readability without a buffer: an idle keep-alive connection costs its socket only.
-  socket_.async_wait(tcp::socket::wait_read, [self = shared_from_this()](ErrorCode ec) {
-    if (self->closed_) return;
-    if (ec) {
-      self->Close();
-      return;
-    }
-    self->ReadHeader();
-  });
+  idle_since_ns_.store(std::max<int64_t>(1, NowNs()));
+  AsyncWaitIdle();
+}
+
+void Session::OnIdleReady(ErrorCode ec) {
+  idle_since_ns_.store(0);
+  if (closed_) return;
+  if (ec) {
+    Close();
+    return;
+  }
+  ReadHeader();
 }
 
 void Session::ReadHeader() {
@@ -237,8 +398,7 @@ void Session::ReadHeader() {
   parser_->body_limit(core_->options.max_body_bytes);
   reading_ = true;
   ArmTimer(core_->options.header_timeout);
-  http::async_read_header(socket_, buffer_, *parser_,
-                          [self = shared_from_this()](ErrorCode ec, size_t) { self->OnHeader(ec); });
+  AsyncReadHeader();
 }
 
 bool IsHttpError(const ErrorCode& ec) {
@@ -262,14 +422,11 @@ void Session::OnHeader(ErrorCode ec) {
   auto& header = parser_->get();
   auto expect = header[http::field::expect];
   if (beast::iequals(expect, "100-continue")) {
-    ErrorCode write_ec;
-    net::write(socket_, net::buffer(std::string_view("HTTP/1.1 100 Continue\r\n\r\n")), write_ec);
-    if (write_ec) return Close();
+    if (!WriteNow("HTTP/1.1 100 Continue\r\n\r\n")) return Close();
   }
   reading_ = true;
   ArmTimer(core_->options.body_timeout);
-  http::async_read(socket_, buffer_, *parser_,
-                   [self = shared_from_this()](ErrorCode read_ec, size_t) { self->OnBody(read_ec); });
+  AsyncReadBody();
 }
 
 void Session::OnBody(ErrorCode ec) {
@@ -304,6 +461,7 @@ void Session::Dispatch() {
   request.received = Clock::now();
   request.request_id = RequestIdFor(request.Header("x-request-id"));
   keep_alive_ = keep_alive_ && message.keep_alive() && !core_->shutting_down.load();
+  const unsigned http_version = message.version();
   parser_.reset();
   if (buffer_.capacity() > (256 << 10) && buffer_.size() < (64 << 10)) buffer_.shrink_to_fit();
 
@@ -311,6 +469,7 @@ void Session::Dispatch() {
   state_ = State::kHandling;
   request_id_ = request.request_id;
   head_request_ = request.method == "HEAD";
+  http10_ = http_version == 10;
   client_gone_ = false;
   gone_callback_ = nullptr;
   counted_ = true;
@@ -320,7 +479,13 @@ void Session::Dispatch() {
   const bool needs_auth = !core_->options.api_key.empty() && request.path.starts_with("/v1/");
   const bool authorized =
       !needs_auth || BearerMatches(request.Header("authorization"), core_->options.api_key);
+  std::optional<HttpResponse> preflight = core_->cors.Preflight(request);
+  cors_headers_ = preflight ? HeaderList() : core_->cors.ResponseHeaders(request);
   auto exchange = std::make_shared<ExchangeImpl>(shared_from_this(), serial_, std::move(request));
+  if (preflight) {  // answered before auth and routing, on any path (browsers send no credentials)
+    exchange->Respond(std::move(*preflight));
+    return;
+  }
   if (!authorized) {
     exchange->Respond(ErrorResponse(401, "invalid or missing API key: send 'Authorization: Bearer <key>'",
                                     "invalid_api_key"));
@@ -338,8 +503,7 @@ void Session::Dispatch() {
 // bytes mean a pipelined request, kept in the buffer for later.
 void Session::Watch() {
   watching_ = true;
-  socket_.async_read_some(buffer_.prepare(4096),
-                          [self = shared_from_this()](ErrorCode ec, size_t n) { self->OnWatch(ec, n); });
+  AsyncWatch();
 }
 
 void Session::OnWatch(ErrorCode ec, size_t n) {
@@ -368,8 +532,7 @@ void Session::WriteMore() {
   out_inflight_.swap(out_pending_);
   out_pending_.clear();
   ArmTimer(core_->options.write_timeout);
-  net::async_write(socket_, net::buffer(out_inflight_),
-                   [self = shared_from_this()](ErrorCode ec, size_t) { self->OnWrite(ec); });
+  AsyncWrite();
 }
 
 void Session::OnWrite(ErrorCode ec) {
@@ -387,25 +550,13 @@ void Session::OnWrite(ErrorCode ec) {
   }
   CancelTimer();
   if (lingering_) {
-    // Error answer sent: stop sending, read and drop what the client still sends, then close.
-    ErrorCode ignored;
-    if (watching_) socket_.cancel(ignored);  // the drain loop below takes over reading
-    socket_.shutdown(tcp::socket::shutdown_send, ignored);
+    // Last answer sent: stop sending, let the client read it (bounded), then close.
+    if (watching_) CancelReads();  // the lingering close takes over reading
     ArmTimer(std::chrono::milliseconds(2000));
-    DrainAndClose(std::make_shared<std::array<char, 16384>>());
+    AsyncLingerClose();
     return;
   }
   if (state_ == State::kEnded) FinishExchange();
-}
-
-void Session::DrainAndClose(std::shared_ptr<std::array<char, 16384>> drain) {
-  socket_.async_read_some(net::buffer(*drain), [self = shared_from_this(), drain](ErrorCode read_ec, size_t) {
-    if (read_ec || self->closed_) {
-      self->Close();
-      return;
-    }
-    self->DrainAndClose(drain);
-  });
 }
 
 void Session::EndAccounting() {
@@ -425,8 +576,7 @@ void Session::FinishExchange() {
   }
   if (watching_) {  // the watch read must finish before the next request is read
     resume_after_watch_ = true;
-    ErrorCode ignored;
-    socket_.cancel(ignored);
+    CancelReads();
     return;
   }
   WaitForRequest();
@@ -454,10 +604,9 @@ void Session::LingerClose() {
 void Session::Close() {
   if (closed_) return;
   closed_ = true;
+  idle_since_ns_.store(0);  // never picked again to make room
   core_->connections.fetch_sub(1);
-  ErrorCode ignored;
-  socket_.shutdown(tcp::socket::shutdown_both, ignored);
-  socket_.close(ignored);
+  CloseStream();
   timer_.cancel();
   if (state_ == State::kHandling || state_ == State::kStreaming) {
     client_gone_ = true;
@@ -476,6 +625,7 @@ void Session::DoRespond(uint64_t serial, HttpResponse response) {
   if (closed_) return;
   const bool keep = keep_alive_ && !core_->shutting_down.load();
   keep_alive_ = keep;
+  response.headers.insert(response.headers.end(), cors_headers_.begin(), cors_headers_.end());
   std::string bytes = FormatResponse(response, request_id_, keep);
   // HEAD: the GET answer's status and headers (Content-Length included), without its body.
   if (head_request_) bytes.resize(bytes.size() - response.body.size());
@@ -486,19 +636,22 @@ void Session::DoStartEvents(uint64_t serial, int status, HeaderList headers) {
   if (!SerialIsCurrent(serial) || state_ != State::kHandling) return;
   state_ = State::kStreaming;
   if (closed_) return;
-  Queue(FormatEventStreamHead(status, headers, request_id_, keep_alive_));
+  headers.insert(headers.end(), cors_headers_.begin(), cors_headers_.end());
+  // HTTP/1.0 has no chunked encoding: the stream is sent as it is and ends when the connection closes.
+  if (http10_) keep_alive_ = false;
+  Queue(FormatEventStreamHead(status, headers, request_id_, keep_alive_, /*chunked=*/!http10_));
 }
 
 void Session::DoSendEvents(uint64_t serial, std::vector<std::string> payloads) {
   if (!SerialIsCurrent(serial) || state_ != State::kStreaming || closed_) return;
-  Queue(FormatEventChunk(payloads));
+  Queue(http10_ ? FormatEventData(payloads) : FormatEventChunk(payloads));
 }
 
 void Session::DoEndEvents(uint64_t serial) {
   if (!SerialIsCurrent(serial) || state_ != State::kStreaming) return;
   state_ = State::kEnded;
   if (closed_) return;
-  Queue(kLastChunk);
+  Queue(http10_ ? std::string_view() : kLastChunk);  // HTTP/1.0: the close ends the stream
 }
 
 void Session::DoOnClientGone(uint64_t serial, std::function<void()> callback) {
@@ -536,12 +689,24 @@ struct HttpServer::Impl {
   bool stop_requested = false;
   int stop_signal = 0;
   bool stopped = false;
+  // Held open so that, out of descriptors, one can be freed to answer a client 503 (MakeRoom).
+  int spare_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  Clock::time_point last_fd_log{};
+  int64_t fd_logs_suppressed = 0;
+
+  ~Impl() {
+    if (spare_fd >= 0) ::close(spare_fd);
+  }
 
   void Accept() {
     acceptor.async_accept(net::make_strand(ioc), [this](ErrorCode ec, tcp::socket socket) {
       if (!acceptor.is_open()) return;
+      if (ec == net::error::no_descriptors || ec == boost::system::errc::too_many_files_open_in_system) {
+        if (MakeRoom()) return;
+      }
       if (ec) {
-        // Out of descriptors and the like: try again shortly instead of spinning.
+        // Out of descriptors with no idle connection to close, and the like: try again shortly instead of
+        // spinning.
         spdlog::warn("accept failed: {}", ec.message());
         accept_retry.expires_after(std::chrono::milliseconds(50));
         accept_retry.async_wait([this](ErrorCode) {
@@ -551,10 +716,83 @@ struct HttpServer::Impl {
       }
       ErrorCode ignored;
       socket.set_option(tcp::no_delay(true), ignored);
-      auto session = std::make_shared<Session>(std::move(socket), &core);
+      std::shared_ptr<Session> session;
+      if (core.tls) {
+        session = std::make_shared<StreamSession<TlsStream>>(&core, std::move(socket), *core.tls);
+      } else {
+        session = std::make_shared<StreamSession<tcp::socket>>(&core, std::move(socket));
+      }
       net::dispatch(session->executor(), [session] { session->Start(); });
       Accept();
     });
+  }
+
+  // The process is out of descriptors and a client waits in the backlog. Runs on the acceptor's strand;
+  // true when it made room and Accept() runs again by itself.
+  //  1. Close the keep-alive connection idle longest, then accept again: /health and new requests keep
+  //     being served while idle connections fill the table (nginx and Go's server drop idle
+  //     connections too; an HTTP client reconnects when an idle connection closes).
+  //  2. No connection is idle (all busy): give up the spare descriptor held for this, accept the client,
+  //     answer 503 (plain HTTP; a TLS client is closed: no handshake budget here), close it and take the
+  //     spare again. Each round takes one client off the backlog, so this never spins.
+  bool MakeRoom() {
+    if (auto idle = core.OldestIdleSession()) {
+      const double idle_s = static_cast<double>(NowNs() - idle->idle_since_ns()) / 1e9;
+      LogFdPressure(fmt::format(
+          "closing the keep-alive connection idle longest ({:.1f} s) to accept a new one", idle_s));
+      net::post(idle->executor(), [this, idle] {
+        idle->CloseIfIdle();
+        net::post(acceptor.get_executor(), [this] {
+          if (acceptor.is_open()) Accept();
+        });
+      });
+      return true;
+    }
+    if (spare_fd < 0) return false;
+    ::close(spare_fd);
+    spare_fd = -1;
+    const int fd = ::accept4(acceptor.native_handle(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    if (fd >= 0) {
+      LogFdPressure(core.tls
+                        ? "no connection is idle: closing a new TLS connection with the spare descriptor"
+                        : "no connection is idle: answering a new connection 503 with the spare descriptor");
+      if (!core.tls) {
+        // Read what the request sent so far (closing with unread bytes would reset the connection and
+        // could destroy the answer), answer, half-close, close.
+        char sink[4096];
+        while (::recv(fd, sink, sizeof(sink), MSG_DONTWAIT) > 0) {
+        }
+        HttpResponse busy = ErrorResponse(503, "the server is out of file descriptors; try again later");
+        busy.headers.emplace_back("Retry-After", "1");
+        const std::string bytes = FormatResponse(busy, RequestIdFor({}), false);
+        [[maybe_unused]] ssize_t sent = ::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+        ::shutdown(fd, SHUT_WR);
+      }
+      ::close(fd);
+    }
+    spare_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return false;
+    net::post(acceptor.get_executor(), [this] {
+      if (acceptor.is_open()) Accept();
+    });
+    return true;
+  }
+
+  // At most one line a second; the others are counted into the next.
+  void LogFdPressure(const std::string& what) {
+    const auto now = Clock::now();
+    if (now - last_fd_log < std::chrono::seconds(1)) {
+      ++fd_logs_suppressed;
+      return;
+    }
+    spdlog::warn(
+        "out of file descriptors ({} connections open): {}{}; raise the open files limit (ulimit -n) "
+        "for more connections",
+        core.connections.load(), what,
+        fd_logs_suppressed > 0 ? fmt::format(" ({} more such events in the last second)", fd_logs_suppressed)
+                               : std::string());
+    last_fd_log = now;
+    fd_logs_suppressed = 0;
   }
 
   void Request(int signal_number) {
@@ -586,7 +824,12 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Start(ServerOptions options, Rou
   if (options.io_threads < 1) return InvalidArgument("io_threads must be >= 1, got {}", options.io_threads);
   impl->core.options = std::move(options);
   impl->core.router = std::move(router);
+  impl->core.cors = CorsPolicy(impl->core.options.cors);
   const ServerOptions& o = impl->core.options;
+  if (o.tls.enabled()) {
+    K3_ASSIGN_OR_RETURN(SslCtxPtr ctx, MakeServerTlsContext(o.tls));
+    impl->core.tls.emplace(ctx.release());  // the Asio context owns it from here
+  }
 
   ErrorCode ec;
   net::ip::address ip = net::ip::make_address(o.host, ec);

@@ -14,6 +14,17 @@
 // While an exchange runs the connection is watched for EOF, so a client that goes away is reported
 // through Exchange::OnClientGone.
 //
+// Out of file descriptors (idle keep-alive connections filling the table), the acceptor closes the
+// connection idle longest to accept the new one; with none idle it frees a spare descriptor held for this,
+// answers the new client 503 (plain HTTP) and takes the spare again. Rate-limited warnings say why.
+//
+// With options.tls set every connection is TLS (1.2 or newer) and everything above works the same over it:
+// the session logic is written once and only its stream operations differ. A client that does not speak
+// TLS (plain HTTP to the HTTPS port) fails the handshake and its connection is closed.
+//
+// CORS (cors.h) as vLLM's server: preflights are answered before auth on every path, and answers to
+// requests from allowed origins (event streams too) carry Access-Control-Allow-Origin.
+//
 // Exchanges handed out must be released before the server is destroyed (the engine that holds them is
 // shut down first).
 #pragma once
@@ -24,7 +35,9 @@
 #include <string>
 
 #include "src/base/status.h"
+#include "src/server/cors.h"
 #include "src/server/router.h"
+#include "src/server/tls_config.h"
 
 namespace k3::server {
 
@@ -40,6 +53,8 @@ struct ServerOptions {
   std::chrono::milliseconds write_timeout{60'000};  // one write (a stalled reader is dropped)
   std::string api_key;                              // non-empty: Bearer auth on /v1/*
   bool handle_signals = false;                      // SIGINT / SIGTERM end WaitForStopSignal()
+  CorsOptions cors;                                 // vLLM's --allowed-origins etc. (default: all)
+  TlsOptions tls;                                   // with a certificate: HTTPS only (vLLM's --ssl-*)
 };
 
 class HttpServer {

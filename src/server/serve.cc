@@ -203,8 +203,9 @@ int RunServe(const ServeConfig& config) {
     spdlog::error("{}", server.status().message());
     return 1;
   }
-  spdlog::info("listening on http://{} (model \"{}\" loading; /health is 503 until it is ready){}",
-               (*server)->address(), served_name, http.api_key.empty() ? "" : ", API key required on /v1/*");
+  spdlog::info("listening on {}://{} (model \"{}\" loading; /health is 503 until it is ready){}",
+               http.tls.enabled() ? "https" : "http", (*server)->address(), served_name,
+               http.api_key.empty() ? "" : ", API key required on /v1/*");
 
   // Load on a helper thread so SIGTERM / SIGINT during a long load still ends the process promptly.
   Loaded loaded;

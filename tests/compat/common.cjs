@@ -19,7 +19,7 @@ async function startServer(extra = [], { env = {}, waitHealthy = true } = {}) {
   const port = await new Promise((resolve, reject) => {
     const onData = (d) => {
       log += d.toString();
-      const m = log.match(/listening on http:\/\/[^\s:]+:(\d+)/);
+      const m = log.match(/listening on https?:\/\/[^\s:]+:(\d+)/);
       if (m) resolve(Number(m[1]));
     };
     proc.stdout.on('data', onData);

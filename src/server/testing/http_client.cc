@@ -1,4 +1,4 @@
-// Blocking HTTP/1.1 test client (POSIX sockets, poll for deadlines).
+// Blocking HTTP/1.1 test client (POSIX sockets, poll for deadlines; OpenSSL over them for TLS).
 #include "src/server/testing/http_client.h"
 
 #include <arpa/inet.h>
@@ -9,12 +9,28 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <csignal>
 #include <cstring>
+#include <mutex>
 #include <utility>
+
+#include <openssl/err.h>
+#include <openssl/ssl.h>
 
 namespace k3::server::testing {
 
 using Clock = std::chrono::steady_clock;
+
+namespace {
+std::mutex tls_mu;
+ClientTls client_tls;
+}  // namespace
+
+void SetClientTls(ClientTls tls) {
+  std::signal(SIGPIPE, SIG_IGN);  // OpenSSL writes with write(2): a closed peer must not kill the test
+  std::lock_guard<std::mutex> lock(tls_mu);
+  client_tls = std::move(tls);
+}
 
 std::string BuildRequest(std::string_view method, std::string_view path, std::string_view body,
                          const std::vector<std::string>& extra_headers) {
@@ -28,20 +44,34 @@ std::string BuildRequest(std::string_view method, std::string_view path, std::st
 
 TestConnection::~TestConnection() { Close(); }
 TestConnection::TestConnection(TestConnection&& other) noexcept
-    : fd_(std::exchange(other.fd_, -1)), buffer_(std::move(other.buffer_)) {}
+    : fd_(std::exchange(other.fd_, -1)),
+      ssl_(std::exchange(other.ssl_, nullptr)),
+      buffer_(std::move(other.buffer_)) {}
 TestConnection& TestConnection::operator=(TestConnection&& other) noexcept {
   if (this != &other) {
     Close();
     fd_ = std::exchange(other.fd_, -1);
+    ssl_ = std::exchange(other.ssl_, nullptr);
     buffer_ = std::move(other.buffer_);
   }
   return *this;
 }
 
 void TestConnection::Close() {
+  if (ssl_ != nullptr) SSL_free(ssl_);  // no close_notify: the tests close like a client that vanished
+  ssl_ = nullptr;
   if (fd_ >= 0) ::close(fd_);
   fd_ = -1;
 }
+
+ssize_t TestConnection::RecvSome(char* buf, size_t n) {
+  if (ssl_ == nullptr) return ::recv(fd_, buf, n, 0);
+  const int got = SSL_read(ssl_, buf, static_cast<int>(n));
+  ERR_clear_error();
+  return got;
+}
+
+bool TestConnection::Pending() const { return ssl_ != nullptr && SSL_pending(ssl_) > 0; }
 
 Result<TestConnection> TestConnection::Connect(uint16_t port) {
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);
@@ -57,11 +87,48 @@ Result<TestConnection> TestConnection::Connect(uint16_t port) {
   }
   int one = 1;
   ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-  return TestConnection(fd);
+  TestConnection conn(fd);
+  ClientTls tls;
+  {
+    std::lock_guard<std::mutex> lock(tls_mu);
+    tls = client_tls;
+  }
+  if (tls.ca_file.empty()) return conn;
+  // Blocking handshake, bounded: a server that never answers fails it after 10 s.
+  timeval tv{10, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  SSL_CTX* ctx = SSL_CTX_new(TLS_client_method());
+  if (ctx == nullptr) return Internal("SSL_CTX_new");
+  SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, nullptr);
+  bool ok = SSL_CTX_load_verify_locations(ctx, tls.ca_file.c_str(), nullptr) == 1;
+  if (ok && !tls.cert_file.empty()) {
+    ok = SSL_CTX_use_certificate_file(ctx, tls.cert_file.c_str(), SSL_FILETYPE_PEM) == 1 &&
+         SSL_CTX_use_PrivateKey_file(ctx, tls.key_file.c_str(), SSL_FILETYPE_PEM) == 1;
+  }
+  conn.ssl_ = ok ? SSL_new(ctx) : nullptr;
+  SSL_CTX_free(ctx);  // the SSL holds its own reference
+  if (conn.ssl_ == nullptr) return Internal("client TLS setup failed ({})", tls.ca_file);
+  SSL_set_fd(conn.ssl_, fd);
+  SSL_set_tlsext_host_name(conn.ssl_, "localhost");
+  SSL_set1_host(conn.ssl_, "localhost");
+  if (SSL_connect(conn.ssl_) != 1) {
+    char reason[256];
+    ERR_error_string_n(ERR_get_error(), reason, sizeof(reason));
+    ERR_clear_error();
+    return IoError("TLS handshake with port {} failed: {}", port, reason);
+  }
+  return conn;
 }
 
 Status TestConnection::Send(std::string_view bytes) {
   while (!bytes.empty()) {
+    if (ssl_ != nullptr) {
+      const int n = SSL_write(ssl_, bytes.data(), static_cast<int>(bytes.size()));
+      ERR_clear_error();
+      if (n <= 0) return IoError("TLS write failed");
+      bytes.remove_prefix(static_cast<size_t>(n));
+      continue;
+    }
     const ssize_t n = ::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL);
     if (n < 0) {
       if (errno == EINTR) continue;
@@ -78,8 +145,8 @@ bool TestConnection::Fill(size_t n, Clock::time_point deadline) {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
     if (left <= 0) return false;
     pollfd p{fd_, POLLIN, 0};
-    if (::poll(&p, 1, static_cast<int>(left)) <= 0) continue;
-    const ssize_t got = ::recv(fd_, tmp, sizeof(tmp), 0);
+    if (!Pending() && ::poll(&p, 1, static_cast<int>(left)) <= 0) continue;
+    const ssize_t got = RecvSome(tmp, sizeof(tmp));
     if (got <= 0) return false;
     buffer_.append(tmp, static_cast<size_t>(got));
   }
@@ -140,14 +207,28 @@ Result<TestResponse> TestConnection::Read(std::chrono::milliseconds timeout,
   return response;
 }
 
+Result<std::string> TestConnection::ReadUntilClosed(std::chrono::milliseconds timeout) {
+  const auto deadline = Clock::now() + timeout;
+  char tmp[65536];
+  while (Clock::now() < deadline) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    pollfd p{fd_, POLLIN, 0};
+    if (!Pending() && ::poll(&p, 1, static_cast<int>(std::max<int64_t>(left, 1))) <= 0) continue;
+    const ssize_t got = RecvSome(tmp, sizeof(tmp));
+    if (got <= 0) return std::exchange(buffer_, {});
+    buffer_.append(tmp, static_cast<size_t>(got));
+  }
+  return IoError("the connection was still open after {} ms", timeout.count());
+}
+
 bool TestConnection::WaitClosed(std::chrono::milliseconds timeout) {
   const auto deadline = Clock::now() + timeout;
   char tmp[4096];
   while (Clock::now() < deadline) {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
     pollfd p{fd_, POLLIN, 0};
-    if (::poll(&p, 1, static_cast<int>(std::max<int64_t>(left, 1))) <= 0) continue;
-    const ssize_t got = ::recv(fd_, tmp, sizeof(tmp), 0);
+    if (!Pending() && ::poll(&p, 1, static_cast<int>(std::max<int64_t>(left, 1))) <= 0) continue;
+    const ssize_t got = RecvSome(tmp, sizeof(tmp));
     if (got <= 0) return true;
   }
   return false;

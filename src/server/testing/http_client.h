@@ -1,5 +1,6 @@
 // A blocking HTTP/1.1 test client over POSIX sockets: send raw bytes, read one response at a time
 // (Content-Length or chunked, each chunk reported as it arrives). Only for tests of the server.
+// After SetClientTls every new connection speaks TLS (OpenSSL) instead, with the same calls.
 #pragma once
 
 #include <chrono>
@@ -12,7 +13,18 @@
 
 #include "src/base/status.h"
 
+struct ssl_st;  // OpenSSL's SSL
+
 namespace k3::server::testing {
+
+// TLS for the connections made from now on (process-wide). ca_file: the PEM the server's certificate must
+// chain to (its name is checked against "localhost"); empty: plain TCP. cert/key: a client certificate.
+struct ClientTls {
+  std::string ca_file;
+  std::string cert_file;
+  std::string key_file;
+};
+void SetClientTls(ClientTls tls);
 
 struct TestResponse {
   int status = 0;
@@ -39,6 +51,8 @@ class TestConnection {
   Result<TestResponse> Read(std::chrono::milliseconds timeout = std::chrono::seconds(10),
                             const std::function<void(std::string_view)>& on_chunk = nullptr,
                             bool head = false);
+  // Everything until the peer closes the connection (an HTTP/1.0 stream), or an error at the timeout.
+  Result<std::string> ReadUntilClosed(std::chrono::milliseconds timeout);
   // True when the peer closes the connection (read returns 0 or an error) within `timeout`.
   bool WaitClosed(std::chrono::milliseconds timeout);
   void Close();
@@ -46,11 +60,14 @@ class TestConnection {
 
  private:
   explicit TestConnection(int fd) : fd_(fd) {}
+  ssize_t RecvSome(char* buf, size_t n);  // > 0 bytes, 0 closed, < 0 error
+  bool Pending() const;                   // TLS bytes already decrypted (poll would not see them)
   // Ensures buffer_ holds at least n bytes (false on EOF / timeout).
   bool Fill(size_t n, std::chrono::steady_clock::time_point deadline);
   Result<std::string> ReadLine(std::chrono::steady_clock::time_point deadline);
 
   int fd_ = -1;
+  ssl_st* ssl_ = nullptr;
   std::string buffer_;
 };
 
