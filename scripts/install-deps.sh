@@ -17,10 +17,11 @@ build=(
   libvalijson-dev  # deploy tests: CRD validation; k3 verify: tool-call arguments
   libcurl4-openssl-dev  # src/client: HTTP(S) for k3 verify / k3 bench / weights
   libgloo-dev  # src/dist: collectives of one model across rank processes (TCP transport)
+  libexpat1-dev libssl-dev  # src/storage: S3 XML replies (expat), SHA-256 for SigV4 payloads and manifests
 )
 runtime=(
   # what `ldd k3` names beyond libc / libstdc++ (each pulls its own dependencies)
-  libyaml-cpp0.7 libcurl4 libhwy1 libgloo0 libspdlog1.10 libfmt9 libpcre2-8-0 ca-certificates
+  libyaml-cpp0.7 libcurl4 libhwy1 libgloo0 libspdlog1.10 libfmt9 libpcre2-8-0 ca-certificates libexpat1 libssl3
 )
 tests=(
   clang-14 libclang-rt-14-dev clang-format  # sanitizer build and fuzzers
