@@ -23,6 +23,11 @@ Status ErrnoStatus(const std::string& what, const std::string& path, int err) {
   return IoError("{}: {}: {}", what, path, std::strerror(err));
 }
 
+// "mtime:<seconds>.<nanoseconds>": changes whenever the file is rewritten.
+std::string ModificationTime(const struct stat& st) {
+  return "mtime:" + std::to_string(st.st_mtim.tv_sec) + "." + std::to_string(st.st_mtim.tv_nsec);
+}
+
 class FileWriter : public ObjectWriter {
  public:
   FileWriter(std::string path, std::string partial, int fd, uint64_t resume_offset)
@@ -106,9 +111,9 @@ Result<std::vector<ObjectInfo>> FileStore::List(std::string_view prefix) {
     std::string key = fs::relative(it->path(), root_, ec).generic_string();
     if (ec) return IoError("cannot list {}: {}", root_, ec.message());
     if (!key.starts_with(prefix) || IsPartialStateKey(key)) continue;
-    const uint64_t size = it->file_size(ec);
-    if (ec) return IoError("cannot stat {}: {}", it->path().string(), ec.message());
-    out.push_back(ObjectInfo{std::move(key), size, "", ""});
+    struct stat st {};
+    if (::stat(it->path().c_str(), &st) != 0) return ErrnoStatus("cannot stat", it->path().string(), errno);
+    out.push_back(ObjectInfo{std::move(key), static_cast<uint64_t>(st.st_size), "", ModificationTime(st)});
   }
   std::sort(out.begin(), out.end(), [](const ObjectInfo& a, const ObjectInfo& b) { return a.key < b.key; });
   return out;
@@ -119,7 +124,7 @@ Result<ObjectInfo> FileStore::Stat(std::string_view key) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) return ErrnoStatus("cannot stat", path, errno);
   if (!S_ISREG(st.st_mode)) return InvalidArgument("{}: not a regular file", path);
-  return ObjectInfo{std::string(key), static_cast<uint64_t>(st.st_size), "", ""};
+  return ObjectInfo{std::string(key), static_cast<uint64_t>(st.st_size), "", ModificationTime(st)};
 }
 
 Status FileStore::ReadRange(std::string_view key, uint64_t offset, std::span<uint8_t> dst) {

@@ -28,7 +28,7 @@ struct ObjectInfo {
   std::string key;  // relative to the store's root
   uint64_t size = 0;
   std::string etag;           // without quotes; empty when the store has none (local files)
-  std::string last_modified;  // as the store reports it (ISO 8601 for S3); may be empty
+  std::string last_modified;  // as the store reports it (ISO 8601 for S3, "mtime:<s>.<ns>" for files)
 };
 
 struct WriteOptions {
