@@ -85,7 +85,9 @@ class S3Writer : public ObjectWriter {
     request.query = {{"uploadId", upload_id_}};
     request.body = Bytes(body);
     request.content_type = "application/xml";
-    K3_ASSIGN_OR_RETURN(S3Store::Reply reply, store_->Execute(request));
+    auto completed = store_->Execute(request);
+    if (!completed.ok()) return ForgetLostUpload(completed.status());
+    const S3Store::Reply& reply = *completed;
     // S3 can answer 200 with an <Error> body when completing fails late.
     if (reply.body.find("<Error>") != std::string::npos) {
       const S3ErrorReply error = ParseS3Error(reply.body);
@@ -98,6 +100,19 @@ class S3Writer : public ObjectWriter {
 
  private:
   std::string JournalKey() const { return key_ + std::string(kUploadJournalSuffix); }
+
+  // A 404 on an upload's part or completion means the upload is gone (aborted, or expired by a lifecycle
+  // rule): the journal would point every later run at it, so it is removed and the next run starts over.
+  Status ForgetLostUpload(const Status& error) {
+    if (error.code() != StatusCode::kNotFound) return error;
+    const Status removed = store_->Delete(JournalKey());
+    return Status(
+        StatusCode::kIoError,
+        fmt::format("{}; the multipart upload no longer exists, {} -- run again to start this "
+                    "object over",
+                    error.message(),
+                    removed.ok() ? "its journal was removed" : "and its journal could not be removed"));
+  }
 
   Status StartUpload() {
     S3Store::Request request;
@@ -120,7 +135,9 @@ class S3Writer : public ObjectWriter {
     request.what = fmt::format("{} (part {})", store_->Describe(key_), number);
     request.query = {{"partNumber", std::to_string(number)}, {"uploadId", upload_id_}};
     request.body = buffer_;
-    K3_ASSIGN_OR_RETURN(S3Store::Reply reply, store_->Execute(request));
+    auto uploaded = store_->Execute(request);
+    if (!uploaded.ok()) return ForgetLostUpload(uploaded.status());
+    const S3Store::Reply& reply = *uploaded;
     if (reply.etag.empty()) return DataLoss("{}: the store returned no ETag for the part", request.what);
     parts_.push_back(UploadedPart{number, "\"" + reply.etag + "\""});
     buffer_.clear();

@@ -1,7 +1,8 @@
 // The signatures libcurl puts on S3Store's requests, checked by an independent SigV4 signer
 // (testing/sigv4_reference.h) on the requests as a loopback server received them: listings with
 // awkward prefixes and continuation tokens, HEAD, ranged GET, PUT with a body, the multipart calls, and a
-// session token. The reference signer is first checked against AWS's published examples.
+// session token. The reference signer is first checked against AWS's published examples. The same
+// loopback server also plays an S3 whose multipart upload vanished (S3WriterTest).
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -87,6 +88,8 @@ class CaptureServer {
     ::close(fd_);
   }
   std::string endpoint() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  // Answers part uploads with 404 NoSuchUpload (an upload aborted or expired behind the writer's back).
+  void LoseUploads() { lose_uploads_ = true; }
   std::vector<CapturedRequest> requests() {
     std::lock_guard<std::mutex> lock(mu_);
     return requests_;
@@ -156,6 +159,11 @@ class CaptureServer {
       body = "<InitiateMultipartUploadResult><UploadId>up+1/=</UploadId></InitiateMultipartUploadResult>";
     } else if (request.method == "POST") {
       body = "<CompleteMultipartUploadResult><ETag>\"e\"</ETag></CompleteMultipartUploadResult>";
+    } else if (request.method == "PUT" && lose_uploads_ &&
+               request.target.find("partNumber") != std::string::npos) {
+      status = "404 Not Found";
+      body =
+          "<Error><Code>NoSuchUpload</Code><Message>The specified upload does not exist.</Message></Error>";
     } else if (request.method == "PUT") {
       extra = "ETag: \"p\"\r\n";
     } else if (request.method == "DELETE") {
@@ -176,6 +184,7 @@ class CaptureServer {
   int fd_ = -1;
   int port_ = 0;
   std::atomic<bool> stop_{false};
+  std::atomic<bool> lose_uploads_{false};
   std::thread thread_;
   std::mutex mu_;
   std::vector<CapturedRequest> requests_;
@@ -260,6 +269,30 @@ TEST(Sigv4Test, EveryRequestLibcurlSignsVerifiesWithTheReferenceSigner) {
     EXPECT_EQ(authorization.find(kExampleSecret), std::string::npos);
   }
   EXPECT_EQ(methods, (std::set<std::string>{"GET", "HEAD", "PUT", "POST", "DELETE"}));
+}
+
+TEST(S3WriterTest, AVanishedMultipartUploadRemovesItsJournal) {
+  CaptureServer server;
+  server.LoseUploads();
+  S3Options options;
+  options.endpoint = server.endpoint();
+  options.part_size = 4;
+  options.credentials = AwsCredentials{"AKID", "secret", "", "test"};
+  auto store = S3Store::Create(*ParseObjectUri("s3://b/p"), options);
+  ASSERT_TRUE(store.ok());
+  auto writer = (*store)->OpenWriter("obj", WriteOptions{12, false});
+  ASSERT_TRUE(writer.ok());
+  const std::string body = "hello, world";
+  const Status status =
+      (*writer)->Append(std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(body.data()), body.size()));
+  ASSERT_FALSE(status.ok());
+  EXPECT_NE(status.message().find("NoSuchUpload"), std::string::npos) << status.message();
+  EXPECT_NE(status.message().find("journal was removed"), std::string::npos) << status.message();
+  bool deleted = false;
+  for (const CapturedRequest& request : server.requests()) {
+    deleted |= request.method == "DELETE" && request.target == "/b/p/obj.k3upload";
+  }
+  EXPECT_TRUE(deleted);
 }
 
 }  // namespace
