@@ -144,7 +144,7 @@ TEST_F(S3StoreTest, MultipartUploadIsInvisibleUntilCommitAndResumes) {
 
 // s3rver 3.7.1 checks the access key id but not the V4 signature itself (its SigV4 check is
 // unimplemented), so the wrong credentials here are a wrong key id; the signature is checked by
-// sigv4_test.cc against AWS's published example.
+// storage_s3_offline_test (sigv4_test.cc) against AWS's published example.
 TEST_F(S3StoreTest, WrongCredentialsGiveOneLineNamingBucketAndSourceWithoutTheSecret) {
   const std::string secret = "not-the-secret-Zq9xW";
   S3Options options;
