@@ -18,10 +18,11 @@ build=(
   libcurl4-openssl-dev  # src/client: HTTP(S) for k3 verify / k3 bench / weights
   libssl-dev  # src/server: TLS (--ssl-certfile / --ssl-keyfile) through Boost.Asio's OpenSSL streams
   libgloo-dev  # src/dist: collectives of one model across rank processes (TCP transport)
+  libexpat1-dev  # src/storage: S3 XML replies (expat); SHA-256 of payloads and manifests via libssl-dev
 )
 runtime=(
   # what `ldd k3` names beyond libc / libstdc++ (each pulls its own dependencies)
-  libyaml-cpp0.7 libcurl4 libssl3 libhwy1 libgloo0 libspdlog1.10 libfmt9 libpcre2-8-0 ca-certificates
+  libyaml-cpp0.7 libcurl4 libssl3 libhwy1 libgloo0 libspdlog1.10 libfmt9 libpcre2-8-0 ca-certificates libexpat1
 )
 tests=(
   clang-14 libclang-rt-14-dev clang-format  # sanitizer build and fuzzers

@@ -62,6 +62,7 @@ step "build (release)" scripts/build.sh build -DCMAKE_BUILD_TYPE=Release
 if command -v npm >/dev/null; then  # pinned test-only npm packages (tiktoken diff test, openai SDK compat tests)
   step "npm ci (tests/tokenizer)" npm ci --prefix tests/tokenizer --no-audit --no-fund --loglevel=error
   step "npm ci (tests/compat)" npm ci --prefix tests/compat --no-audit --no-fund --loglevel=error
+  step "npm ci (tests/storage)" npm ci --prefix tests/storage --no-audit --no-fund --loglevel=error
   step "npm ci (tests/deploy/core_schemas)" npm ci --prefix tests/deploy/core_schemas --no-audit --no-fund \
     --loglevel=error
 fi

@@ -46,5 +46,6 @@ void RegisterRenderChatCommand(CLI::App& app);
 void RegisterServeCommand(CLI::App& app);
 void RegisterVerifyCommand(CLI::App& app);
 void RegisterBenchCommand(CLI::App& app);
+void RegisterWeightsCommand(CLI::App& app);
 
 }  // namespace k3::app

@@ -24,6 +24,7 @@ int main(int argc, char** argv) {
   k3::app::RegisterRenderChatCommand(app);
   k3::app::RegisterVerifyCommand(app);
   k3::app::RegisterBenchCommand(app);
+  k3::app::RegisterWeightsCommand(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "src/base/curl_transport.h"
 #include "src/base/status.h"
 
 namespace k3::client {
@@ -55,11 +56,8 @@ class HttpClient {
   void* curl_;  // CURL*
 };
 
-// Initialises libcurl once per process (thread-safe).
-void EnsureCurlInitialized();
-
-// The IoError for a failed libcurl transfer (code is a CURLcode; detail is curl's error buffer;
-// elapsed_s is how long the transfer ran, reported for timeouts).
-Status TransportError(int code, const std::string& detail, const std::string& url, double elapsed_s);
+// Shared with src/storage (src/base/curl_transport.h).
+using ::k3::EnsureCurlInitialized;
+using ::k3::TransportError;
 
 }  // namespace k3::client

@@ -107,7 +107,7 @@ class HeaderParser {
     out->name = name;
     out->dtype = *dtype;
     out->shape = std::move(shape);
-    out->data = data_area_ + begin;
+    out->data = data_area_ == nullptr ? nullptr : data_area_ + begin;
     out->nbytes = static_cast<size_t>(nbytes);
     *range = Range{begin, end, nullptr};
     return OkStatus();
@@ -160,12 +160,12 @@ Result<std::unique_ptr<SafetensorsFile>> SafetensorsFile::Open(const std::string
   return file;
 }
 
-Result<std::unique_ptr<SafetensorsFile>> SafetensorsFile::Parse(const uint8_t* bytes, size_t size,
-                                                                const std::string& name_for_errors) {
+Result<uint64_t> SafetensorsFile::HeaderLength(const uint8_t* bytes, size_t available, uint64_t file_size,
+                                               const std::string& name_for_errors) {
   const std::string& file = name_for_errors;
-  if (size < 8) {
+  if (file_size < 8 || available < 8) {
     return DataLoss("{}: {} bytes, shorter than the 8-byte header length that starts a safetensors file; {}",
-                    file, size, kCorruptFix);
+                    file, file_size, kCorruptFix);
   }
   uint64_t header_len = 0;
   for (int i = 7; i >= 0; --i) header_len = (header_len << 8) | bytes[i];  // little-endian
@@ -173,12 +173,29 @@ Result<std::unique_ptr<SafetensorsFile>> SafetensorsFile::Parse(const uint8_t* b
     return DataLoss("{}: header length {} is above the {}-byte limit; {}", file, header_len, kMaxHeaderBytes,
                     kCorruptFix);
   }
-  if (header_len > size - 8) {
-    return DataLoss("{}: header length {} runs past the end of the {}-byte file; {}", file, header_len, size,
-                    kCorruptFix);
+  if (header_len > file_size - 8) {
+    return DataLoss("{}: header length {} runs past the end of the {}-byte file; {}", file, header_len,
+                    file_size, kCorruptFix);
+  }
+  return header_len;
+}
+
+Result<std::unique_ptr<SafetensorsFile>> SafetensorsFile::Parse(const uint8_t* bytes, size_t size,
+                                                                const std::string& name_for_errors) {
+  return ParseHeader(bytes, size, size, name_for_errors);
+}
+
+Result<std::unique_ptr<SafetensorsFile>> SafetensorsFile::ParseHeader(const uint8_t* bytes, size_t available,
+                                                                      uint64_t size,
+                                                                      const std::string& name_for_errors) {
+  const std::string& file = name_for_errors;
+  K3_ASSIGN_OR_RETURN(const uint64_t header_len, HeaderLength(bytes, available, size, file));
+  if (available < 8 + header_len) {
+    return Internal("{}: {} bytes given, the header needs {}", file, available, 8 + header_len);
   }
   const char* header_begin = reinterpret_cast<const char*>(bytes + 8);
-  const uint8_t* data_area = bytes + 8 + header_len;
+  // Tensors point into the data area only when the whole file is in memory.
+  const uint8_t* data_area = available >= size ? bytes + 8 + header_len : nullptr;
   const uint64_t data_size = size - 8 - header_len;
 
   // Duplicate top-level keys: JSON allows them and nlohmann keeps the last, so catch them while parsing.

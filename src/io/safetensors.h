@@ -46,6 +46,17 @@ class SafetensorsFile {
   static Result<std::unique_ptr<SafetensorsFile>> Parse(const uint8_t* bytes, size_t size,
                                                         const std::string& name_for_errors);
 
+  // Checks the header of a file that is not in memory (read from object storage): `bytes` holds the first
+  // `available` bytes (at least 8 + the header length) of a file of `file_size` bytes. Every check of
+  // Parse runs against file_size; TensorView::data is null unless the whole file is given.
+  static Result<std::unique_ptr<SafetensorsFile>> ParseHeader(const uint8_t* bytes, size_t available,
+                                                              uint64_t file_size,
+                                                              const std::string& name_for_errors);
+  // The header length the first 8 bytes announce, checked against kMaxHeaderBytes and file_size
+  // (DataLoss naming the file otherwise).
+  static Result<uint64_t> HeaderLength(const uint8_t* bytes, size_t available, uint64_t file_size,
+                                       const std::string& name_for_errors);
+
   const std::string& path() const { return path_; }
   // Bytes of the whole file (length field + header + data area).
   uint64_t file_size() const { return file_size_; }

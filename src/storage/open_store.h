@@ -1,0 +1,22 @@
+// OpenObjectStore: the ObjectStore for a URI (file paths -> FileStore, s3:// -> S3Store). The other
+// schemes parse but are not implemented yet and say so.
+#pragma once
+
+#include <memory>
+
+#include "src/storage/environment.h"
+#include "src/storage/object_store.h"
+#include "src/storage/object_uri.h"
+#include "src/storage/s3_store.h"
+
+namespace k3::storage {
+
+struct StoreOptions {
+  // S3 settings; unset fields come from the environment (S3OptionsFromEnvironment).
+  std::optional<S3Options> s3;
+};
+
+Result<std::unique_ptr<ObjectStore>> OpenObjectStore(const ObjectUri& uri, const StoreOptions& options = {},
+                                                     const EnvLookup& env = ProcessEnvironment());
+
+}  // namespace k3::storage
