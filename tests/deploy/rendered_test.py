@@ -23,8 +23,10 @@ binary into a temporary directory:
 Network: the real CLIs run under `unshare --net` (loopback only, down). Stubs exist only at this cloud
 boundary; nothing else is mocked.
 """
+import concurrent.futures
 import json
 import os
+import queue
 import re
 import shlex
 import shutil
@@ -436,9 +438,31 @@ def classify(cli, argv, cwd, stdin, home):
     return "unknown", out
 
 
+def check_one_invocation(cli, argv, cwd, stdin, homes):
+    """(cli, argv checked, outcome kind, output) for one distinct invocation; takes a private HOME."""
+    newer = [(tok, why) for (c, tok), why in NEWER_THAN_INSTALLED.items()
+             if c == cli and any(a == tok or a.startswith(tok + "=") for a in argv)]
+    home = homes.get()
+    try:
+        kind, out = classify(cli, argv, cwd, stdin, home)
+        if kind == "usage" and newer:
+            for tok, why in newer:
+                if tok.startswith("--"):
+                    argv = [a for a in argv if not (a == tok or a.startswith(tok + "="))]
+                    kind, out = classify(cli, argv, cwd, stdin, home)
+                    kind = kind if kind == "usage" else f"{kind} (without {tok}: {why})"
+                else:
+                    kind = f"not checked: {why}"
+    finally:
+        homes.put(home)
+    return cli, argv, kind, out
+
+
 def check_invocations(invocations, home, results):
-    """Runs each distinct invocation with the real CLI; fills results[cli] with outcome counts."""
+    """Runs each distinct invocation with the real CLI; fills results[cli] with outcome counts. The CLIs
+    (Python programs that take a second or more to start) run nproc at a time, each with its own HOME."""
     seen = set()
+    jobs = []
     for inv in invocations:
         cli = inv["cli"]
         if cli not in CLOUD_CLIS:
@@ -454,20 +478,18 @@ def check_invocations(invocations, home, results):
         if real_cli(cli) is None:
             outcome["skipped: CLI not installed"] = outcome.get("skipped: CLI not installed", 0) + 1
             continue
-        newer = [(tok, why) for (c, tok), why in NEWER_THAN_INSTALLED.items()
-                 if c == cli and any(a == tok or a.startswith(tok + "=") for a in argv)]
-        kind, out = classify(cli, argv, inv["cwd"], inv["stdin"], home)
-        if kind == "usage" and newer:
-            for tok, why in newer:
-                if tok.startswith("--"):
-                    argv = [a for a in argv if not (a == tok or a.startswith(tok + "="))]
-                    kind, out = classify(cli, argv, inv["cwd"], inv["stdin"], home)
-                    kind = kind if kind == "usage" else f"{kind} (without {tok}: {why})"
-                else:
-                    kind = f"not checked: {why}"
-        outcome[kind] = outcome.get(kind, 0) + 1
-        if kind == "usage" or kind == "unknown":
-            fail(f"{cli} {shlex.join(argv)}\n  -> {kind}: {out.strip()[:800]}")
+        jobs.append((cli, argv, inv["cwd"], inv["stdin"]))
+    workers = max(1, os.cpu_count() or 1)
+    homes = queue.Queue()
+    for i in range(workers):
+        os.makedirs(f"{home}/w{i}", exist_ok=True)
+        homes.put(f"{home}/w{i}")
+    with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
+        for cli, argv, kind, out in pool.map(lambda job: check_one_invocation(*job, homes), jobs):
+            outcome = results.setdefault(cli, {})
+            outcome[kind] = outcome.get(kind, 0) + 1
+            if kind == "usage" or kind == "unknown":
+                fail(f"{cli} {shlex.join(argv)}\n  -> {kind}: {out.strip()[:800]}")
 
 
 # ------------------------------------------------------------------------------------------ core schemas
@@ -508,6 +530,36 @@ def check_cleanup_continues(label, d, stub_dir, work, fail_pattern, later):
     return len(ran)
 
 
+def check_combination(d, label, argv, stub_dir):
+    """Renders one accepted combination into `d` and runs every check on it; returns (counts, invocations)."""
+    counts = {"combinations": 1}
+    r = render(argv, d)
+    if r.returncode != 0:
+        fail(f"k3 render {label}: exit {r.returncode}: {r.stderr.strip()}")
+        return counts, []
+    for k in ["bash -n", "shellcheck", "k3 --dry-run", "path chains", "cleanup failure runs"]:
+        counts[k] = 0
+    target = argv[1]
+    check_scripts(label, d, counts)
+    check_k3_command_lines(label, d, counts)
+    check_path_chain(label, target, argv, d, counts)
+    scratch = d + "-logs"
+    os.makedirs(scratch)
+    invocations = run_under_stubs(label, d, stub_dir, scratch)
+    if target in ("azure-aks", "gcp-gke", "aws-eks", "k8s") and "--gateway" not in argv and \
+            "--weights" not in argv and "--engine k3" not in label:
+        later = {"azure-aks": [r"az aks delete", r"capacity reservation group delete", r"az group delete"],
+                 "gcp-gke": [r"clusters delete", r"reservations delete"],
+                 "aws-eks": [r"kubectl delete -f weights.yaml"],
+                 "k8s": [r"kubectl delete -f weights.yaml"]}[target]
+        first = {"azure-aks": r"nodepool delete", "gcp-gke": r"node-pools delete",
+                 "aws-eks": r"kubectl delete -f kimi-k3", "k8s": r"kubectl delete -f kimi-k3"}[target]
+        if os.path.exists(os.path.join(d, "cleanup.sh")):
+            check_cleanup_continues(label, d, stub_dir, scratch, first, later)
+            counts["cleanup failure runs"] += 1
+    return counts, invocations
+
+
 def main():
     global K3
     if len(sys.argv) != 2:
@@ -529,29 +581,15 @@ def main():
             os.chmod(os.path.join(stub_dir, cli), 0o755)
         home = os.path.join(work, "home")
         os.makedirs(home)
-        for i, (label, argv) in enumerate(accepted):
-            d = os.path.join(work, f"r{i}")
-            r = render(argv, d)
-            counts["combinations"] += 1
-            if r.returncode != 0:
-                fail(f"k3 render {label}: exit {r.returncode}: {r.stderr.strip()}")
-                continue
-            target = argv[1]
-            check_scripts(label, d, counts)
-            check_k3_command_lines(label, d, counts)
-            check_path_chain(label, target, argv, d, counts)
-            invocations += run_under_stubs(label, d, stub_dir, work)
-            if target in ("azure-aks", "gcp-gke", "aws-eks", "k8s") and "--gateway" not in argv and \
-                    "--weights" not in argv and "--engine k3" not in label:
-                later = {"azure-aks": [r"az aks delete", r"capacity reservation group delete", r"az group delete"],
-                         "gcp-gke": [r"clusters delete", r"reservations delete"],
-                         "aws-eks": [r"kubectl delete -f weights.yaml"],
-                         "k8s": [r"kubectl delete -f weights.yaml"]}[target]
-                first = {"azure-aks": r"nodepool delete", "gcp-gke": r"node-pools delete",
-                         "aws-eks": r"kubectl delete -f kimi-k3", "k8s": r"kubectl delete -f kimi-k3"}[target]
-                if os.path.exists(os.path.join(d, "cleanup.sh")):
-                    check_cleanup_continues(label, d, stub_dir, work, first, later)
-                    counts["cleanup failure runs"] += 1
+        # Each combination renders into its own folder and logs its stub runs there: nproc at a time.
+        with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, os.cpu_count() or 1)) as pool:
+            jobs = [pool.submit(check_combination, os.path.join(work, f"r{i}"), label, argv, stub_dir)
+                    for i, (label, argv) in enumerate(accepted)]
+            for job in jobs:
+                local_counts, local_invocations = job.result()
+                for k, v in local_counts.items():
+                    counts[k] = counts.get(k, 0) + v
+                invocations += local_invocations
         for label, argv in refused:
             r = render(argv, os.path.join(work, "refused"))
             counts["refusals"] += 1
@@ -565,7 +603,10 @@ def main():
             if probe.returncode != 0:
                 print(f"cloud CLI argument checks: skipped (unshare --net: {probe.stderr.strip()})")
             else:
+                rendered_at = time.monotonic()
                 check_invocations(invocations, home, results)
+                print(f"rendering and stub runs {rendered_at - started:.0f} s, real CLI checks "
+                      f"{time.monotonic() - rendered_at:.0f} s")
     print(f"rendered: {counts['combinations']} combinations, {counts['refusals']} refusals checked")
     if not shutil.which("shellcheck"):
         print("shellcheck: skipped (not installed; scripts/install-deps.sh installs it)")
