@@ -178,7 +178,8 @@ void RegisterServeCommand(CLI::App& app) {
   cmd->add_option("--gpu-memory-utilization", f->gpu_memory_utilization,
                   "accepted (use --kv-cache-memory for the cache budget)")
       ->group(compat);
-  cmd->add_option("--dtype", f->dtype, "auto only (weights are used as shipped)")->group(compat);
+  cmd->add_option("--dtype", f->dtype, "auto or bfloat16 (the weights are used as shipped, in bf16)")
+      ->group(compat);
   cmd->add_flag("--disable-log-requests", f->disable_log_requests,
                 "accepted (requests are not logged by default)")
       ->group(compat);
@@ -201,7 +202,8 @@ void RegisterServeCommand(CLI::App& app) {
       ->capture_default_str()
       ->group(compat);
   cmd->add_option("--kv-cache-dtype", f->kv_cache_dtype,
-                  "auto or fp32 (the latent cache holds bf16-valued fp32 rows); others are refused")
+                  "auto, bfloat16 (bf16) or fp32: the latent cache holds bf16 values, stored in fp32 words; "
+                  "fp8 kinds are refused")
       ->capture_default_str()
       ->group(compat);
   cmd->add_option("--seed", f->seed, "seeds the seeds of requests that give none (reproducible runs)")
@@ -254,12 +256,17 @@ void RegisterServeCommand(CLI::App& app) {
     }
     if (!f->enable_chunked_prefill)
       return fail("--no-enable-chunked-prefill: prefill is always chunked on this engine");
-    if (f->kv_cache_dtype != "auto" && f->kv_cache_dtype != "fp32") {
-      return fail(
-          fmt::format("--kv-cache-dtype {}: auto or fp32 only (the latent cache holds bf16-valued fp32 rows; "
-                      "no fp8 or bf16 "
-                      "storage yet)",
-                      f->kv_cache_dtype));
+    const std::string& cache_dtype = f->kv_cache_dtype;
+    if (cache_dtype != "auto" && cache_dtype != "fp32" && cache_dtype != "bfloat16" && cache_dtype != "bf16") {
+      return fail(fmt::format(
+          "--kv-cache-dtype {}: auto, bfloat16 or fp32 (the latent cache holds bf16 values; no fp8 cache)",
+          cache_dtype));
+    }
+    if (cache_dtype == "bfloat16" || cache_dtype == "bf16") {
+      spdlog::info(
+          "--kv-cache-dtype {}: the latent cache holds bf16 values (as with auto), stored in fp32 words: a "
+          "token takes twice the bytes bf16 storage would",
+          cache_dtype);
     }
     if (f->max_logprobs < 0) return fail("--max-logprobs must be >= 0");
     const std::optional<spdlog::level::level_enum> level = UvicornLogLevel(f->uvicorn_log_level);
@@ -267,8 +274,11 @@ void RegisterServeCommand(CLI::App& app) {
       return fail(fmt::format("--uvicorn-log-level {}: one of critical, error, warning, info, debug, trace",
                               f->uvicorn_log_level));
     }
-    if (f->dtype != "auto")
-      return fail(fmt::format("--dtype {}: only auto (weights are used as shipped)", f->dtype));
+    if (f->dtype != "auto" && f->dtype != "bfloat16" && f->dtype != "bf16") {
+      return fail(fmt::format(
+          "--dtype {}: auto or bfloat16 (the weights are used as shipped, in bf16; no cast to other types)",
+          f->dtype));
+    }
     if (f->port < 0 || f->port > 65535) return fail(fmt::format("--port {}: not a port", f->port));
     if (f->max_num_seqs < 1) return fail("--max-num-seqs must be >= 1");
     if (f->max_num_batched_tokens < 1) return fail("--max-num-batched-tokens must be >= 1");

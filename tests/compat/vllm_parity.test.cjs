@@ -141,7 +141,13 @@ test('vLLM flags: --max-logprobs caps top_logprobs, --enable-log-requests logs a
   assert.ok(!server.log().includes('Describe a city'), 'prompt text never logged');
   // Values this engine cannot honour are refused at start-up, naming the flag.
   const { spawnSync } = require('node:child_process');
+  for (const flags of [['--kv-cache-dtype', 'bfloat16'], ['--dtype', 'bfloat16'], ['--dtype', 'auto']]) {
+    const r = spawnSync(process.env.K3_REAL_BIN || process.env.K3_BIN, ['serve', ...flags, '--dry-run'],
+                        { encoding: 'utf8' });
+    assert.equal(r.status, 0, `${flags.join(' ')}: ${r.stderr}`);
+  }
   for (const [flags, says] of [[['--kv-cache-dtype', 'fp8_e4m3'], '--kv-cache-dtype fp8_e4m3'],
+                               [['--dtype', 'float16'], '--dtype float16'],
                                [['--no-enable-chunked-prefill'], 'always chunked'],
                                [['--uvicorn-log-level', 'loud'], '--uvicorn-log-level loud']]) {
     const r = spawnSync(process.env.K3_REAL_BIN || process.env.K3_BIN, ['serve', ...flags, '--dry-run'],
