@@ -5,6 +5,7 @@
 
 #include "src/chat/grammar_marker_filter.h"
 #include "src/chat/json_text.h"
+#include "src/chat/string_schema.h"
 
 namespace k3::chat::grammar {
 
@@ -58,9 +59,6 @@ const std::map<std::string, json>& UnsupportedKeywords() {
       {"dependentRequired", json::object()},
       {"dependentSchemas", json::object()},
       {"dependencies", json::object()},
-      {"pattern", json()},
-      {"minLength", 0},
-      {"maxLength", json()},
       {"minimum", json()},
       {"maximum", json()},
       {"exclusiveMinimum", json()},
@@ -173,6 +171,16 @@ class SchemaCompiler {
       } else if (type == "string") {
         Node node;
         node.kind = NodeKind::kString;
+        if (HasStringKeywords(s)) {
+          auto dfa = CompileStringKeywords(s, "#" + ptr);
+          if (!dfa.ok()) return dfa.status().WithPrefix(where_);
+          if ((*dfa)->Empty()) {
+            alternatives.push_back(b_.Never());
+            continue;
+          }
+          node.string_mode = StringMode::kRegex;
+          node.dfa = std::move(dfa).value();
+        }
         alternatives.push_back(b_.Add(std::move(node)));
       } else if (type == "object") {
         K3_ASSIGN_OR_RETURN(uint32_t object, Object(s, ptr, depth, /*args_mode=*/false));
@@ -515,6 +523,11 @@ int64_t GrammarBuilder::Restrict(uint32_t id, std::string_view type) {
     }
     case NodeKind::kString:
       if (type == "string" && node.string_mode == StringMode::kJson) result = RawText();
+      if (type == "string" && node.string_mode == StringMode::kRegex) {
+        Node raw = node;
+        raw.string_mode = StringMode::kRegexRaw;
+        result = Add(std::move(raw));
+      }
       break;
     case NodeKind::kNumber:
       if (type == "number") result = id;

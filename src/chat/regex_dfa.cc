@@ -8,6 +8,10 @@
 #include "src/chat/regex_parse.h"
 
 namespace k3::chat::regex {
+
+// Cuts transitions into states that cannot reach acceptance and fills min_to_accept.
+void PruneAndMeasure(ByteDfa& dfa);
+
 namespace {
 
 struct ByteEdge {
@@ -251,6 +255,55 @@ Result<ByteDfa> CompileRegex(std::string_view pattern, const RegexOptions& optio
     dfa.next.push_back(row);
   }
 
+  PruneAndMeasure(dfa);
+  return dfa;
+}
+
+Result<ByteDfa> Intersect(const ByteDfa& dfa, const ByteFilter& filter, uint32_t max_states,
+                          std::string_view what) {
+  ByteDfa out;
+  if (dfa.Empty() || filter.start < 0) return out;  // either language is empty
+  std::map<std::pair<int32_t, int32_t>, int32_t> ids;
+  std::vector<std::pair<int32_t, int32_t>> pairs;
+  auto intern = [&](std::pair<int32_t, int32_t> key) -> Result<int32_t> {
+    auto it = ids.find(key);
+    if (it != ids.end()) return it->second;
+    if (pairs.size() >= max_states) {
+      return InvalidArgument("{}: the string automaton needs more than {} states", what, max_states);
+    }
+    const auto id = static_cast<int32_t>(pairs.size());
+    ids.emplace(key, id);
+    out.accepting.push_back(dfa.accepting[key.first] && filter.accepting(key.second) ? 1 : 0);
+    pairs.push_back(key);
+    return id;
+  };
+  K3_ASSIGN_OR_RETURN(out.start, intern({dfa.start, filter.start}));
+  for (size_t p = 0; p < pairs.size(); ++p) {
+    std::array<int32_t, 256> row;
+    row.fill(ByteDfa::kDead);
+    const auto [a, f] = pairs[p];
+    for (int b = 0; b < 256; ++b) {
+      const int32_t next_a = dfa.next[a][b];
+      if (next_a == ByteDfa::kDead) continue;
+      const int32_t next_f = filter.next(f, static_cast<uint8_t>(b));
+      if (next_f < 0) continue;
+      K3_ASSIGN_OR_RETURN(row[b], intern({next_a, next_f}));
+    }
+    out.next.push_back(row);
+  }
+  PruneAndMeasure(out);
+  return out;
+}
+
+ByteFilter AsFilter(const ByteDfa& dfa) {
+  ByteFilter filter;
+  filter.start = dfa.start;
+  filter.next = [&dfa](int32_t s, uint8_t b) { return dfa.next[s][b]; };
+  filter.accepting = [&dfa](int32_t s) { return dfa.accepting[s] != 0; };
+  return filter;
+}
+
+void PruneAndMeasure(ByteDfa& dfa) {
   // Fewest bytes to acceptance (reverse BFS); transitions into states that cannot accept are cut.
   const size_t n = dfa.next.size();
   std::vector<std::vector<int32_t>> reverse(n);
@@ -285,8 +338,9 @@ Result<ByteDfa> CompileRegex(std::string_view pattern, const RegexOptions& optio
       if (t != ByteDfa::kDead && dfa.min_to_accept[t] == ByteDfa::kNoAccept) t = ByteDfa::kDead;
     }
   }
-  if (dfa.min_to_accept[dfa.start] == ByteDfa::kNoAccept) dfa.start = ByteDfa::kDead;
-  return dfa;
+  if (dfa.start != ByteDfa::kDead && dfa.min_to_accept[dfa.start] == ByteDfa::kNoAccept) {
+    dfa.start = ByteDfa::kDead;
+  }
 }
 
 }  // namespace k3::chat::regex

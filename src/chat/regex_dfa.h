@@ -13,6 +13,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <string_view>
 #include <vector>
 
@@ -45,5 +46,20 @@ struct ByteDfa {
 };
 
 Result<ByteDfa> CompileRegex(std::string_view pattern, const RegexOptions& options);
+
+// A deterministic byte automaton given by functions, to intersect a ByteDfa with: states are small
+// non-negative integers, next returns -1 to refuse a byte.
+struct ByteFilter {
+  int32_t start = 0;
+  std::function<int32_t(int32_t state, uint8_t byte)> next;
+  std::function<bool(int32_t state)> accepting;
+};
+
+// The DFA of texts both accept (product construction, pruned like CompileRegex's result); more than
+// max_states product states is an InvalidArgument that names `what`.
+Result<ByteDfa> Intersect(const ByteDfa& dfa, const ByteFilter& filter, uint32_t max_states,
+                          std::string_view what);
+// The filter form of a ByteDfa (to intersect two DFAs).
+ByteFilter AsFilter(const ByteDfa& dfa);
 
 }  // namespace k3::chat::regex
