@@ -26,15 +26,6 @@ void ReplaceAll(std::string& text, std::string_view from, std::string_view to) {
   }
 }
 
-bool ContainsMarker(std::string_view text) {
-  uint8_t state = kFilterStart;
-  for (char c : text) {
-    state = FilterNext(state, static_cast<uint8_t>(c));
-    if (state == kFilterReject) return true;
-  }
-  return false;
-}
-
 std::string PointerToken(std::string_view key) {
   std::string out;
   for (char c : key) {
@@ -100,6 +91,15 @@ bool ValueHasType(const json& value, std::string_view type) {
 }
 
 }  // namespace
+
+bool ContainsMarker(std::string_view text) {
+  uint8_t state = kFilterStart;
+  for (char c : text) {
+    state = FilterNext(state, static_cast<uint8_t>(c));
+    if (state == kFilterReject) return true;
+  }
+  return false;
+}
 
 std::string MarkerSafeJson(const json& value) {
   std::string text = value.dump(-1, ' ', false, json::error_handler_t::replace);
@@ -570,6 +570,22 @@ uint32_t GrammarBuilder::ArgumentValue(uint32_t value) {
         Seq({Literal(std::move(head)), static_cast<uint32_t>(restricted), Literal(std::move(tail))}));
   }
   return alternatives.empty() ? Never() : Union(std::move(alternatives));
+}
+
+uint32_t GrammarBuilder::RegexText(std::shared_ptr<const regex::ByteDfa> dfa) {
+  if (dfa == nullptr || dfa->Empty()) return Never();
+  Node node;
+  node.kind = NodeKind::kString;
+  node.string_mode = StringMode::kRegexRaw;
+  node.dfa = std::move(dfa);
+  return Add(std::move(node));
+}
+
+uint32_t GrammarBuilder::LiteralChoices(const std::vector<std::string>& texts) {
+  Node node;
+  node.kind = NodeKind::kLiteralSet;
+  for (const std::string& text : texts) node.literals.Insert(TextSymbols(text));
+  return Add(std::move(node));
 }
 
 std::shared_ptr<const Grammar> GrammarBuilder::Finish(uint32_t root) {

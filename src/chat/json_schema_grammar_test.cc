@@ -22,6 +22,7 @@
 
 #include "src/chat/constraint_testing.h"
 #include "src/chat/output_parser.h"
+#include "src/chat/regex_constraint.h"
 #include "src/tokenizer/bpe_trainer.h"
 
 namespace k3::chat {
@@ -553,6 +554,63 @@ TEST(ToolCallConstraint, StringKeywordsInArguments) {
     EXPECT_EQ(Validate(parameters, arguments), "") << parsed.tool_calls[0].arguments;
     EXPECT_EQ(CheckFormats(parameters, parameters, arguments), "") << parsed.tool_calls[0].arguments;
   }
+}
+
+// guided_regex: every walk's reply text fully matches the pattern (std::regex as the reference).
+TEST(RegexConstraint, RepliesFullyMatch) {
+  const Tokenizer& tok = TinyK3();
+  const char* kPatterns[] = {
+      "[a-z]{3,8}",          "\\d{3}-\\d{4}", "(yes|no)", "[A-Z][a-z]+( [A-Z][a-z]+){0,3}",
+      "a\"b\\\\c\\n?[0-9]*", "^x[a-c]?y$"};
+  std::mt19937_64 rng(77);
+  for (bool reasoning : {false, true}) {
+    ConstraintOptions options = Options(tok, reasoning);
+    options.max_tokens = 96;
+    for (const char* pattern : kPatterns) {
+      auto made = MakeRegexConstraint(tok, pattern, options);
+      ASSERT_TRUE(made.ok()) << pattern << ": " << made.status().ToString();
+      const std::regex reference(pattern, std::regex::ECMAScript);
+      for (int w = 0; w < 10; ++w) {
+        auto constraint = (*made)->Clone();
+        Walk walk = RandomWalk(*constraint, tok, options, rng, 12 + w % 20);
+        ASSERT_TRUE(walk.ended) << pattern << ": " << walk.text;
+        EXPECT_LE(walk.ids.size(), 96u) << walk.text;
+        const ParsedOutput parsed = ParseOutput(walk.text, ParserOptions{reasoning, false});
+        EXPECT_TRUE(std::regex_match(parsed.content, reference))
+            << "/" << pattern << "/ content '" << parsed.content << "' from " << walk.text;
+      }
+    }
+  }
+  const auto error = [&](const std::string& pattern) {
+    auto made = MakeRegexConstraint(tok, pattern, Options(tok, false));
+    return made.ok() ? std::string("(compiled)") : made.status().ToString();
+  };
+  EXPECT_NE(error("a(?=b)").find("guided_regex: regex /a(?=b)/: lookahead"), std::string::npos);
+  EXPECT_NE(error("<\\|open\\|>").find("XTML marker"), std::string::npos);
+}
+
+// guided_choice: the reply is exactly one of the choices, and every choice occurs.
+TEST(ChoiceConstraint, RepliesAreOneOfTheChoices) {
+  const Tokenizer& tok = TinyK3();
+  const std::vector<std::string> choices = {"positive", "negative", "neutral", "a \"quoted\" one", ""};
+  ConstraintOptions options = Options(tok, false);
+  auto made = MakeChoiceConstraint(tok, choices, options);
+  ASSERT_TRUE(made.ok()) << made.status().ToString();
+  std::mt19937_64 rng(5);
+  std::set<std::string> seen;
+  for (int w = 0; w < 60; ++w) {
+    auto constraint = (*made)->Clone();
+    Walk walk = RandomWalk(*constraint, tok, options, rng, 40);
+    ASSERT_TRUE(walk.ended) << walk.text;
+    const std::string content = ParseOutput(walk.text, ParserOptions{false, false}).content;
+    EXPECT_NE(std::find(choices.begin(), choices.end(), content), choices.end()) << content;
+    seen.insert(content);
+  }
+  EXPECT_EQ(seen.size(), choices.size());
+  EXPECT_FALSE(MakeChoiceConstraint(tok, {}, options).ok());
+  auto marker = MakeChoiceConstraint(tok, {"ok", "x<|open|>y"}, options);
+  ASSERT_FALSE(marker.ok());
+  EXPECT_NE(marker.status().ToString().find("guided_choice[1]"), std::string::npos);
 }
 
 TEST(ToolCallConstraint, Errors) {

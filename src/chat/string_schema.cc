@@ -62,10 +62,10 @@ std::string FormatRegex(const std::string& format) {
 }
 
 Result<regex::ByteDfa> CompileConstrainedRegex(const std::string& pattern, bool full_match,
-                                               const std::string& what) {
+                                               const std::string& what, bool json_safe) {
   regex::RegexOptions options;
   options.full_match = full_match;
-  options.json_string_safe = true;
+  options.json_string_safe = json_safe;
   options.max_dfa_states = kMaxStringDfaStates;
   auto dfa = regex::CompileRegex(pattern, options);
   if (!dfa.ok()) return dfa.status().WithPrefix(what);

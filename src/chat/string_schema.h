@@ -35,9 +35,10 @@ Result<std::shared_ptr<const regex::ByteDfa>> CompileStringKeywords(const nlohma
 // The built-in regex (full match, JSON-safe) of a supported `format`, or "" when it is not one.
 std::string FormatRegex(const std::string& format);
 
-// A full-match regex compiled for constrained text: JSON-safe and marker-filtered (guided_regex, and
-// the pieces above). `what` names the source in errors.
+// A regex compiled for constrained text: marker-filtered, and with json_safe also free of bytes a JSON
+// string cannot hold raw (the pieces above use that; guided_regex text does not). `what` names the
+// source in errors.
 Result<regex::ByteDfa> CompileConstrainedRegex(const std::string& pattern, bool full_match,
-                                               const std::string& what);
+                                               const std::string& what, bool json_safe = true);
 
 }  // namespace k3::chat::grammar
