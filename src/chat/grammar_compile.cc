@@ -522,8 +522,10 @@ int64_t GrammarBuilder::Restrict(uint32_t id, std::string_view type) {
       break;
     }
     case NodeKind::kString:
-      if (type == "string" && node.string_mode == StringMode::kJson) result = RawText();
-      if (type == "string" && node.string_mode == StringMode::kRegex) {
+      if (type != "string") break;
+      if (node.string_mode == StringMode::kJson) {
+        result = RawText();  // may grow grammar_.nodes: `node` is not used after this
+      } else if (node.string_mode == StringMode::kRegex) {
         Node raw = node;
         raw.string_mode = StringMode::kRegexRaw;
         result = Add(std::move(raw));

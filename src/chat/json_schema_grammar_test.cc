@@ -528,14 +528,16 @@ TEST(ToolCallConstraint, ArgumentEncodingMatchesTheRenderer) {
   }
 }
 
-// Tool parameters with string keywords: the raw (XTML) argument encoding obeys the DFA too.
+// Tool parameters with string keywords: the raw (XTML) argument encoding obeys the DFA too. A plain
+// string beside them once read a node reference after the node vector grew (fuzz_json_schema_grammar).
 TEST(ToolCallConstraint, StringKeywordsInArguments) {
   const json tools = json::parse(R"([{"type": "function", "function": {"name": "book", "parameters": {
     "type": "object",
     "properties": {"code": {"type": "string", "pattern": "^[A-Z]{2}\\d{2,4}$"},
                    "day": {"type": "string", "format": "date"},
                    "id": {"type": "string", "format": "uuid"},
-                   "name": {"type": "string", "minLength": 2, "maxLength": 6}},
+                   "name": {"type": "string", "minLength": 2, "maxLength": 6},
+                   "note": {"type": "string"}},
     "required": ["code", "day", "id", "name"], "additionalProperties": false}}}])");
   const Tokenizer& tok = TinyK3();
   const ConstraintOptions options = Options(tok, false);
