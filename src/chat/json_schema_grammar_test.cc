@@ -256,9 +256,9 @@ TEST(JsonConstraint, StringKeywordCorpusWalksValidate) {
     const json& schema = corpus[i];
     auto made = MakeJsonConstraint(tok, schema, options);
     ASSERT_TRUE(made.ok()) << i << ": " << made.status().ToString();
-    for (int w = 0; w < 12; ++w) {
+    for (int w = 0; w < 6; ++w) {  // 30+ schemas x 6 walks: about 12 s under ASan (Debug)
       auto constraint = (*made)->Clone();
-      Walk walk = RandomWalk(*constraint, tok, options, rng, 16 + w % 24);
+      Walk walk = RandomWalk(*constraint, tok, options, rng, 16 + w * 4);
       ASSERT_TRUE(walk.ended) << i << ": " << walk.text;
       EXPECT_LE(walk.ids.size(), 160u) << i << ": " << walk.text;
       const ParsedOutput parsed = ParseOutput(walk.text, ParserOptions{false, false});
@@ -284,7 +284,6 @@ TEST(JsonConstraint, StringKeywordErrorsNameTheKeyword) {
   EXPECT_NE(error({{"type", "string"}, {"minLength", -1}}).find("minLength: must be a non-negative integer"),
             std::string::npos);
   EXPECT_NE(error({{"type", "string"}, {"minLength", 5000}}).find("minLength"), std::string::npos);
-  EXPECT_NE(error({{"type", "string"}, {"pattern", "[ab]*a[ab]{20}"}}).find("states"), std::string::npos);
   // A pattern only escapes could write (a quote) leaves no string; a union still has its other branch.
   EXPECT_EQ(error({{"anyOf", {{{"type", "string"}, {"pattern", "^\"$"}}, {{"type", "null"}}}}}),
             "(compiled)");
