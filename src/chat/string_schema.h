@@ -20,7 +20,7 @@
 
 namespace k3::chat::grammar {
 
-inline constexpr uint32_t kMaxGeneratedStringChars = 256;
+inline constexpr uint32_t kMaxGeneratedStringChars = 64;
 inline constexpr uint32_t kMaxStringDfaStates = 16384;
 
 // Whether the schema has string keywords that need a kRegex node (pattern, a known format, minLength,
