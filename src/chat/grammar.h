@@ -6,7 +6,9 @@
 //   kLiteralSet  one of a fixed set of symbol strings (const / enum values, booleans, null, markup)
 //   kString      a JSON string "..." (every escape, valid UTF-8); kJsonKey mode: an object key without
 //                escapes that differs from the declared names; kAttr mode: the rest of an XTML attribute
-//                value up to and including its closing quote (no '"', '&', '<')
+//                value up to and including its closing quote (no '"', '&', '<'); kRegex mode: a JSON
+//                string whose content (written without escapes) is accepted by `dfa`; kRegexRaw mode:
+//                the raw text of a tool argument accepted by `dfa`, ended by the next markup special
 //   kRawText     free UTF-8 text up to the next markup special (reasoning, raw string tool arguments)
 //   kNumber      a JSON number or integer (bounded digit counts, so every value is a finite double)
 //   kObject      a JSON object (or, in args mode, the XTML argument list of a tool call)
@@ -21,10 +23,13 @@
 
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "src/chat/regex_dfa.h"
 
 namespace k3::chat::grammar {
 
@@ -57,7 +62,8 @@ enum class NodeKind : uint8_t {
   kCallIndex,
 };
 
-enum class StringMode : uint8_t { kJson, kJsonKey, kAttr };
+// kRegex / kRegexRaw frames keep the DFA state in Frame::b (see grammar_matcher.cc).
+enum class StringMode : uint8_t { kJson, kJsonKey, kAttr, kRegex, kRegexRaw };
 
 // A trie of symbol strings; node 0 is the root.
 struct SymbolTrie {
@@ -82,6 +88,8 @@ struct Node {
   // kString
   StringMode string_mode = StringMode::kJson;
   SymbolTrie excluded;  // kJsonKey / kAttr: names the key must differ from (raw bytes)
+  // kRegex / kRegexRaw: JSON-safe (no '"', '\\', control bytes), marker-filtered, never empty.
+  std::shared_ptr<const regex::ByteDfa> dfa;
   // kNumber
   bool integer = false;
   // kObject: members in output order; each member node matches one key + value (kSeq).

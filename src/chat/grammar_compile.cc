@@ -5,6 +5,7 @@
 
 #include "src/chat/grammar_marker_filter.h"
 #include "src/chat/json_text.h"
+#include "src/chat/string_schema.h"
 
 namespace k3::chat::grammar {
 
@@ -23,15 +24,6 @@ void ReplaceAll(std::string& text, std::string_view from, std::string_view to) {
   for (size_t pos = text.find(from); pos != std::string::npos; pos = text.find(from, pos + to.size())) {
     text.replace(pos, from.size(), to);
   }
-}
-
-bool ContainsMarker(std::string_view text) {
-  uint8_t state = kFilterStart;
-  for (char c : text) {
-    state = FilterNext(state, static_cast<uint8_t>(c));
-    if (state == kFilterReject) return true;
-  }
-  return false;
 }
 
 std::string PointerToken(std::string_view key) {
@@ -58,9 +50,6 @@ const std::map<std::string, json>& UnsupportedKeywords() {
       {"dependentRequired", json::object()},
       {"dependentSchemas", json::object()},
       {"dependencies", json::object()},
-      {"pattern", json()},
-      {"minLength", 0},
-      {"maxLength", json()},
       {"minimum", json()},
       {"maximum", json()},
       {"exclusiveMinimum", json()},
@@ -102,6 +91,15 @@ bool ValueHasType(const json& value, std::string_view type) {
 }
 
 }  // namespace
+
+bool ContainsMarker(std::string_view text) {
+  uint8_t state = kFilterStart;
+  for (char c : text) {
+    state = FilterNext(state, static_cast<uint8_t>(c));
+    if (state == kFilterReject) return true;
+  }
+  return false;
+}
 
 std::string MarkerSafeJson(const json& value) {
   std::string text = value.dump(-1, ' ', false, json::error_handler_t::replace);
@@ -173,6 +171,16 @@ class SchemaCompiler {
       } else if (type == "string") {
         Node node;
         node.kind = NodeKind::kString;
+        if (HasStringKeywords(s)) {
+          auto dfa = CompileStringKeywords(s, "#" + ptr);
+          if (!dfa.ok()) return dfa.status().WithPrefix(where_);
+          if ((*dfa)->Empty()) {
+            alternatives.push_back(b_.Never());
+            continue;
+          }
+          node.string_mode = StringMode::kRegex;
+          node.dfa = std::move(dfa).value();
+        }
         alternatives.push_back(b_.Add(std::move(node)));
       } else if (type == "object") {
         K3_ASSIGN_OR_RETURN(uint32_t object, Object(s, ptr, depth, /*args_mode=*/false));
@@ -514,7 +522,14 @@ int64_t GrammarBuilder::Restrict(uint32_t id, std::string_view type) {
       break;
     }
     case NodeKind::kString:
-      if (type == "string" && node.string_mode == StringMode::kJson) result = RawText();
+      if (type != "string") break;
+      if (node.string_mode == StringMode::kJson) {
+        result = RawText();  // may grow grammar_.nodes: `node` is not used after this
+      } else if (node.string_mode == StringMode::kRegex) {
+        Node raw = node;
+        raw.string_mode = StringMode::kRegexRaw;
+        result = Add(std::move(raw));
+      }
       break;
     case NodeKind::kNumber:
       if (type == "number") result = id;
@@ -557,6 +572,22 @@ uint32_t GrammarBuilder::ArgumentValue(uint32_t value) {
         Seq({Literal(std::move(head)), static_cast<uint32_t>(restricted), Literal(std::move(tail))}));
   }
   return alternatives.empty() ? Never() : Union(std::move(alternatives));
+}
+
+uint32_t GrammarBuilder::RegexText(std::shared_ptr<const regex::ByteDfa> dfa) {
+  if (dfa == nullptr || dfa->Empty()) return Never();
+  Node node;
+  node.kind = NodeKind::kString;
+  node.string_mode = StringMode::kRegexRaw;
+  node.dfa = std::move(dfa);
+  return Add(std::move(node));
+}
+
+uint32_t GrammarBuilder::LiteralChoices(const std::vector<std::string>& texts) {
+  Node node;
+  node.kind = NodeKind::kLiteralSet;
+  for (const std::string& text : texts) node.literals.Insert(TextSymbols(text));
+  return Add(std::move(node));
 }
 
 std::shared_ptr<const Grammar> GrammarBuilder::Finish(uint32_t root) {

@@ -38,6 +38,9 @@ std::vector<int> TextSymbols(std::string_view text);
 // written with \u escapes).
 std::string MarkerSafeJson(const nlohmann::json& value);
 
+// Whether text contains an XTML marker name (such text cannot be written raw).
+bool ContainsMarker(std::string_view text);
+
 class GrammarBuilder {
  public:
   // A JSON value valid against `schema`; $ref resolves within `schema` (the whole document).
@@ -53,6 +56,10 @@ class GrammarBuilder {
   uint32_t Seq(std::vector<uint32_t> children);
   uint32_t Union(std::vector<uint32_t> children);
   uint32_t RawText();
+  // Raw text accepted by `dfa` (kRegexRaw), ended by the next markup special; Never when dfa is empty.
+  uint32_t RegexText(std::shared_ptr<const regex::ByteDfa> dfa);
+  // Exactly one of the texts (a literal set).
+  uint32_t LiteralChoices(const std::vector<std::string>& texts);
   uint32_t CallIndex();
   uint32_t CallList(uint32_t call, uint32_t max_calls);
 

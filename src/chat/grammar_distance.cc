@@ -20,6 +20,12 @@ int64_t ExcludedPenalty(const Node& node, const Frame& f) {
 // kString sub-states (grammar_matcher.cc): symbols to the closing quote, the quote included.
 int64_t StringRemaining(const Node& node, const Frame& f) {
   if (f.pos == kStringDone) return 0;
+  if (node.string_mode == StringMode::kRegex || node.string_mode == StringMode::kRegexRaw) {
+    // The DFA's shortest path to acceptance, plus the quotes still to come (kRegex).
+    const regex::ByteDfa& dfa = *node.dfa;
+    const int64_t quotes = node.string_mode == StringMode::kRegex ? (f.pos == 0 ? 2 : 1) : 0;
+    return Add(dfa.min_to_accept[f.pos == 0 ? dfa.start : static_cast<int32_t>(f.b)], quotes);
+  }
   if (f.pos == 0) return (node.string_mode == StringMode::kAttr ? 1 : 2) + ExcludedPenalty(node, f);
   if (f.pos == 1) return 1 + ExcludedPenalty(node, f);
   if (f.pos == 2) return 2;                          // an escape letter, then the quote

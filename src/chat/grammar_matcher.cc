@@ -47,9 +47,41 @@ uint32_t Utf8Continue(uint32_t state, uint8_t c) {
 bool IsHex(uint8_t c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
 bool IsDigit(int c) { return c >= '0' && c <= '9'; }
 
+// kRegex / kRegexRaw strings: pos 0 before the opening quote (kRegexRaw: before the first byte, DFA at
+// its start), 1 inside with the DFA state in f.b, kStringDone after the closing quote (kRegex only). The
+// DFA already excludes marker names and bytes a JSON string cannot hold raw, and has no dead ends.
+bool RegexStringStep(const Node& node, Frame& f, int symbol) {
+  if (symbol > 255) return false;
+  const auto c = static_cast<uint8_t>(symbol);
+  const regex::ByteDfa& dfa = *node.dfa;
+  if (f.pos == 0) {
+    f.b = static_cast<uint32_t>(dfa.start);
+    if (node.string_mode == StringMode::kRegex) {
+      if (c != '"') return false;
+      f.pos = 1;
+      return true;
+    }
+    f.pos = 1;
+  }
+  if (f.pos != 1) return false;
+  const auto state = static_cast<int32_t>(f.b);
+  if (node.string_mode == StringMode::kRegex && c == '"') {
+    if (!dfa.accepting[state]) return false;
+    f.pos = kStringDone;
+    return true;
+  }
+  const int32_t next = dfa.next[state][c];
+  if (next == regex::ByteDfa::kDead) return false;
+  f.b = static_cast<uint32_t>(next);
+  return true;
+}
+
 // String sub-states: 0 before the opening quote, 1 content, 2 after '\', 3..6 \u hex digits (3: first),
 // 7 after \uD, 8..9 rest of a high surrogate, 10..15 the \uDC00-\uDFFF that must follow, 20..26 UTF-8.
 bool StringStep(const Node& node, Frame& f, int symbol) {
+  if (node.string_mode == StringMode::kRegex || node.string_mode == StringMode::kRegexRaw) {
+    return RegexStringStep(node, f, symbol);
+  }
   if (symbol > 255) return false;
   const auto c = static_cast<uint8_t>(symbol);
   const StringMode mode = node.string_mode;
@@ -231,8 +263,9 @@ bool Matcher::SingleLeaf(const MatchState& state, Frame* leaf) const {
   const Frame& top = state.frames.back();
   const Node& node = grammar_->nodes[top.node];
   const bool inside =
-      node.kind == NodeKind::kRawText || (node.kind == NodeKind::kString && top.pos != kStringDone &&
-                                          (top.pos != 0 || node.string_mode == StringMode::kAttr));
+      node.kind == NodeKind::kRawText ||
+      (node.kind == NodeKind::kString && top.pos != kStringDone && node.string_mode != StringMode::kRegex &&
+       node.string_mode != StringMode::kRegexRaw && (top.pos != 0 || node.string_mode == StringMode::kAttr));
   if (inside) *leaf = top;
   return inside;
 }
@@ -315,6 +348,9 @@ bool Matcher::Accepting(const Frame* frames, size_t size, int guard) const {
     case NodeKind::kLiteralSet:
       return node.literals.nodes[f.pos].terminal;
     case NodeKind::kString:
+      if (node.string_mode == StringMode::kRegexRaw) {
+        return node.dfa->accepting[f.pos == 0 ? node.dfa->start : static_cast<int32_t>(f.b)] != 0;
+      }
       return f.pos == kStringDone;
     case NodeKind::kRawText:
       return f.pos <= 1;

@@ -269,8 +269,11 @@ TEST(GrammarMatcher, InvalidSchemasNameThePointer) {
             "schema: tuple items (an array) are not supported at #/items");
   EXPECT_EQ(ErrorOf({{"type", "object"}, {"anyOf", {{{"type", "null"}}}}}),
             "schema: 'type' beside 'anyOf' is not supported (move it into the subschemas) at #");
-  EXPECT_EQ(ErrorOf({{"properties", {{"a/b~", {{"pattern", "x"}}}}}}),
-            "schema: keyword 'pattern' is not supported in constrained output at #/properties/a~1b~0");
+  EXPECT_EQ(ErrorOf({{"properties", {{"a/b~", {{"uniqueItems", true}}}}}}),
+            "schema: keyword 'uniqueItems' is not supported in constrained output at #/properties/a~1b~0");
+  EXPECT_EQ(ErrorOf({{"properties", {{"a/b~", {{"pattern", "x(?=y)"}}}}}}),
+            "schema: pattern at #/properties/a~1b~0/pattern: regex /x(?=y)/: lookahead '(?=' / '(?!' (not "
+            "supported) at offset 2");
   EXPECT_EQ(ErrorOf({{"allOf", {{{"type", "null"}}, {{"type", "null"}}}}}),
             "schema: allOf is supported only with exactly one subschema at #/allOf");
   EXPECT_EQ(ErrorOf({{"type", "array"}, {"minItems", -1}}),
@@ -283,6 +286,34 @@ TEST(GrammarMatcher, InvalidSchemasNameThePointer) {
   // Neutral values of otherwise unsupported keywords are fine, and annotations are ignored.
   EXPECT_TRUE(
       Compile({{"type", "string"}, {"minLength", 0}, {"format", "date"}, {"description", "d"}}).status.ok());
+}
+
+TEST(GrammarMatcher, StringKeywordsPatternFormatLength) {
+  const auto grammar = [](const json& schema) {
+    Compiled c = Compile(schema);
+    EXPECT_TRUE(c.status.ok()) << c.status.ToString();
+    return c.grammar;
+  };
+  const auto anchored = grammar({{"type", "string"}, {"pattern", "^[a-c]+\\d$"}});
+  EXPECT_TRUE(Matches(anchored, "\"ab1\""));
+  EXPECT_FALSE(Matches(anchored, "\"ab\""));
+  EXPECT_FALSE(Matches(anchored, "\"xab1\""));
+  EXPECT_FALSE(Matches(anchored, "\"\\u0061b1\""));  // content is written without escapes
+  const auto contains = grammar({{"type", "string"}, {"pattern", "ab"}});
+  EXPECT_TRUE(Matches(contains, "\"xaby\""));
+  EXPECT_FALSE(Matches(contains, "\"xy\""));
+  const auto length = grammar({{"type", "string"}, {"minLength", 2}, {"maxLength", 3}});
+  EXPECT_TRUE(Matches(length, "\"ab\""));
+  EXPECT_TRUE(Matches(length, "\"\xC3\xA9\xC3\xA9\xC3\xA9\""));  // three code points, six bytes
+  EXPECT_FALSE(Matches(length, "\"a\""));
+  EXPECT_FALSE(Matches(length, "\"abcd\""));
+  const auto date = grammar({{"type", "string"}, {"format", "date"}});
+  EXPECT_TRUE(Matches(date, "\"2024-02-28\""));
+  EXPECT_FALSE(Matches(date, "\"2024-13-01\""));
+  const auto marker = grammar({{"type", "string"}, {"pattern", "^<\\|open\\|>$"}});
+  EXPECT_FALSE(IsPrefix(marker, "\"<|open|"));  // the marker filter is part of the automaton
+  // An unknown format stays an annotation.
+  EXPECT_TRUE(Matches(grammar({{"type", "string"}, {"format", "color"}}), "\"any\""));
 }
 
 TEST(GrammarMarkerFilter, RejectsExactlyTheMarkerNames) {

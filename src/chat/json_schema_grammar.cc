@@ -12,6 +12,8 @@
 #include "src/chat/grammar_matcher.h"
 #include "src/chat/grammar_vocab.h"
 #include "src/chat/json_text.h"
+#include "src/chat/regex_constraint.h"
+#include "src/chat/string_schema.h"
 
 namespace k3::chat {
 namespace {
@@ -359,6 +361,39 @@ Result<std::unique_ptr<TokenConstraint>> MakeToolCallConstraint(const tokenizer:
                {builder.Literal(Markup("<|close|>response<|sep|><|open|>tools<|sep|>")), list,
                 builder.Literal(Markup("<|close|>tools<|sep|><|close|>message<|sep|>"))},
                options);
+}
+
+// guided_regex (regex_constraint.h).
+Result<std::unique_ptr<TokenConstraint>> MakeRegexConstraint(const tokenizer::Tokenizer& tokenizer,
+                                                             const std::string& pattern,
+                                                             const ConstraintOptions& options) {
+  K3_ASSIGN_OR_RETURN(
+      regex::ByteDfa dfa,
+      grammar::CompileConstrainedRegex(pattern, /*full_match=*/true, "guided_regex", /*json_safe=*/false));
+  if (dfa.Empty()) {
+    return InvalidArgument("guided_regex: no text matches /{}/ without spelling an XTML marker name",
+                           pattern);
+  }
+  GrammarBuilder builder;
+  const uint32_t text = builder.RegexText(std::make_shared<const regex::ByteDfa>(std::move(dfa)));
+  const uint32_t close = builder.Literal(Markup("<|close|>response<|sep|><|close|>message<|sep|>"));
+  return Build(tokenizer, builder, {text, close}, options);
+}
+
+// guided_choice (regex_constraint.h).
+Result<std::unique_ptr<TokenConstraint>> MakeChoiceConstraint(const tokenizer::Tokenizer& tokenizer,
+                                                              const std::vector<std::string>& choices,
+                                                              const ConstraintOptions& options) {
+  if (choices.empty()) return InvalidArgument("guided_choice: must be a non-empty list of strings");
+  for (size_t i = 0; i < choices.size(); ++i) {
+    if (grammar::ContainsMarker(choices[i])) {
+      return InvalidArgument("guided_choice[{}]: contains an XTML marker name, which a reply cannot hold", i);
+    }
+  }
+  GrammarBuilder builder;
+  const uint32_t text = builder.LiteralChoices(choices);
+  const uint32_t close = builder.Literal(Markup("<|close|>response<|sep|><|close|>message<|sep|>"));
+  return Build(tokenizer, builder, {text, close}, options);
 }
 
 }  // namespace k3::chat

@@ -7,7 +7,10 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <fstream>
+#include <map>
 #include <random>
+#include <regex>
 #include <set>
 #include <unordered_set>
 
@@ -19,6 +22,7 @@
 
 #include "src/chat/constraint_testing.h"
 #include "src/chat/output_parser.h"
+#include "src/chat/regex_constraint.h"
 #include "src/tokenizer/bpe_trainer.h"
 
 namespace k3::chat {
@@ -174,6 +178,115 @@ TEST(JsonConstraint, RandomWalksValidateEveryKeyword) {
             false, 30, 5);
   JsonWalks(json::parse(R"({"type": ["number", "boolean"]})"), false, 20, 6);
   JsonWalks(json::parse(R"({"type": "string"})"), false, 20, 7);
+}
+
+// Formats valijson does not check, by independent regexes (looser than the grammar's built-in ones).
+bool FormatHolds(const std::string& format, const std::string& text) {
+  static const std::map<std::string, std::regex> kFormats = {
+      {"email", std::regex(R"(^[^@\s"]+@[^@\s"]+\.[A-Za-z]{2,}$)")},
+      {"uuid", std::regex(R"(^[0-9a-fA-F]{8}-([0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}$)")},
+      {"ipv4",
+       std::regex(
+           R"(^((25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])\.){3}(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])$)")},
+      {"ipv6", std::regex(R"(^([0-9a-fA-F]{1,4}:){7}[0-9a-fA-F]{1,4}$)")},
+      {"uri", std::regex(R"(^[A-Za-z][A-Za-z0-9+.-]*:[^\s"<>\\^`{|}]+$)")},
+      {"hostname",
+       std::regex(
+           R"(^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$)")},
+  };
+  auto it = kFormats.find(format);
+  return it == kFormats.end() || (text.size() <= 253 && std::regex_match(text, it->second));
+}
+
+// Checks `format` wherever the schema (properties, items, additionalProperties, anyOf, local $ref) puts
+// one on a string of the value; returns the first violation.
+std::string CheckFormats(const json& root, const json& schema, const json& value) {
+  if (!schema.is_object()) return "";
+  if (schema.contains("$ref")) {
+    return CheckFormats(root, root.at(json::json_pointer(schema["$ref"].get<std::string>().substr(1))),
+                        value);
+  }
+  if (schema.contains("anyOf")) {  // some branch must hold (valijson checks the rest)
+    std::string first;
+    for (const json& branch : schema["anyOf"]) {
+      const std::string error = CheckFormats(root, branch, value);
+      if (error.empty()) return "";
+      if (first.empty()) first = error;
+    }
+    return first;
+  }
+  if (value.is_string() && schema.contains("format") &&
+      !FormatHolds(schema["format"].get<std::string>(), value.get<std::string>())) {
+    return "not a " + schema["format"].get<std::string>() + ": " + value.dump();
+  }
+  if (value.is_array() && schema.contains("items")) {
+    for (const json& item : value) {
+      if (std::string e = CheckFormats(root, schema["items"], item); !e.empty()) return e;
+    }
+  }
+  if (value.is_object()) {
+    for (const auto& [key, member] : value.items()) {
+      const json* sub = nullptr;
+      if (schema.contains("properties") && schema["properties"].contains(key)) {
+        sub = &schema["properties"][key];
+      } else if (schema.contains("additionalProperties")) {
+        sub = &schema["additionalProperties"];
+      }
+      if (sub == nullptr) continue;
+      if (std::string e = CheckFormats(root, *sub, member); !e.empty()) return e;
+    }
+  }
+  return "";
+}
+
+// The schema corpus of string keywords (pattern, format, minLength, maxLength) in Pydantic-like shapes:
+// every schema compiles, and random walks give JSON that valijson accepts and whose formats hold.
+TEST(JsonConstraint, StringKeywordCorpusWalksValidate) {
+  std::ifstream file(std::string(K3_SOURCE_DIR) + "/tests/data/schemas/string_keywords.json");
+  ASSERT_TRUE(file.good());
+  const json corpus = json::parse(file);
+  ASSERT_GE(corpus.size(), 30u);
+  const Tokenizer& tok = TinyK3();
+  // A token budget, so walks through unanchored patterns end: the shortest completion (grammar_distance)
+  // through each pattern's automaton steers them closed in time.
+  ConstraintOptions options = Options(tok, false);
+  options.max_tokens = 160;
+  std::mt19937_64 rng(1717);
+  for (size_t i = 0; i < corpus.size(); ++i) {
+    const json& schema = corpus[i];
+    auto made = MakeJsonConstraint(tok, schema, options);
+    ASSERT_TRUE(made.ok()) << i << ": " << made.status().ToString();
+    for (int w = 0; w < 4; ++w) {  // 30 schemas x 4 walks: about 17 s under ASan (Debug)
+      auto constraint = (*made)->Clone();
+      Walk walk = RandomWalk(*constraint, tok, options, rng, 16 + w * 4);
+      ASSERT_TRUE(walk.ended) << i << ": " << walk.text;
+      EXPECT_LE(walk.ids.size(), 160u) << i << ": " << walk.text;
+      const ParsedOutput parsed = ParseOutput(walk.text, ParserOptions{false, false});
+      const json value = json::parse(parsed.content, nullptr, false);
+      ASSERT_FALSE(value.is_discarded()) << i << ": not JSON: " << parsed.content;
+      EXPECT_EQ(Validate(schema, value), "") << i << ": " << parsed.content;
+      EXPECT_EQ(CheckFormats(schema, schema, value), "") << i << ": " << parsed.content;
+    }
+  }
+}
+
+TEST(JsonConstraint, StringKeywordErrorsNameTheKeyword) {
+  const Tokenizer& tok = TinyK3();
+  const auto error = [&](const json& schema) {
+    auto made = MakeJsonConstraint(tok, schema, Options(tok, false));
+    return made.ok() ? std::string("(compiled)") : made.status().ToString();
+  };
+  EXPECT_NE(error({{"type", "string"}, {"pattern", "a(?=b)"}}).find("lookahead"), std::string::npos);
+  EXPECT_NE(error({{"properties", {{"p", {{"type", "string"}, {"pattern", "(a)\\1"}}}}}})
+                .find("#/properties/p/pattern"),
+            std::string::npos);
+  EXPECT_NE(error({{"type", "string"}, {"pattern", 3}}).find("pattern: must be a string"), std::string::npos);
+  EXPECT_NE(error({{"type", "string"}, {"minLength", -1}}).find("minLength: must be a non-negative integer"),
+            std::string::npos);
+  EXPECT_NE(error({{"type", "string"}, {"minLength", 5000}}).find("minLength"), std::string::npos);
+  // A pattern only escapes could write (a quote) leaves no string; a union still has its other branch.
+  EXPECT_EQ(error({{"anyOf", {{{"type", "string"}, {"pattern", "^\"$"}}, {{"type", "null"}}}}}),
+            "(compiled)");
 }
 
 TEST(JsonConstraint, JsonObjectModeGivesAnyObject) { JsonWalks(json(), false, 40, 8); }
@@ -412,6 +525,93 @@ TEST(ToolCallConstraint, ArgumentEncodingMatchesTheRenderer) {
     }
     EXPECT_FALSE(all) << bad;
   }
+}
+
+// Tool parameters with string keywords: the raw (XTML) argument encoding obeys the DFA too. A plain
+// string beside them once read a node reference after the node vector grew (fuzz_json_schema_grammar).
+TEST(ToolCallConstraint, StringKeywordsInArguments) {
+  const json tools = json::parse(R"([{"type": "function", "function": {"name": "book", "parameters": {
+    "type": "object",
+    "properties": {"code": {"type": "string", "pattern": "^[A-Z]{2}\\d{2,4}$"},
+                   "day": {"type": "string", "format": "date"},
+                   "id": {"type": "string", "format": "uuid"},
+                   "name": {"type": "string", "minLength": 2, "maxLength": 6},
+                   "note": {"type": "string"}},
+    "required": ["code", "day", "id", "name"], "additionalProperties": false}}}])");
+  const Tokenizer& tok = TinyK3();
+  const ConstraintOptions options = Options(tok, false);
+  auto made = MakeToolCallConstraint(tok, tools, "book", false, options);
+  ASSERT_TRUE(made.ok()) << made.status().ToString();
+  std::mt19937_64 rng(31);
+  for (int w = 0; w < 15; ++w) {
+    auto constraint = (*made)->Clone();
+    Walk walk = RandomWalk(*constraint, tok, options, rng, 16 + w % 24);
+    ASSERT_TRUE(walk.ended) << walk.text;
+    const ParsedOutput parsed = ParseOutput(walk.text, ParserOptions{false, true});
+    ASSERT_EQ(parsed.tool_calls.size(), 1u) << walk.text;
+    const json arguments = json::parse(parsed.tool_calls[0].arguments, nullptr, false);
+    ASSERT_TRUE(arguments.is_object()) << parsed.tool_calls[0].arguments;
+    const json& parameters = tools[0]["function"]["parameters"];
+    EXPECT_EQ(Validate(parameters, arguments), "") << parsed.tool_calls[0].arguments;
+    EXPECT_EQ(CheckFormats(parameters, parameters, arguments), "") << parsed.tool_calls[0].arguments;
+  }
+}
+
+// guided_regex: every walk's reply text fully matches the pattern (std::regex as the reference).
+TEST(RegexConstraint, RepliesFullyMatch) {
+  const Tokenizer& tok = TinyK3();
+  const char* kPatterns[] = {
+      "[a-z]{3,8}",          "\\d{3}-\\d{4}", "(yes|no)", "[A-Z][a-z]+( [A-Z][a-z]+){0,3}",
+      "a\"b\\\\c\\n?[0-9]*", "^x[a-c]?y$"};
+  std::mt19937_64 rng(77);
+  for (bool reasoning : {false, true}) {
+    ConstraintOptions options = Options(tok, reasoning);
+    options.max_tokens = 96;
+    for (const char* pattern : kPatterns) {
+      auto made = MakeRegexConstraint(tok, pattern, options);
+      ASSERT_TRUE(made.ok()) << pattern << ": " << made.status().ToString();
+      const std::regex reference(pattern, std::regex::ECMAScript);
+      for (int w = 0; w < 10; ++w) {
+        auto constraint = (*made)->Clone();
+        Walk walk = RandomWalk(*constraint, tok, options, rng, 12 + w % 20);
+        ASSERT_TRUE(walk.ended) << pattern << ": " << walk.text;
+        EXPECT_LE(walk.ids.size(), 96u) << walk.text;
+        const ParsedOutput parsed = ParseOutput(walk.text, ParserOptions{reasoning, false});
+        EXPECT_TRUE(std::regex_match(parsed.content, reference))
+            << "/" << pattern << "/ content '" << parsed.content << "' from " << walk.text;
+      }
+    }
+  }
+  const auto error = [&](const std::string& pattern) {
+    auto made = MakeRegexConstraint(tok, pattern, Options(tok, false));
+    return made.ok() ? std::string("(compiled)") : made.status().ToString();
+  };
+  EXPECT_NE(error("a(?=b)").find("guided_regex: regex /a(?=b)/: lookahead"), std::string::npos);
+  EXPECT_NE(error("<\\|open\\|>").find("XTML marker"), std::string::npos);
+}
+
+// guided_choice: the reply is exactly one of the choices, and every choice occurs.
+TEST(ChoiceConstraint, RepliesAreOneOfTheChoices) {
+  const Tokenizer& tok = TinyK3();
+  const std::vector<std::string> choices = {"positive", "negative", "neutral", "a \"quoted\" one", ""};
+  ConstraintOptions options = Options(tok, false);
+  auto made = MakeChoiceConstraint(tok, choices, options);
+  ASSERT_TRUE(made.ok()) << made.status().ToString();
+  std::mt19937_64 rng(5);
+  std::set<std::string> seen;
+  for (int w = 0; w < 60; ++w) {
+    auto constraint = (*made)->Clone();
+    Walk walk = RandomWalk(*constraint, tok, options, rng, 40);
+    ASSERT_TRUE(walk.ended) << walk.text;
+    const std::string content = ParseOutput(walk.text, ParserOptions{false, false}).content;
+    EXPECT_NE(std::find(choices.begin(), choices.end(), content), choices.end()) << content;
+    seen.insert(content);
+  }
+  EXPECT_EQ(seen.size(), choices.size());
+  EXPECT_FALSE(MakeChoiceConstraint(tok, {}, options).ok());
+  auto marker = MakeChoiceConstraint(tok, {"ok", "x<|open|>y"}, options);
+  ASSERT_FALSE(marker.ok());
+  EXPECT_NE(marker.status().ToString().find("guided_choice[1]"), std::string::npos);
 }
 
 TEST(ToolCallConstraint, Errors) {
