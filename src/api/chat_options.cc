@@ -203,15 +203,19 @@ ChatOptions ReadChatOptions(FieldReader& fields, const ServerContext& ctx) {
   if (const auto include = fields.Bool("include_reasoning")) options.include_reasoning = *include;
   ReadTools(fields, ctx, &options);
   ReadResponseFormat(fields, &options);
-  if (std::optional<GuidedSchema> guided = ReadVllmGuidedFields(fields, /*chat=*/true)) {
+  if (std::optional<GuidedOutput> guided = ReadVllmGuidedFields(fields, /*chat=*/true)) {
     if (options.json_output) {
       fields.Fail(guided->field, "give one output format: response_format asks for JSON too");
     } else if (options.tool_call_required) {
       fields.Fail(guided->field, "cannot be combined with tool_choice \"required\" or a named function");
-    } else {
+    } else if (guided->kind == GuidedOutput::Kind::kJson) {
       options.json_output = true;
       options.json_schema = std::move(guided->schema);
       options.json_schema_field = std::move(guided->field);
+    } else {
+      if (guided->kind == GuidedOutput::Kind::kRegex) options.guided_regex = std::move(guided->regex);
+      if (guided->kind == GuidedOutput::Kind::kChoice) options.guided_choice = std::move(guided->choices);
+      options.guided_field = std::move(guided->field);
     }
   }
   options.parser.thinking = options.render.thinking;

@@ -9,7 +9,9 @@
 // turns thinking off.
 #pragma once
 
+#include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -31,6 +33,10 @@ struct ChatOptions {
   std::string json_schema_field = "response_format.json_schema.schema";  // where the schema came from
   bool tool_call_required = false;
   std::string forced_function;
+  // vLLM's guided_regex / guided_choice (or structured_outputs.regex / .choice): plain-text replies.
+  std::optional<std::string> guided_regex;
+  std::optional<std::vector<std::string>> guided_choice;
+  std::string guided_field;
   bool parallel_tool_calls = true;
 };
 

@@ -160,17 +160,20 @@ TEST(ChatRequestTest, MalformedRequestsNameTheField) {
       {WithUser(R"("max_tokens": 5000)"), 400, "max_tokens", "maximum context length is 4096"},
       {WithUser(R"("max_tokens": 10, "min_tokens": 11)"), 400, "min_tokens", "must not exceed max_tokens"},
       // vLLM's own fields: none is silently ignored.
-      {WithUser(R"("guided_regex": "[a-z]+")"), 400, "guided_regex", "takes a JSON schema"},
-      {WithUser(R"("guided_choice": ["yes", "no"])"), 400, "guided_choice", "takes a JSON schema"},
-      {WithUser(R"("guided_grammar": "root ::= \"a\"")"), 400, "guided_grammar", "takes a JSON schema"},
-      {WithUser(R"("structured_outputs": {"regex": "a+"})"), 400, "structured_outputs.regex",
-       "takes a JSON schema"},
+      {WithUser(R"("guided_regex": "(?=a)b")"), 400, "guided_regex", "guided_regex: regex /(?=a)b/: lookahead"},
+      {WithUser(R"("guided_regex": "")"), 400, "guided_regex", "non-empty regular expression"},
+      {WithUser(R"("guided_choice": [])"), 400, "guided_choice", "non-empty array of strings"},
+      {WithUser(R"("guided_choice": ["yes", 5])"), 400, "guided_choice[1]", "expected a string"},
+      {WithUser(R"("guided_grammar": "root ::= \"a\"")"), 400, "guided_grammar", "is not supported"},
+      {WithUser(R"("structured_outputs": {"grammar": "a+"})"), 400, "structured_outputs.grammar",
+       "is not supported"},
+      {WithUser(R"("guided_regex": "a+", "guided_choice": ["a"])"), 400, "guided_choice", "give one output"},
       {WithUser(R"("prompt_logprobs": 1, "stream": true)"), 400, "prompt_logprobs", "`stream` is true"},
       {WithUser(R"("prompt_logprobs": -1)"), 400, "prompt_logprobs", "[0, 20]"},
       {WithUser(R"("guided_json": 5)"), 400, "guided_json", "expected a JSON schema object"},
       {WithUser(R"("guided_json": "not json")"), 400, "guided_json", "the string is not one"},
       {WithUser(R"("guided_json": {"type": "object"}, "structured_outputs": {"json": {"type": "object"}})"),
-       400, "structured_outputs.json", "both set"},
+       400, "structured_outputs.json", "guided_json is set too"},
       {WithUser(R"("guided_json": {"type": "object"}, "response_format": {"type": "json_object"})"), 400,
        "guided_json", "give one output format"},
       {WithUser(R"("guided_json": {"type": "string", "pattern": "("})"), 400, "guided_json", ""},
@@ -200,7 +203,9 @@ TEST(ChatRequestTest, GuidedJsonConstrainsTheOutput) {
        {R"("guided_json": {"type": "object", "properties": {"a": {"type": "integer"}}})",
         R"("guided_json": "{\"type\": \"object\"}")",
         R"("structured_outputs": {"json": {"type": "object"}, "regex": null})",
-        R"("guided_regex": null, "prompt_logprobs": null, "guided_json": {"type": "array"})"}) {
+        R"("guided_regex": null, "prompt_logprobs": null, "guided_json": {"type": "array"})",
+        R"("guided_regex": "[a-z]+ [0-9]{2}")", R"("guided_choice": ["yes", "no"])",
+        R"("structured_outputs": {"regex": "a|b"})", R"("structured_outputs": {"choice": ["x"]})"}) {
     ApiError error;
     auto plan = ParseChatCompletion(WithUser(fields), TestContext(), &error);
     ASSERT_TRUE(plan.has_value()) << fields << " -> " << error.message;

@@ -81,7 +81,7 @@ TEST(CompletionRequestTest, MalformedRequests) {
       {R"({"prompt": "x", "max_tokens": 5000})", 400, "max_tokens", "maximum context length is 4096"},
       {R"({"prompt": "x", "temperature": "warm"})", 400, "temperature", "expected a number"},
       {R"({"prompt": "x", "guided_json": {"type": "object"}})", 400, "guided_json", "chat/completions only"},
-      {R"({"prompt": "x", "guided_choice": ["a"]})", 400, "guided_choice", "takes a JSON schema"},
+      {R"({"prompt": "x", "guided_choice": ["a"]})", 400, "guided_choice", "chat/completions only"},
       {R"({"prompt": "x", "prompt_logprobs": 2, "stream": true})", 400, "prompt_logprobs",
        "`stream` is true"},
       {R"({"prompt": "x", "prompt_logprobs": 21})", 400, "prompt_logprobs", "[0, 20]"},

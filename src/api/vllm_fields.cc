@@ -2,13 +2,17 @@
 #include "src/api/vllm_fields.h"
 
 #include <string>
+#include <tuple>
+#include <vector>
+
+#include <fmt/format.h>
 
 namespace k3::api {
 namespace {
 
-constexpr const char* kJsonOnly =
-    "is not supported: structured output here takes a JSON schema (guided_json, structured_outputs.json "
-    "or response_format)";
+constexpr const char* kNoGrammar =
+    "is not supported: structured output here takes a JSON schema, a regex or a list of choices "
+    "(guided_json, guided_regex, guided_choice)";
 
 // A schema given as an object (or boolean), or as JSON text holding one.
 std::optional<nlohmann::json> SchemaValue(FieldReader& fields, const nlohmann::json& value,
@@ -25,42 +29,77 @@ std::optional<nlohmann::json> SchemaValue(FieldReader& fields, const nlohmann::j
   return std::nullopt;
 }
 
+// One guided value: `kind` is "json", "regex" or "choice"; `path` names it in errors.
+std::optional<GuidedOutput> GuidedValue(FieldReader& fields, const std::string& kind,
+                                        const nlohmann::json& value, const std::string& path) {
+  GuidedOutput out;
+  out.field = path;
+  if (kind == "json") {
+    std::optional<nlohmann::json> schema = SchemaValue(fields, value, path);
+    if (!schema) return std::nullopt;
+    out.schema = std::move(*schema);
+    return out;
+  }
+  if (kind == "regex") {
+    if (!value.is_string() || value.get<std::string>().empty()) {
+      fields.Fail(path,
+                  std::string("expected a non-empty regular expression string, got ") + JsonTypeName(value));
+      return std::nullopt;
+    }
+    out.kind = GuidedOutput::Kind::kRegex;
+    out.regex = value.get<std::string>();
+    return out;
+  }
+  if (!value.is_array() || value.empty()) {
+    fields.Fail(path, "expected a non-empty array of strings");
+    return std::nullopt;
+  }
+  for (size_t i = 0; i < value.size(); ++i) {
+    if (!value[i].is_string()) {
+      fields.Fail(fmt::format("{}[{}]", path, i),
+                  std::string("expected a string, got ") + JsonTypeName(value[i]));
+      return std::nullopt;
+    }
+    out.choices.push_back(value[i].get<std::string>());
+  }
+  out.kind = GuidedOutput::Kind::kChoice;
+  return out;
+}
+
 }  // namespace
 
-std::optional<GuidedSchema> ReadVllmGuidedFields(FieldReader& fields, bool chat) {
-  for (const char* name : {"guided_regex", "guided_choice", "guided_grammar"}) {
-    if (fields.Get(name) != nullptr) fields.Fail(name, kJsonOnly);
-  }
-  std::optional<nlohmann::json> schema;
-  std::string schema_field;
-  if (const nlohmann::json* guided = fields.Get("guided_json")) {
-    schema_field = "guided_json";
-    schema = SchemaValue(fields, *guided, schema_field);
+std::optional<GuidedOutput> ReadVllmGuidedFields(FieldReader& fields, bool chat) {
+  if (fields.Get("guided_grammar") != nullptr) fields.Fail("guided_grammar", kNoGrammar);
+  // (kind, path, value) of every guided field given.
+  std::vector<std::tuple<std::string, std::string, const nlohmann::json*>> given;
+  for (const char* kind : {"json", "regex", "choice"}) {
+    const std::string name = std::string("guided_") + kind;
+    if (const nlohmann::json* value = fields.Get(name)) given.emplace_back(kind, name, value);
   }
   if (const nlohmann::json* structured = fields.Object("structured_outputs")) {
     for (const auto& [key, value] : structured->items()) {
       if (value.is_null()) continue;
       const std::string path = "structured_outputs." + key;
-      if (key != "json") {
-        fields.Fail(path, kJsonOnly);
+      if (key != "json" && key != "regex" && key != "choice") {
+        fields.Fail(path, kNoGrammar);
         continue;
       }
-      if (schema.has_value()) {
-        fields.Fail(path, "give one schema: guided_json and structured_outputs.json are both set");
-        continue;
-      }
-      schema_field = path;
-      schema = SchemaValue(fields, value, path);
+      given.emplace_back(key, path, &value);
     }
   }
-  if (schema.has_value() && !chat) {
-    fields.Fail(schema_field,
-                "is supported on /v1/chat/completions only (this server's completions take no "
-                "output constraint)");
+  if (!fields.ok() || given.empty()) return std::nullopt;
+  const auto& [kind, path, value] = given.front();
+  if (given.size() > 1) {
+    fields.Fail(std::get<1>(given[1]), fmt::format("give one output constraint: {} is set too", path));
     return std::nullopt;
   }
-  if (!fields.ok() || !schema.has_value()) return std::nullopt;
-  return GuidedSchema{std::move(*schema), std::move(schema_field)};
+  if (!chat) {
+    fields.Fail(path,
+                "is supported on /v1/chat/completions only (this server's completions take no output "
+                "constraint)");
+    return std::nullopt;
+  }
+  return GuidedValue(fields, kind, *value, path);
 }
 
 int32_t ReadPromptLogprobs(FieldReader& fields, bool stream, int32_t max_logprobs) {

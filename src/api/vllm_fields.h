@@ -4,8 +4,10 @@
 //   guided_json (a schema object, or its JSON text)  chat: the output is constrained to the schema, as
 //     structured_outputs.json                          response_format json_schema does (not shown to
 //                                                      the model); completions: 400
-//   guided_regex, guided_choice, guided_grammar,     400 naming the field: structured output here
-//     structured_outputs.{regex,choice,grammar,...}    takes JSON schemas only
+//   guided_regex / structured_outputs.regex          chat: the whole reply matches the pattern
+//   guided_choice / structured_outputs.choice        chat: the reply is exactly one of the strings
+//   guided_grammar, structured_outputs.{grammar,     400 naming the field (no grammar language here)
+//     structural_tag,...}
 //   prompt_logprobs: k in [0, --max-logprobs]         each prompt token's logprob and the top k, in
 //                                                      vLLM's shape (chat: top level; completions: per
 //                                                      choice); 400 with stream, as vLLM
@@ -16,6 +18,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -23,16 +26,20 @@
 
 namespace k3::api {
 
-// A schema given through vLLM's fields, and the field it came from ("guided_json" or
-// "structured_outputs.json", for error messages).
-struct GuidedSchema {
-  nlohmann::json schema;
-  std::string field;
+// An output constraint given through vLLM's fields (one at most), and the field it came from (for error
+// messages).
+struct GuidedOutput {
+  enum class Kind { kJson, kRegex, kChoice };
+  Kind kind = Kind::kJson;
+  nlohmann::json schema;             // kJson
+  std::string regex;                 // kRegex
+  std::vector<std::string> choices;  // kChoice
+  std::string field;                 // "guided_json", "structured_outputs.regex", ...
 };
 
-// The schema of guided_json / structured_outputs.json when one is given (chat); refuses the rest.
-// `chat` false (completions): guided_json is refused too.
-std::optional<GuidedSchema> ReadVllmGuidedFields(FieldReader& fields, bool chat);
+// The constraint of guided_json / guided_regex / guided_choice / structured_outputs.{json,regex,choice}
+// when one is given (chat); refuses the rest. `chat` false (completions): every kind is refused.
+std::optional<GuidedOutput> ReadVllmGuidedFields(FieldReader& fields, bool chat);
 
 // prompt_logprobs: k, or -1 when absent or null; errors (range, stream) go to `fields`.
 int32_t ReadPromptLogprobs(FieldReader& fields, bool stream, int32_t max_logprobs);

@@ -1,6 +1,7 @@
 // vLLM parity: vLLM's own request fields as a vLLM client sends them (the official SDK passes them
 // through its extra-body fields, raw HTTP the rest): guided_json constrains the output like
-// response_format json_schema; guided_regex / guided_choice / guided_grammar, prompt_logprobs with stream
+// response_format json_schema, guided_regex / guided_choice constrain it to a pattern / a choice;
+// guided_grammar, prompt_logprobs with stream
 // and stream_options without stream are 400s naming the field, never ignored; prompt_logprobs and
 // completions' prompt lists with echo + logprobs (lm-eval's loglikelihood requests) are served;
 // --served-model-name takes a list; HEAD /health answers like GET.
@@ -50,12 +51,28 @@ test('guided_json constrains the reply to the schema (object or JSON text)', asy
   }
 });
 
+test('guided_regex and guided_choice (and structured_outputs.regex / .choice) constrain the reply', async () => {
+  const ask = (extra) => client.chat.completions.create({ model: MODEL, messages: user, max_tokens: 60,
+                                                         temperature: 1, chat_template_kwargs: { thinking: false },
+                                                         ...extra });
+  for (let seed = 1; seed <= 3; ++seed) {
+    const r = await ask({ seed, guided_regex: '[a-z]{3,8}-[0-9]{2}' });
+    assert.match(r.choices[0].message.content, /^[a-z]{3,8}-[0-9]{2}$/);
+    const c = await ask({ seed, guided_choice: ['yes', 'no', 'maybe so'] });
+    assert.ok(['yes', 'no', 'maybe so'].includes(c.choices[0].message.content), c.choices[0].message.content);
+  }
+  const s = await ask({ seed: 5, structured_outputs: { regex: '(red|green|blue)!' } });
+  assert.match(s.choices[0].message.content, /^(red|green|blue)!$/);
+  const t = await ask({ seed: 5, structured_outputs: { choice: ['A', 'B'] } });
+  assert.ok(['A', 'B'].includes(t.choices[0].message.content));
+});
+
 test('vLLM fields this server does not implement are 400s naming them', async () => {
   const cases = [
-    [{ guided_regex: '[a-z]+' }, 'guided_regex'],
-    [{ guided_choice: ['yes', 'no'] }, 'guided_choice'],
     [{ guided_grammar: 'root ::= "a"' }, 'guided_grammar'],
-    [{ structured_outputs: { choice: ['a', 'b'] } }, 'structured_outputs.choice'],
+    [{ structured_outputs: { grammar: 'root ::= "a"' } }, 'structured_outputs.grammar'],
+    [{ guided_regex: '(?=a)b' }, 'guided_regex'],
+    [{ guided_choice: [] }, 'guided_choice'],
     [{ prompt_logprobs: 1, stream: true }, 'prompt_logprobs'],
     [{ stream_options: { include_usage: true } }, 'stream_options'],
   ];
@@ -67,8 +84,8 @@ test('vLLM fields this server does not implement are 400s naming them', async ()
     assert.ok(r.json.error.message.startsWith(`${param}: `), r.body);
   }
   // The SDK sees the same 400.
-  await assert.rejects(client.chat.completions.create({ model: MODEL, messages: user, guided_choice: ['a'] }),
-                       (e) => e instanceof OpenAI.BadRequestError && /guided_choice/.test(e.message));
+  await assert.rejects(client.chat.completions.create({ model: MODEL, messages: user, guided_grammar: 'x' }),
+                       (e) => e instanceof OpenAI.BadRequestError && /guided_grammar/.test(e.message));
   // Completions take no output constraint: guided_json there is refused, not ignored.
   const c = await request(server.port, 'POST', '/v1/completions',
                           JSON.stringify({ model: MODEL, prompt: 'x', guided_json: { type: 'object' } }));
