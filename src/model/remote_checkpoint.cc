@@ -93,21 +93,23 @@ Result<std::string> ReadSmall(storage::ObjectStore& store, const std::string& ke
   return text;
 }
 
-// The shard names: the index's weight_map values, or model.safetensors.
-Result<std::set<std::string>> ShardNames(storage::ObjectStore& store, bool has_index,
-                                         const std::string& index_text) {
+// The shard names: the index's weight_map values, or model.safetensors. A malformed index yields what it
+// can; io::Checkpoint::FromMemory then reports the problem with its details.
+std::set<std::string> ShardNames(bool has_index, const std::string& index_text) {
   if (!has_index) return std::set<std::string>{io::kCheckpointSingleName};
   const nlohmann::json index = nlohmann::json::parse(index_text, nullptr, /*allow_exceptions=*/false);
   auto map = index.is_object() ? index.find("weight_map") : index.end();
   std::set<std::string> names;
   if (index.is_object() && map != index.end() && map->is_object()) {
     for (const auto& [tensor, shard] : map->items()) {
-      if (shard.is_string() && shard.get_ref<const std::string&>().find('/') == std::string::npos) {
-        names.insert(shard.get<std::string>());
-      }
+      if (!shard.is_string()) continue;
+      const std::string& name = shard.get_ref<const std::string&>();
+      // Only plain file names inside the prefix (the same rule as io::Checkpoint's).
+      if (name.empty() || name == "." || name == ".." || name.find_first_of("/\\") != std::string::npos)
+        continue;
+      names.insert(name);
     }
   }
-  (void)store;  // malformed indexes are reported by io::Checkpoint::FromMemory with their details
   return names;
 }
 
@@ -145,8 +147,7 @@ Result<RemoteModel> LoadModelFromStore(storage::ObjectStore& store, ThreadPool* 
   } else if (index_text.status().code() != StatusCode::kNotFound) {
     return index_text.status().WithPrefix(store.Describe(io::kCheckpointIndexName));
   }
-  K3_ASSIGN_OR_RETURN(std::set<std::string> shards,
-                      ShardNames(store, has_index, has_index ? *index_text : std::string()));
+  const std::set<std::string> shards = ShardNames(has_index, has_index ? *index_text : std::string());
 
   auto storage_box = std::make_shared<RemoteStorage>();
   std::vector<storage::RangeRead> ranges;
