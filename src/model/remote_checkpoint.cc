@@ -117,7 +117,8 @@ std::set<std::string> ShardNames(bool has_index, const std::string& index_text) 
 
 Result<RemoteModel> LoadModelFromStore(storage::ObjectStore& store, ThreadPool* pool,
                                        const Parallelism& parallelism, const RemoteLoadOptions& options) {
-  const std::string location = store.Describe();
+  std::string location = store.Describe();  // messages add "/NAME"
+  while (location.size() > 1 && location.back() == '/') location.pop_back();
   K3_ASSIGN_OR_RETURN(std::string config_text, ReadSmall(store, "config.json"));
   K3_ASSIGN_OR_RETURN(io::ModelConfig cfg, io::ParseModelConfig(config_text, store.Describe("config.json")));
   RemoteModel out;
