@@ -58,7 +58,8 @@ answer() {
   kill "$serve_pid"
   wait "$serve_pid" || true
   serve_pid=
-  python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["choices"][0]["message"]["content"])' \
+  # The whole message (random weights may put the text in reasoning_content) and the token count.
+  python3 -c 'import json, sys; a = json.load(open(sys.argv[1])); print(json.dumps([a["choices"][0]["message"], a["usage"]], sort_keys=True))' \
     "$tmp/answer.json"
 }
 
@@ -67,7 +68,7 @@ answer() {
 local_answer=$(answer "$tmp/model")
 bucket_answer=$(answer s3://weights/tiny)
 grep -q "loading weights from s3://weights/tiny" "$tmp/serve.log" || { cat "$tmp/serve.log"; fail "no load log"; }
-[[ -n $local_answer ]] || fail "empty answer"
+grep -q '"completion_tokens": [1-9]' <<<"$local_answer" || fail "no tokens generated: $local_answer"
 [[ $local_answer == "$bucket_answer" ]] || fail "answers differ: local '$local_answer', bucket '$bucket_answer'"
 
 # Start-up errors: k3 serve exits non-zero and names the object.
@@ -86,4 +87,4 @@ for case in noshard trunc; do
   grep -q "s3://weights/$case/$shard" "$tmp/$case.log" || { cat "$tmp/$case.log"; fail "$case: object not named"; }
 done
 ! grep -q S3RVER "$tmp/noshard.log" "$tmp/trunc.log" "$tmp/serve.log" || fail "a credential was printed"
-echo "serve_bucket_test: ok"
+echo "serve_bucket_test: ok (both answered $local_answer)"
