@@ -87,9 +87,15 @@ struct RemoteStorage {
   std::unique_ptr<io::Checkpoint> checkpoint;  // views into buffers
 };
 
+// `status` naming the object's URI (stores usually do already; then it is left as it is).
+Status Named(const Status& status, const storage::ObjectStore& store, const std::string& key) {
+  const std::string uri = store.Describe(key);
+  return status.message().find(uri) != std::string::npos ? status : status.WithPrefix(uri);
+}
+
 Result<std::string> ReadSmall(storage::ObjectStore& store, const std::string& key) {
   auto text = store.ReadAll(key);
-  if (!text.ok()) return text.status().WithPrefix(store.Describe(key));
+  if (!text.ok()) return Named(text.status(), store, key);
   return text;
 }
 
@@ -128,7 +134,7 @@ Result<RemoteModel> LoadModelFromStore(storage::ObjectStore& store, ThreadPool* 
   if (generation.ok()) {
     out.files.generation_config = std::move(generation).value();
   } else if (generation.status().code() != StatusCode::kNotFound) {
-    return generation.status().WithPrefix(store.Describe("generation_config.json"));
+    return Named(generation.status(), store, "generation_config.json");
   }
 
   std::optional<weights::WeightsManifest> manifest;
@@ -137,7 +143,7 @@ Result<RemoteModel> LoadModelFromStore(storage::ObjectStore& store, ThreadPool* 
     K3_ASSIGN_OR_RETURN(manifest,
                         weights::ParseManifest(*manifest_text, store.Describe(weights::kManifestName)));
   } else if (manifest_text.status().code() != StatusCode::kNotFound) {
-    return manifest_text.status().WithPrefix(store.Describe(weights::kManifestName));
+    return Named(manifest_text.status(), store, weights::kManifestName);
   }
 
   std::map<std::string, std::string> text_files;  // the index, when present
@@ -146,7 +152,7 @@ Result<RemoteModel> LoadModelFromStore(storage::ObjectStore& store, ThreadPool* 
   if (has_index) {
     text_files[io::kCheckpointIndexName] = *index_text;
   } else if (index_text.status().code() != StatusCode::kNotFound) {
-    return index_text.status().WithPrefix(store.Describe(io::kCheckpointIndexName));
+    return Named(index_text.status(), store, io::kCheckpointIndexName);
   }
   const std::set<std::string> shards = ShardNames(has_index, has_index ? *index_text : std::string());
 
@@ -162,7 +168,7 @@ Result<RemoteModel> LoadModelFromStore(storage::ObjectStore& store, ThreadPool* 
                         store.Describe(shard),
                         has_index ? fmt::format(" ({} names it)", io::kCheckpointIndexName) : std::string());
       }
-      return info.status().WithPrefix(store.Describe(shard));
+      return Named(info.status(), store, shard);
     }
     if (manifest) {
       const weights::ManifestEntry* entry = manifest->Find(shard);
