@@ -20,6 +20,7 @@
 #include "apps/k3/commands.h"
 #include "apps/k3/embedded_model.h"
 #include "apps/k3/http_flags.h"
+#include "apps/k3/s3_flags.h"
 #include "apps/k3/serve_generation_flags.h"
 #include "apps/k3/version.h"
 #include "src/server/serve.h"
@@ -73,6 +74,9 @@ void RegisterServeCommand(CLI::App& app) {
   struct Flags {
     std::string model_positional;
     std::string model;
+    S3Flags s3;
+    int load_concurrency = 8;
+    uint64_t load_max_inflight_mib = 256;
     std::string host = "0.0.0.0";
     int port = 8000;
     std::vector<std::string> served_model_names;
@@ -121,7 +125,17 @@ void RegisterServeCommand(CLI::App& app) {
   auto f = std::make_shared<Flags>();
   CLI::App* cmd = app.add_subcommand("serve", "OpenAI-compatible server (vLLM command line accepted)");
   cmd->add_option("model_dir", f->model_positional, "checkpoint directory (as `vllm serve MODEL`)");
-  cmd->add_option("--model", f->model, "checkpoint directory (default: the embedded tiny-k3)");
+  cmd->add_option("--model", f->model,
+                  "checkpoint directory or s3://bucket/prefix (default: the embedded tiny-k3)");
+  f->s3.Add(cmd);
+  cmd->add_option("--load-concurrency", f->load_concurrency,
+                  "ranged requests in flight when the model is a URI (s3://...)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1024));
+  cmd->add_option("--load-max-inflight-mib", f->load_max_inflight_mib,
+                  "MiB requested but not yet read when the model is a URI (s3://...)")
+      ->capture_default_str()
+      ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 20));
   cmd->add_option("--host", f->host, "address to listen on")->capture_default_str();
   cmd->add_option("--port", f->port, "port (0: any free port)")->capture_default_str();
   cmd->add_option("--served-model-name", f->served_model_names,
@@ -308,6 +322,9 @@ void RegisterServeCommand(CLI::App& app) {
     }
     if (Status s = ApplyHttpFlags(f->http, &config.http); !s.ok()) return fail(s.message());
     config.model_dir = f->model.empty() ? f->model_positional : f->model;
+    config.store.s3 = f->s3.Options(storage::ProcessEnvironment());
+    config.remote_load.concurrency = f->load_concurrency;
+    config.remote_load.max_inflight_bytes = f->load_max_inflight_mib << 20;
     config.resolve_model = [] { return EnsureEmbeddedModel(); };
     for (const std::string& name : f->served_model_names) {  // in order, each once
       if (config.served_model_name.empty()) {

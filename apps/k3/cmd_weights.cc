@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "apps/k3/commands.h"
+#include "apps/k3/s3_flags.h"
 #include "src/storage/open_store.h"
 #include "src/weights/sync.h"
 #include "src/weights/transfer_progress.h"
@@ -19,24 +20,14 @@ namespace {
 
 // Flags every weights subcommand shares: S3 settings (over the environment's) and read parallelism.
 struct StoreFlags {
-  std::string s3_endpoint;
-  std::string s3_region;
-  bool s3_path_style = false;
-  bool s3_virtual_hosted = false;
+  S3Flags s3;
   uint64_t part_size_mib = 16;
   int concurrency = 8;
   uint64_t chunk_mib = 8;
   uint64_t max_inflight_mib = 256;
 
   void Add(CLI::App* cmd) {
-    cmd->add_option("--s3-endpoint", s3_endpoint,
-                    "S3-compatible endpoint, e.g. http://127.0.0.1:9000 (default: AWS_ENDPOINT_URL_S3, "
-                    "AWS_ENDPOINT_URL, else AWS)");
-    cmd->add_option("--s3-region", s3_region,
-                    "region for signing (default: AWS_REGION, AWS_DEFAULT_REGION, us-east-1)");
-    cmd->add_flag("--s3-path-style", s3_path_style,
-                  "address buckets as ENDPOINT/bucket (default with an endpoint)");
-    cmd->add_flag("--s3-virtual-hosted", s3_virtual_hosted, "address buckets as bucket.ENDPOINT");
+    s3.Add(cmd);
     cmd->add_option("--s3-part-size-mib", part_size_mib, "multipart upload part size (S3 needs >= 5)")
         ->capture_default_str();
     cmd->add_option("--concurrency", concurrency, "ranged requests in flight")->capture_default_str();
@@ -61,14 +52,8 @@ struct StoreFlags {
     K3_ASSIGN_OR_RETURN(storage::ObjectUri uri, storage::ParseObjectUri(text));
     const storage::EnvLookup env = storage::ProcessEnvironment();
     storage::StoreOptions options;
-    storage::S3Options s3 = storage::S3OptionsFromEnvironment(env);
-    if (!s3_endpoint.empty()) s3.endpoint = s3_endpoint;
-    while (!s3.endpoint.empty() && s3.endpoint.back() == '/') s3.endpoint.pop_back();
-    if (!s3_region.empty()) s3.region = s3_region;
-    if (s3_path_style) s3.path_style = true;
-    if (s3_virtual_hosted) s3.path_style = false;
-    s3.part_size = part_size_mib << 20;
-    options.s3 = s3;
+    options.s3 = s3.Options(env);
+    options.s3->part_size = part_size_mib << 20;
     return storage::OpenObjectStore(uri, options, env);
   }
 };

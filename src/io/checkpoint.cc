@@ -22,9 +22,9 @@ bool IsPlainFileName(const std::string& name) {
 
 std::string FileName(const std::string& path) { return std::filesystem::path(path).filename().string(); }
 
-// The index's weight_map: tensor name -> shard file name, validated.
-Result<std::map<std::string, std::string>> ReadWeightMap(const std::string& index_path) {
-  K3_ASSIGN_OR_RETURN(std::string text, ReadFileToString(index_path));
+// The index's weight_map (index_path's `text`): tensor name -> shard file name, validated.
+Result<std::map<std::string, std::string>> ParseWeightMap(const std::string& index_path,
+                                                          const std::string& text) {
   json index;
   try {
     index = json::parse(text);
@@ -66,17 +66,48 @@ Result<std::map<std::string, std::string>> ReadWeightMap(const std::string& inde
 }  // namespace
 
 Result<std::unique_ptr<Checkpoint>> Checkpoint::Open(const std::string& dir) {
+  Files files;
+  files.exists = [&dir](const std::string& name) {
+    std::error_code ec;
+    return std::filesystem::exists(dir + "/" + name, ec);
+  };
+  files.read_text = [&dir](const std::string& name) { return ReadFileToString(dir + "/" + name); };
+  files.open_shard = [&dir](const std::string& name) { return SafetensorsFile::Open(dir + "/" + name); };
+  return OpenFrom(dir, files);
+}
+
+Result<std::unique_ptr<Checkpoint>> Checkpoint::FromMemory(
+    const std::string& location, const std::map<std::string, std::span<const uint8_t>>& files) {
+  auto find = [&files, &location](const std::string& name) -> Result<std::span<const uint8_t>> {
+    auto it = files.find(name);
+    if (it == files.end()) return NotFound("{}/{} does not exist", location, name);
+    return it->second;
+  };
+  Files source;
+  source.exists = [&files](const std::string& name) { return files.count(name) > 0; };
+  source.read_text = [&find](const std::string& name) -> Result<std::string> {
+    K3_ASSIGN_OR_RETURN(std::span<const uint8_t> bytes, find(name));
+    return std::string(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+  };
+  source.open_shard = [&find,
+                       &location](const std::string& name) -> Result<std::unique_ptr<SafetensorsFile>> {
+    K3_ASSIGN_OR_RETURN(std::span<const uint8_t> bytes, find(name));
+    return SafetensorsFile::Parse(bytes.data(), bytes.size(), location + "/" + name);
+  };
+  return OpenFrom(location, source);
+}
+
+Result<std::unique_ptr<Checkpoint>> Checkpoint::OpenFrom(const std::string& dir, const Files& files) {
   auto ckpt = std::unique_ptr<Checkpoint>(new Checkpoint());
   ckpt->dir_ = dir;
   const std::string index_path = dir + "/" + kCheckpointIndexName;
-  const std::string single_path = dir + "/" + kCheckpointSingleName;
-  std::error_code ec;
-  if (std::filesystem::exists(index_path, ec)) {
-    K3_ASSIGN_OR_RETURN(auto weight_map, ReadWeightMap(index_path));
+  if (files.exists(kCheckpointIndexName)) {
+    K3_ASSIGN_OR_RETURN(std::string index_text, files.read_text(kCheckpointIndexName));
+    K3_ASSIGN_OR_RETURN(auto weight_map, ParseWeightMap(index_path, index_text));
     std::map<std::string, SafetensorsFile*> shard_by_name;
     for (const auto& [tensor, shard] : weight_map) {
       if (shard_by_name.count(shard) > 0) continue;
-      auto file = SafetensorsFile::Open(dir + "/" + shard);
+      auto file = files.open_shard(shard);
       if (!file.ok()) {
         if (file.status().code() == StatusCode::kNotFound) {
           return NotFound(
@@ -97,8 +128,8 @@ Result<std::unique_ptr<Checkpoint>> Checkpoint::Open(const std::string& dir) {
             index_path, tensor, shard);
       }
     }
-  } else if (std::filesystem::exists(single_path, ec)) {
-    K3_ASSIGN_OR_RETURN(auto file, SafetensorsFile::Open(single_path));
+  } else if (files.exists(kCheckpointSingleName)) {
+    K3_ASSIGN_OR_RETURN(auto file, files.open_shard(kCheckpointSingleName));
     ckpt->shards_.push_back(std::move(file));
   } else {
     return NotFound(

@@ -7,9 +7,11 @@
 // tensor twice.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -26,6 +28,10 @@ inline constexpr const char* kCheckpointIndexName = "model.safetensors.index.jso
 class Checkpoint {
  public:
   static Result<std::unique_ptr<Checkpoint>> Open(const std::string& dir);
+  // The same checks over files already in memory (read from object storage): file name -> bytes, which
+  // must outlive the Checkpoint. `location` (a URI) prefixes messages the way `dir` does for Open.
+  static Result<std::unique_ptr<Checkpoint>> FromMemory(
+      const std::string& location, const std::map<std::string, std::span<const uint8_t>>& files);
 
   const std::string& dir() const { return dir_; }
   const TensorView* Find(const std::string& name) const;
@@ -40,6 +46,14 @@ class Checkpoint {
   uint64_t file_bytes() const;
 
  private:
+  // Where Open and FromMemory get the index and the shards from (names are plain file names).
+  struct Files {
+    std::function<bool(const std::string&)> exists;
+    std::function<Result<std::string>(const std::string&)> read_text;
+    std::function<Result<std::unique_ptr<SafetensorsFile>>(const std::string&)> open_shard;
+  };
+  static Result<std::unique_ptr<Checkpoint>> OpenFrom(const std::string& dir, const Files& files);
+
   std::string dir_;
   std::vector<std::unique_ptr<SafetensorsFile>> shards_;
   std::map<std::string, const TensorView*> by_name_;

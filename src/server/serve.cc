@@ -6,6 +6,7 @@
 #include <ctime>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <thread>
 
 #include <fmt/format.h>
@@ -45,11 +46,28 @@ struct Loaded {
   std::unique_ptr<engine::Engine> engine;
 };
 
+// The parsed URI when the model is in object storage (s3://...); nullopt for local paths.
+std::optional<storage::ObjectUri> RemoteModelUri(const std::string& model) {
+  if (model.find("://") == std::string::npos) return std::nullopt;
+  auto uri = storage::ParseObjectUri(model);
+  if (!uri.ok() || uri->scheme == storage::UriScheme::kFile) return std::nullopt;
+  return *uri;
+}
+
 Result<std::string> ResolveModelDir(const ServeConfig& config) {
   std::string dir = config.model_dir;
   if (dir.empty()) {
     if (!config.resolve_model) return InvalidArgument("no --model given");
     K3_ASSIGN_OR_RETURN(dir, config.resolve_model());
+  }
+  if (RemoteModelUri(dir)) {
+    if (config.group.world > 1) {
+      return Unimplemented(
+          "--model {}: serving from a bucket on several ranks is not supported yet; fix: copy the weights "
+          "to every node with `k3 weights sync` and serve the local directory",
+          dir);
+    }
+    return dir;
   }
   if (!std::filesystem::is_directory(dir)) {
     return NotFound(
@@ -62,9 +80,20 @@ Result<std::string> ResolveModelDir(const ServeConfig& config) {
 }
 
 // Default sampling from the generation config (vLLM's --generation-config) with the override on top.
-Result<api::SamplingDefaults> GenerationDefaults(const ServeConfig& config, const std::string& model_dir) {
+// remote_auto: the model's generation_config.json read from object storage ("" when it has none), used
+// for "auto" instead of the model folder.
+Result<api::SamplingDefaults> GenerationDefaults(const ServeConfig& config, const std::string& model_dir,
+                                                 const std::optional<std::string>& remote_auto) {
   api::SamplingDefaults defaults;
-  if (config.generation_config != "vllm") {
+  if (config.generation_config == "auto" && remote_auto) {
+    if (!remote_auto->empty()) {
+      const std::string where = model_dir + "/generation_config.json";
+      const nlohmann::json parsed = nlohmann::json::parse(*remote_auto, nullptr, /*allow_exceptions=*/false);
+      if (parsed.is_discarded())
+        return InvalidArgument("{}: not valid JSON (fix it, or pass --generation-config vllm)", where);
+      K3_ASSIGN_OR_RETURN(defaults, api::ParseGenerationConfig(parsed, where));
+    }
+  } else if (config.generation_config != "vllm") {
     const std::string folder = config.generation_config == "auto" ? model_dir : config.generation_config;
     const std::filesystem::path file = std::filesystem::path(folder) / "generation_config.json";
     std::error_code ec;
@@ -106,10 +135,25 @@ Status Load(const ServeConfig& config, OpenAiService* service, const std::string
             std::function<void(const Status&)> on_failure, Loaded* out) {
   K3_ASSIGN_OR_RETURN(std::string dir, ResolveModelDir(config));
   const auto t0 = std::chrono::steady_clock::now();
-  K3_ASSIGN_OR_RETURN(tokenizer::Tokenizer tok, tokenizer::Tokenizer::LoadFromDirectory(dir));
-  out->tokenizer = std::make_unique<tokenizer::Tokenizer>(std::move(tok));
   out->pool = std::make_unique<ThreadPool>(static_cast<size_t>(config.threads));
-  K3_RETURN_IF_ERROR(LoadModel(config, dir, out->pool.get(), std::move(on_failure), &out->member));
+  std::optional<std::string> remote_generation_config;
+  if (std::optional<storage::ObjectUri> uri = RemoteModelUri(dir)) {
+    K3_ASSIGN_OR_RETURN(std::unique_ptr<storage::ObjectStore> store,
+                        storage::OpenObjectStore(*uri, config.store));
+    K3_ASSIGN_OR_RETURN(model::RemoteModel remote,
+                        model::LoadModelFromStore(*store, out->pool.get(), {}, config.remote_load));
+    K3_ASSIGN_OR_RETURN(tokenizer::Tokenizer tok,
+                        tokenizer::Tokenizer::LoadFromContents(
+                            store->Describe(), remote.files.tokenizer_model, remote.files.tokenizer_config));
+    out->tokenizer = std::make_unique<tokenizer::Tokenizer>(std::move(tok));
+    out->member.model = std::move(remote.model);
+    remote_generation_config = std::move(remote.files.generation_config);
+    if (config.on_group_formed) config.on_group_formed();
+  } else {
+    K3_ASSIGN_OR_RETURN(tokenizer::Tokenizer tok, tokenizer::Tokenizer::LoadFromDirectory(dir));
+    out->tokenizer = std::make_unique<tokenizer::Tokenizer>(std::move(tok));
+    K3_RETURN_IF_ERROR(LoadModel(config, dir, out->pool.get(), std::move(on_failure), &out->member));
+  }
   model::Model* model = out->member.model.get();
   const io::ModelConfig& cfg = model->config();
   const model::ParameterCount params = model::CountParameters(cfg);
@@ -131,7 +175,7 @@ Status Load(const ServeConfig& config, OpenAiService* service, const std::string
       eo.enable_prefix_caching ? "on" : "off", eo.prefix_snapshot_interval, out->pool->num_threads());
 
   api::ServerContext ctx;
-  K3_ASSIGN_OR_RETURN(ctx.sampling_defaults, GenerationDefaults(config, dir));
+  K3_ASSIGN_OR_RETURN(ctx.sampling_defaults, GenerationDefaults(config, dir, remote_generation_config));
   ctx.tokenizer = out->tokenizer.get();
   ctx.served_model_name = served_name;
   ctx.served_model_aliases = config.served_model_aliases;

@@ -16,7 +16,9 @@
 #include "src/base/status.h"
 #include "src/dist/launch.h"
 #include "src/engine/engine.h"
+#include "src/model/remote_checkpoint.h"
 #include "src/server/http_server.h"
+#include "src/storage/open_store.h"
 
 namespace k3::server {
 
@@ -41,6 +43,11 @@ struct ServeConfig {
   dist::GroupPlan group;  // world 1: one process
   // Called once every rank has loaded its shard (the collectives watch the ranks from then on).
   std::function<void()> on_group_formed;
+  // A model_dir that is a URI (s3://bucket/prefix) is read into memory through the storage layer:
+  // S3 settings (unset fields from the environment) and the read parallelism (--load-concurrency,
+  // --load-max-inflight-mib).
+  storage::StoreOptions store;
+  model::RemoteLoadOptions remote_load;
 };
 
 // Exit code of a rank whose group lost a rank (a crash, a kill, a network partition) or never formed.

@@ -44,6 +44,9 @@ class Tokenizer {
   // Reads dir/tiktoken.model and dir/tokenizer_config.json (added_tokens_decoder); the 256 ids after the
   // ranks that the config does not name are <|reserved_token_ID|>.
   static Result<Tokenizer> LoadFromDirectory(const std::string& dir);
+  // The same from the two files' contents (read from object storage); `location` prefixes messages.
+  static Result<Tokenizer> LoadFromContents(const std::string& location, const std::string& model_text,
+                                            const std::string& config_text);
 
   std::vector<TokenId> Encode(std::string_view text, SpecialTokens specials) const;
   // Appends to out.

@@ -101,11 +101,18 @@ Result<Tokenizer> Tokenizer::LoadFromDirectory(const std::string& dir) {
   const std::string model_path = (std::filesystem::path(dir) / "tiktoken.model").string();
   const std::string config_path = (std::filesystem::path(dir) / "tokenizer_config.json").string();
   K3_ASSIGN_OR_RETURN(std::string model_text, ReadFileToString(model_path));
-  K3_ASSIGN_OR_RETURN(std::vector<std::string> ranks, ParseTiktokenModel(model_path, model_text));
   K3_ASSIGN_OR_RETURN(std::string config_text, ReadFileToString(config_path));
+  return LoadFromContents(dir, model_text, config_text);
+}
+
+Result<Tokenizer> Tokenizer::LoadFromContents(const std::string& location, const std::string& model_text,
+                                              const std::string& config_text) {
+  const std::string model_path = location + "/tiktoken.model";
+  const std::string config_path = location + "/tokenizer_config.json";
+  K3_ASSIGN_OR_RETURN(std::vector<std::string> ranks, ParseTiktokenModel(model_path, model_text));
   K3_ASSIGN_OR_RETURN(auto specials, ParseSpecialNames(config_path, config_text, ranks.size()));
   auto tokenizer = Create(std::move(ranks), std::move(specials));
-  if (!tokenizer.ok()) return tokenizer.status().WithPrefix(dir);
+  if (!tokenizer.ok()) return tokenizer.status().WithPrefix(location);
   return tokenizer;
 }
 

@@ -1,0 +1,215 @@
+// LoadModelFromStore (remote_checkpoint.h): small files whole, shards through ReadRangesParallel into
+// buffers the model keeps, a counting store wrapper feeding the progress log, then the local checks.
+#include "src/model/remote_checkpoint.h"
+
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include <spdlog/spdlog.h>
+#include <nlohmann/json.hpp>
+
+#include "src/io/checkpoint.h"
+#include "src/io/model_config.h"
+#include "src/storage/range_fetcher.h"
+#include "src/weights/manifest.h"
+
+namespace k3::model {
+namespace {
+
+// Forwards to a store and counts the bytes ReadRange delivered (for the progress log).
+class CountingStore : public storage::ObjectStore {
+ public:
+  explicit CountingStore(storage::ObjectStore& inner) : inner_(inner) {}
+  Result<std::vector<storage::ObjectInfo>> List(std::string_view prefix) override {
+    return inner_.List(prefix);
+  }
+  Result<storage::ObjectInfo> Stat(std::string_view key) override { return inner_.Stat(key); }
+  Status ReadRange(std::string_view key, uint64_t offset, std::span<uint8_t> dst) override {
+    Status status = inner_.ReadRange(key, offset, dst);
+    if (status.ok()) bytes_.fetch_add(dst.size(), std::memory_order_relaxed);
+    return status;
+  }
+  Result<std::unique_ptr<storage::ObjectWriter>> OpenWriter(std::string_view key,
+                                                            const storage::WriteOptions& options) override {
+    return inner_.OpenWriter(key, options);
+  }
+  Status Delete(std::string_view key) override { return inner_.Delete(key); }
+  std::string Describe(std::string_view key) const override { return inner_.Describe(key); }
+  uint64_t bytes() const { return bytes_.load(std::memory_order_relaxed); }
+
+ private:
+  storage::ObjectStore& inner_;
+  std::atomic<uint64_t> bytes_{0};
+};
+
+std::string MiB(uint64_t n) { return fmt::format("{:.1f} MiB", static_cast<double>(n) / (1 << 20)); }
+
+// Logs "loaded X of Y (R/s, ETA s)" every interval until stopped.
+class ProgressLogger {
+ public:
+  ProgressLogger(const CountingStore& store, uint64_t total, std::chrono::milliseconds interval)
+      : thread_([this, &store, total, interval] {
+          const auto t0 = std::chrono::steady_clock::now();
+          std::unique_lock lock(mu_);
+          while (!cv_.wait_for(lock, interval, [this] { return stop_; })) {
+            const uint64_t done = store.bytes();
+            const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+            const double rate = s > 0 ? static_cast<double>(done) / s : 0;
+            const double eta = rate > 0 ? static_cast<double>(total - std::min(done, total)) / rate : 0;
+            spdlog::info("loading weights: {} of {} ({:.0f}%), {}/s, ETA {:.0f} s", MiB(done), MiB(total),
+                         total > 0 ? 100.0 * static_cast<double>(done) / static_cast<double>(total) : 100.0,
+                         MiB(static_cast<uint64_t>(rate)), eta);
+          }
+        }) {}
+  ~ProgressLogger() {
+    {
+      std::lock_guard lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  std::thread thread_;  // last: starts after the members it uses
+};
+
+// The shard buffers and the checkpoint over them; the model keeps this alive.
+struct RemoteStorage {
+  std::vector<std::unique_ptr<uint8_t[]>> buffers;
+  std::unique_ptr<io::Checkpoint> checkpoint;  // views into buffers
+};
+
+// `status` naming the object's URI (stores usually do already; then it is left as it is).
+Status Named(const Status& status, const storage::ObjectStore& store, const std::string& key) {
+  const std::string uri = store.Describe(key);
+  return status.message().find(uri) != std::string::npos ? status : status.WithPrefix(uri);
+}
+
+Result<std::string> ReadSmall(storage::ObjectStore& store, const std::string& key) {
+  auto text = store.ReadAll(key);
+  if (!text.ok()) return Named(text.status(), store, key);
+  return text;
+}
+
+// The shard names: the index's weight_map values, or model.safetensors. A malformed index yields what it
+// can; io::Checkpoint::FromMemory then reports the problem with its details.
+std::set<std::string> ShardNames(bool has_index, const std::string& index_text) {
+  if (!has_index) return std::set<std::string>{io::kCheckpointSingleName};
+  const nlohmann::json index = nlohmann::json::parse(index_text, nullptr, /*allow_exceptions=*/false);
+  auto map = index.is_object() ? index.find("weight_map") : index.end();
+  std::set<std::string> names;
+  if (index.is_object() && map != index.end() && map->is_object()) {
+    for (const auto& [tensor, shard] : map->items()) {
+      if (!shard.is_string()) continue;
+      const std::string& name = shard.get_ref<const std::string&>();
+      // Only plain file names inside the prefix (the same rule as io::Checkpoint's).
+      if (name.empty() || name == "." || name == ".." || name.find_first_of("/\\") != std::string::npos)
+        continue;
+      names.insert(name);
+    }
+  }
+  return names;
+}
+
+}  // namespace
+
+Result<RemoteModel> LoadModelFromStore(storage::ObjectStore& store, ThreadPool* pool,
+                                       const Parallelism& parallelism, const RemoteLoadOptions& options) {
+  std::string location = store.Describe();  // messages add "/NAME"
+  while (location.size() > 1 && location.back() == '/') location.pop_back();
+  K3_ASSIGN_OR_RETURN(std::string config_text, ReadSmall(store, "config.json"));
+  K3_ASSIGN_OR_RETURN(io::ModelConfig cfg, io::ParseModelConfig(config_text, store.Describe("config.json")));
+  RemoteModel out;
+  K3_ASSIGN_OR_RETURN(out.files.tokenizer_model, ReadSmall(store, "tiktoken.model"));
+  K3_ASSIGN_OR_RETURN(out.files.tokenizer_config, ReadSmall(store, "tokenizer_config.json"));
+  auto generation = store.ReadAll("generation_config.json");
+  if (generation.ok()) {
+    out.files.generation_config = std::move(generation).value();
+  } else if (generation.status().code() != StatusCode::kNotFound) {
+    return Named(generation.status(), store, "generation_config.json");
+  }
+
+  std::optional<weights::WeightsManifest> manifest;
+  auto manifest_text = store.ReadAll(weights::kManifestName);
+  if (manifest_text.ok()) {
+    K3_ASSIGN_OR_RETURN(manifest,
+                        weights::ParseManifest(*manifest_text, store.Describe(weights::kManifestName)));
+  } else if (manifest_text.status().code() != StatusCode::kNotFound) {
+    return Named(manifest_text.status(), store, weights::kManifestName);
+  }
+
+  std::map<std::string, std::string> text_files;  // the index, when present
+  auto index_text = store.ReadAll(io::kCheckpointIndexName);
+  const bool has_index = index_text.ok();
+  if (has_index) {
+    text_files[io::kCheckpointIndexName] = *index_text;
+  } else if (index_text.status().code() != StatusCode::kNotFound) {
+    return Named(index_text.status(), store, io::kCheckpointIndexName);
+  }
+  const std::set<std::string> shards = ShardNames(has_index, has_index ? *index_text : std::string());
+
+  auto storage_box = std::make_shared<RemoteStorage>();
+  std::vector<storage::RangeRead> ranges;
+  std::map<std::string, std::span<const uint8_t>> files;
+  uint64_t total = 0;
+  for (const std::string& shard : shards) {
+    auto info = store.Stat(shard);
+    if (!info.ok()) {
+      if (info.status().code() == StatusCode::kNotFound) {
+        return NotFound("{}: does not exist{}; fix: upload the missing shard (or point at a complete copy)",
+                        store.Describe(shard),
+                        has_index ? fmt::format(" ({} names it)", io::kCheckpointIndexName) : std::string());
+      }
+      return Named(info.status(), store, shard);
+    }
+    if (manifest) {
+      const weights::ManifestEntry* entry = manifest->Find(shard);
+      if (entry != nullptr && entry->size != info->size) {
+        return DataLoss("{}: is {} bytes, but {} says {}; fix: re-run `k3 weights sync` to this prefix",
+                        store.Describe(shard), info->size, weights::kManifestName, entry->size);
+      }
+    }
+    storage_box->buffers.push_back(std::make_unique_for_overwrite<uint8_t[]>(info->size));
+    std::span<uint8_t> dst(storage_box->buffers.back().get(), info->size);
+    ranges.push_back({shard, 0, dst});
+    files[shard] = dst;
+    total += info->size;
+  }
+  for (const auto& [name, text] : text_files) {
+    files[name] = std::span(reinterpret_cast<const uint8_t*>(text.data()), text.size());
+  }
+
+  spdlog::info("loading weights from {}: {} shard(s), {}, {} requests in flight (at most {} in flight)",
+               location, shards.size(), MiB(total), options.concurrency, MiB(options.max_inflight_bytes));
+  const auto t0 = std::chrono::steady_clock::now();
+  CountingStore counting(store);
+  {
+    ProgressLogger progress(counting, total, options.progress_interval);
+    storage::ParallelReadOptions read;
+    read.concurrency = options.concurrency;
+    read.chunk_bytes = options.chunk_bytes;
+    read.max_inflight_bytes = options.max_inflight_bytes;
+    K3_RETURN_IF_ERROR(storage::ReadRangesParallel(counting, ranges, read));
+  }
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  spdlog::info("read {} from {} in {:.2f} s ({}/s)", MiB(total), location, s,
+               MiB(s > 0 ? static_cast<uint64_t>(static_cast<double>(total) / s) : total));
+
+  K3_ASSIGN_OR_RETURN(storage_box->checkpoint, io::Checkpoint::FromMemory(location, files));
+  const io::Checkpoint* checkpoint = storage_box->checkpoint.get();
+  auto lookup = [checkpoint](const std::string& name) { return checkpoint->Find(name); };
+  auto model = Model::FromTensors(cfg, lookup, storage_box, pool, parallelism);
+  if (!model.ok()) return model.status().WithPrefix(location);
+  out.model = std::move(model).value();
+  return out;
+}
+
+}  // namespace k3::model

@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# `k3 serve s3://bucket/prefix` through the built binary against a real s3rver (tests/storage/package.json):
+# a generated tiny-k3 checkpoint synced to s3rver answers a temperature-0 chat completion exactly like the
+# same checkpoint served from its local directory; a prefix missing its shard and one holding a truncated
+# shard fail at start-up (exit non-zero) with an error naming the object.
+#   serve_bucket_test.sh PATH/TO/k3          exit 77 (skip) when node or the npm package is missing
+set -euo pipefail
+k3=$1
+here=$(cd "$(dirname "$0")" && pwd)
+command -v node >/dev/null || { echo "SKIP: node is not on PATH"; exit 77; }
+command -v curl >/dev/null || { echo "SKIP: curl is not on PATH"; exit 77; }
+[[ -f $here/node_modules/s3rver/package.json ]] || { echo "SKIP: run npm ci --prefix tests/storage"; exit 77; }
+
+tmp=$(mktemp -d)
+mkfifo "$tmp/stdin"
+node --openssl-legacy-provider "$here/s3rver_main.cjs" "$tmp/s3" weights <"$tmp/stdin" >"$tmp/port" &
+s3rver_pid=$!
+exec 3>"$tmp/stdin"
+serve_pid=
+cleanup() {
+  [[ -n $serve_pid ]] && kill "$serve_pid" 2>/dev/null && wait "$serve_pid" 2>/dev/null || true
+  exec 3>&-
+  for _ in $(seq 50); do kill -0 "$s3rver_pid" 2>/dev/null || break; sleep 0.1; done
+  kill -9 "$s3rver_pid" 2>/dev/null || true
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+for _ in $(seq 200); do grep -q port "$tmp/port" && break; sleep 0.1; done
+port=$(sed -n 's/.*"port":\([0-9]*\).*/\1/p' "$tmp/port")
+[[ -n $port ]] || { echo "FAIL: s3rver did not start"; exit 1; }
+
+# Also from answer()'s subshell: stops its server, and prints to stderr (stdout is the answer there).
+fail() {
+  [[ -n $serve_pid ]] && kill "$serve_pid" 2>/dev/null || true
+  echo "FAIL: $*" >&2
+  exit 1
+}
+export AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=S3RVER AWS_ENDPOINT_URL="http://127.0.0.1:$port"
+unset AWS_PROFILE AWS_SESSION_TOKEN AWS_ENDPOINT_URL_S3 || true
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+
+# Serves MODEL, asks one chat completion at temperature 0, prints the answer's content, stops the server.
+answer() {
+  local model=$1 http
+  http=$(free_port)
+  "$k3" serve "$model" --host 127.0.0.1 --port "$http" --served-model-name m --threads 2 \
+    --load-concurrency 3 --load-max-inflight-mib 1 >"$tmp/serve.log" 2>&1 &
+  serve_pid=$!
+  for _ in $(seq 600); do
+    [[ $(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$http/health") == 200 ]] && break
+    kill -0 "$serve_pid" 2>/dev/null || { cat "$tmp/serve.log" >&2; fail "k3 serve $model exited"; }
+    sleep 0.1
+  done
+  curl -sf "http://127.0.0.1:$http/v1/chat/completions" -H 'Content-Type: application/json' \
+    -d '{"model": "m", "messages": [{"role": "user", "content": "hello there"}], "temperature": 0, "max_tokens": 12}' \
+    >"$tmp/answer.json" || { cat "$tmp/serve.log" >&2; fail "chat completion against $model"; }
+  kill "$serve_pid"
+  wait "$serve_pid" || true
+  serve_pid=
+  # The whole message (random weights may put the text in reasoning_content) and the token count.
+  python3 -c 'import json, sys; a = json.load(open(sys.argv[1])); print(json.dumps([a["choices"][0]["message"], a["usage"]], sort_keys=True))' \
+    "$tmp/answer.json"
+}
+
+"$k3" gen-model --preset tiny-k3 --out "$tmp/model" >/dev/null
+"$k3" weights sync "$tmp/model" s3://weights/tiny --progress none >/dev/null || fail "sync local -> s3"
+local_answer=$(answer "$tmp/model")
+bucket_answer=$(answer s3://weights/tiny)
+grep -q "loading weights from s3://weights/tiny" "$tmp/serve.log" || { cat "$tmp/serve.log"; fail "no load log"; }
+grep -q '"completion_tokens": [1-9]' <<<"$local_answer" || fail "no tokens generated: $local_answer"
+[[ $local_answer == "$bucket_answer" ]] || fail "answers differ: local '$local_answer', bucket '$bucket_answer'"
+
+# Start-up errors: k3 serve exits non-zero and names the object.
+shard=$(cd "$tmp/model" && ls ./*.safetensors | head -n 1)
+shard=${shard#./}
+cp -r "$tmp/model" "$tmp/noshard"
+rm "$tmp/noshard/$shard"
+"$k3" weights sync "$tmp/noshard" s3://weights/noshard --progress none >/dev/null || fail "sync noshard"
+cp -r "$tmp/model" "$tmp/trunc"
+truncate -s -16 "$tmp/trunc/$shard"
+"$k3" weights sync "$tmp/trunc" s3://weights/trunc --progress none >/dev/null || fail "sync trunc"
+for case in noshard trunc; do
+  if timeout 60 "$k3" serve "s3://weights/$case" --host 127.0.0.1 --port "$(free_port)" >"$tmp/$case.log" 2>&1; then
+    fail "k3 serve s3://weights/$case started"
+  fi
+  grep -q "s3://weights/$case/$shard" "$tmp/$case.log" || { cat "$tmp/$case.log"; fail "$case: object not named"; }
+done
+! grep -q S3RVER "$tmp/noshard.log" "$tmp/trunc.log" "$tmp/serve.log" || fail "a credential was printed"
+echo "serve_bucket_test: ok (both answered $local_answer)"
