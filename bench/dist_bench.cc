@@ -1,6 +1,6 @@
 // bench/dist_bench: latency and bandwidth of the all-reduce (dist::Communicator::AllReduceSum) between
 // rank processes of one machine, for the sizes K3 sends per decode token (spec/distributed.md), with 2 and
-// 4 ranks: through shared memory (what ranks on one machine use), or over Gloo's TCP ring with
+// 4 ranks: through shared memory (what ranks on one machine use), or over Gloo's TCP (bcube) with
 // K3_DIST_SHM=0 (what ranks on different machines use), on loopback.
 //
 //   dist_bench [--worlds 2,4] [--scale 1]          K3_DIST_SHM=0 dist_bench   for the TCP path
@@ -91,7 +91,7 @@ int RunRank(int rank, int world, int port, double scale) {
     const char* shm = std::getenv("K3_DIST_SHM");
     const bool tcp = shm != nullptr && std::string(shm) == "0";
     std::printf("\n%d ranks (processes) on 127.0.0.1, all-reduce %s, fp32\n", world,
-                tcp ? "over Gloo TCP (ring; K3_DIST_SHM=0)" : "through shared memory (ranks on one machine)");
+                tcp ? "over Gloo TCP (bcube; K3_DIST_SHM=0)" : "through shared memory (ranks on one machine)");
     std::printf("%-14s %10s %6s %10s %10s %10s %10s %10s\n", "size", "bytes", "calls", "median us", "p90 us",
                 "slowest us", "algbw GB/s", "busbw GB/s");
   }

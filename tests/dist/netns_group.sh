@@ -12,10 +12,13 @@ if [[ ${1:-} != serve ]]; then exec "$K3_REAL_BIN" "$@"; fi
 # (a CI run once drew a port a client held, and the leader refused it as in use).
 port=$((21000 + RANDOM % 8000))
 lws=(LWS_GROUP_SIZE=2 LWS_LEADER_ADDRESS="$K3_LEADER_ADDRESS")
+# The two "nodes" share this machine's cores, which each would take all of by default (one rank per node):
+# one model thread each, or four spinning threads on a 2-core CI machine make every step 4-10x slower.
+threads=(--threads "${K3_GROUP_THREADS:-1}")
 ip netns exec "$K3_WORKER_NETNS" env "${lws[@]}" LWS_WORKER_INDEX=1 \
-  "$K3_REAL_BIN" "$@" --tensor-parallel-size 2 --master-port "$port" --headless &
+  "$K3_REAL_BIN" "$@" "${threads[@]}" --tensor-parallel-size 2 --master-port "$port" --headless &
 worker=$!
-env "${lws[@]}" LWS_WORKER_INDEX=0 "$K3_REAL_BIN" "$@" --tensor-parallel-size 2 --master-port "$port" &
+env "${lws[@]}" LWS_WORKER_INDEX=0 "$K3_REAL_BIN" "$@" "${threads[@]}" --tensor-parallel-size 2 --master-port "$port" &
 leader=$!
 trap 'kill -TERM "$leader" 2>/dev/null' TERM INT
 while true; do
