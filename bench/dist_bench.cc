@@ -90,8 +90,9 @@ int RunRank(int rank, int world, int port, double scale) {
   if (rank == 0) {
     const char* shm = std::getenv("K3_DIST_SHM");
     const bool tcp = shm != nullptr && std::string(shm) == "0";
-    std::printf("\n%d ranks (processes) on 127.0.0.1, all-reduce %s, fp32\n", world,
-                tcp ? "over Gloo TCP (bcube; K3_DIST_SHM=0)" : "through shared memory (ranks on one machine)");
+    std::printf(
+        "\n%d ranks (processes) on 127.0.0.1, all-reduce %s, fp32\n", world,
+        tcp ? "over Gloo TCP (bcube; K3_DIST_SHM=0)" : "through shared memory (ranks on one machine)");
     std::printf("%-14s %10s %6s %10s %10s %10s %10s %10s\n", "size", "bytes", "calls", "median us", "p90 us",
                 "slowest us", "algbw GB/s", "busbw GB/s");
   }
