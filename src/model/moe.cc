@@ -62,15 +62,28 @@ void MoeForward(const io::ModelConfig& cfg, const MoeWeights& w, const float* x,
   // Every selected expert over its rows: the rows of expert e are z of the tokens of its slots
   // order[begin[e]..begin[e + 1]); its outputs go back to slot_out[(token, slot)].
   const int64_t R = T * Ek;
-  float* gathered = Grow(s->gathered, R * Lw);      // [R, Lw], expert by expert
-  float* expert_out = Grow(s->expert_out, R * Lw);  // [R, Lw], same rows
-  int32_t* token_of = Grow(s->token_of, R);         // the token of each grouped row
+  // Split across ranks, the shared experts' down projection runs before the experts' all-reduce and its
+  // partial sums [T, D] travel behind expert_out in the same all-reduce: one latency per MoE layer instead
+  // of two (the sums, and so the results, are the same).
+  const bool one_reduce = w.has_shared && collectives != nullptr && collectives->sharded();
+  float* gathered = Grow(s->gathered, R * Lw);  // [R, Lw], expert by expert
+  // [R, Lw], same rows; then the shared experts' [T, D] when one_reduce
+  float* expert_out = Grow(s->expert_out, R * Lw + (one_reduce ? T * D : 0));
+  float* shared = !w.has_shared ? nullptr : one_reduce ? expert_out + R * Lw : Grow(s->shared_out, T * D);
+  int32_t* token_of = Grow(s->token_of, R);  // the token of each grouped row
   for (int64_t r = 0; r < R; ++r) token_of[r] = order[r] / static_cast<int32_t>(Ek);
   kernels::GatherRows(z, static_cast<size_t>(Lw), token_of, static_cast<size_t>(R), gathered);
   ExpertsForward(cfg, w.experts, begin, gathered, &s->mlp, pool, expert_out);
+  if (w.has_shared) GluActivation(cfg, shared_gate, shared_up, T * Is, shared_gate);
   // Sharded: each rank holds its experts' rows (EP; zeros elsewhere, so the sum is exact) or a partial
   // sum over its slice of every expert's width (TP). Summed before the rounding, then rounded once.
-  if (collectives != nullptr) collectives->AllReduceSum(expert_out, R * Lw);
+  if (one_reduce) {
+    kernels::MatMulJob shared_down = LinearJob(shared_gate, T, w.shared.down, shared);
+    kernels::MatMulGroup(&shared_down, 1, pool);
+    collectives->AllReduceSum(expert_out, R * Lw + T * D);
+  } else if (collectives != nullptr) {
+    collectives->AllReduceSum(expert_out, R * Lw);
+  }
   kernels::RoundToBf16(expert_out, static_cast<size_t>(R * Lw));
   float* slot_out = Grow(s->slot_out, R * Lw);
   kernels::ScatterRows(expert_out, static_cast<size_t>(Lw), order, static_cast<size_t>(R), slot_out);
@@ -87,16 +100,14 @@ void MoeForward(const io::ModelConfig& cfg, const MoeWeights& w, const float* x,
     kernels::RmsNormRows(combined, T, Lw, Lw, w.latent_norm.data(), cfg.rms_norm_eps, combined);
   }
   if (!latent) std::memcpy(out, combined, sizeof(float) * T * D);
-  float* shared = w.has_shared ? Grow(s->shared_out, T * D) : nullptr;
-  if (w.has_shared) GluActivation(cfg, shared_gate, shared_up, T * Is, shared_gate);
   kernels::MatMulJob outputs[2];
   size_t num_outputs = 0;
   if (latent) outputs[num_outputs++] = LinearJob(combined, T, w.latent_up, out);
-  if (w.has_shared) outputs[num_outputs++] = LinearJob(shared_gate, T, w.shared.down, shared);
+  if (w.has_shared && !one_reduce) outputs[num_outputs++] = LinearJob(shared_gate, T, w.shared.down, shared);
   kernels::MatMulGroup(outputs, num_outputs, pool);
   if (latent) kernels::RoundToBf16(out, static_cast<size_t>(T * D));
   if (w.has_shared) {  // the shared experts' down projection is row-parallel
-    if (collectives != nullptr) collectives->AllReduceSum(shared, T * D);
+    if (collectives != nullptr && !one_reduce) collectives->AllReduceSum(shared, T * D);
     kernels::RoundToBf16(shared, static_cast<size_t>(T * D));
   }
   if (w.has_shared) {

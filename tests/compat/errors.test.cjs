@@ -78,7 +78,9 @@ test('413 for a body over --max-request-body', async () => {
 
 test('429 with Retry-After when the queue is full', async () => {
   const client = server.client({ apiKey: 'sk-compat' });
-  const long = { ...good, max_tokens: 400, ignore_eos: true };
+  // Long enough that the first two are still running when the last of the eight arrive (they are sent at once),
+  // short enough to be cheap under ASan and in the two-namespace group (400 tokens took 33 s there).
+  const long = { ...good, max_tokens: 128, ignore_eos: true };
   const results = await Promise.allSettled(Array.from({ length: 8 }, () => client.chat.completions.create(long)));
   const rejected = results.filter((r) => r.status === 'rejected').map((r) => r.reason);
   assert.ok(rejected.length >= 1, 'some requests over --max-num-seqs + --max-queued-requests get 429');
