@@ -36,7 +36,8 @@
 # ring and one model thread per rank in the two-namespace group (dist_netns 315 -> ~150 s); -O1 for the
 # constrained-decoding and tokenizer libraries under the sanitizers (their tests 3x faster) and for the
 # CLI / deploy / client / storage code in the release build; verify + bench commands compiled once; the
-# fuzz build at -O1 (as OSS-Fuzz) and at nice 19 beside the sanitizer tests. Precompiled headers were
+# fuzz build at -O1 (as OSS-Fuzz); the sanitizer build at nice 19 beside the release tests and the fuzz
+# build beside the sanitizer tests. Precompiled headers were
 # measured and not adopted: CLI11 + JSON + fmt as a PCH saved 8-15 % of a TU (group_flags.cc 7.1 -> 6.0
 # CPU s), because the cost is instantiating and optimising inline code, not parsing it.
 # Measure a change in CPU seconds (user + sys), not wall time: the CI machine is shared. A compiler launcher
@@ -65,6 +66,30 @@ ctest_dir() {
   ctest --test-dir "$1" --output-on-failure -j"$(nproc)" --timeout 600
 }
 
+# A build started in the background at the lowest priority (nice 19) while tests run: it takes the cores
+# the tests leave idle (serial tests, a server waiting on its client, I/O) and yields them at once to
+# the tests (a waking nice-0 process preempts it). Its log goes to DIR/build.log and is shown when the
+# build is waited for, as its own step.
+#   background_build DIR CMAKE_ARGS...      (K3_TARGETS as for scripts/build.sh)
+#   wait_background_build DIR
+declare -A background_pid=() background_start=()
+background_build() {
+  local dir=$1
+  shift
+  mkdir -p "$dir"
+  nice -n 19 scripts/build.sh "$dir" "$@" >"$dir/build.log" 2>&1 &
+  background_pid[$dir]=$!
+  background_start[$dir]=$SECONDS
+}
+wait_background_build() {
+  local dir=$1 rc
+  wait "${background_pid[$dir]}"
+  rc=$?
+  tail -n 30 "$dir/build.log"
+  echo "$dir: exit $rc, $((SECONDS - ${background_start[$dir]})) s since it started in the background"
+  return "$rc"
+}
+
 step "build (release)" scripts/build.sh build -DCMAKE_BUILD_TYPE=Release
 if command -v npm >/dev/null; then  # pinned test-only npm packages (tiktoken diff test, openai SDK compat tests)
   step "npm ci (tests/tokenizer)" npm ci --prefix tests/tokenizer --no-audit --no-fund --loglevel=error
@@ -73,48 +98,36 @@ if command -v npm >/dev/null; then  # pinned test-only npm packages (tiktoken di
   step "npm ci (tests/deploy/core_schemas)" npm ci --prefix tests/deploy/core_schemas --no-audit --no-fund \
     --loglevel=error
 fi
-step "tests (release)" ctest_dir build
-# Every rendered deployment through shellcheck, `k3 serve --dry-run` and the real cloud CLIs (offline).
-step "rendered deployments (shellcheck, k3 --dry-run, cloud CLI argument checks)" \
-  python3 tests/deploy/rendered_test.py build/k3
 # The sanitizer build uses clang-14 where it is installed (install-deps.sh installs it for the fuzzers): it
 # compiled 2.0-2.3x faster than g++ 12 with the same sanitizers (crd_test.cc 21.6 -> 10.7 CPU s,
 # http_server.cc 39.3 -> 18.2), and it checks the code with a second compiler (the release build is g++).
+# It runs in the background beside the release tests and the rendered-deployment checks.
 asan_compiler=()
 asan_debug_flags=-g1
 if command -v clang++-14 >/dev/null; then
   asan_compiler=(-DCMAKE_CXX_COMPILER=clang++-14)
   asan_debug_flags=-gline-tables-only
 fi
-step "build (asan+ubsan)" scripts/build.sh build-asan "${asan_compiler[@]}" -DCMAKE_BUILD_TYPE=Debug -DK3_SANITIZE=ON \
-  -DK3_BUILD_BENCH=OFF -DK3_HWY_DISABLED_TARGETS=HWY_SSSE3+HWY_SSE4+HWY_AVX3 "-DCMAKE_CXX_FLAGS_DEBUG=$asan_debug_flags"
-# The fuzz build starts before the sanitizer tests, in the background at the lowest priority (nice 19): it
-# takes the cores those tests leave idle (the compat tests run one at a time, a server and a client) and
-# yields them at once to the tests. Its log is printed when it is waited for. -O1 with line tables, as
-# OSS-Fuzz builds fuzzers (22-25 % less compile CPU than -O2).
+background_build build-asan "${asan_compiler[@]}" -DCMAKE_BUILD_TYPE=Debug -DK3_SANITIZE=ON -DK3_BUILD_BENCH=OFF \
+  -DK3_HWY_DISABLED_TARGETS=HWY_SSSE3+HWY_SSE4+HWY_AVX3 "-DCMAKE_CXX_FLAGS_DEBUG=$asan_debug_flags"
+step "tests (release)" ctest_dir build
+# Every rendered deployment through shellcheck, `k3 serve --dry-run` and the real cloud CLIs (offline).
+step "rendered deployments (shellcheck, k3 --dry-run, cloud CLI argument checks)" \
+  python3 tests/deploy/rendered_test.py build/k3
+step "build (asan+ubsan, waiting for the rest)" wait_background_build build-asan
+# The fuzz build runs in the background beside the sanitizer tests (the compat tests there run one at a
+# time: a server and its client leave a core mostly idle). -O1 with line tables, as OSS-Fuzz builds
+# fuzzers (22-25 % less compile CPU than -O2).
 fuzz=0
-fuzz_build_start=$SECONDS
 if [[ -f fuzz/CMakeLists.txt ]] && command -v clang++-14 >/dev/null; then
   fuzz=1
-  mkdir -p build-fuzz
-  K3_TARGETS=k3_fuzzers nice -n 19 scripts/build.sh build-fuzz -DCMAKE_CXX_COMPILER=clang++-14 \
-    -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -gline-tables-only -DNDEBUG" \
-    -DK3_FUZZ=ON -DK3_BUILD_TESTS=OFF -DK3_BUILD_BENCH=OFF >build-fuzz/build.log 2>&1 &
-  fuzz_build_pid=$!
+  K3_TARGETS=k3_fuzzers background_build build-fuzz -DCMAKE_CXX_COMPILER=clang++-14 -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -gline-tables-only -DNDEBUG" -DK3_FUZZ=ON -DK3_BUILD_TESTS=OFF \
+    -DK3_BUILD_BENCH=OFF
 fi
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
   step "tests (asan+ubsan)" ctest_dir build-asan
-wait_fuzz_build() {
-  local rc
-  wait "$fuzz_build_pid"
-  rc=$?
-  tail -n 40 build-fuzz/build.log
-  echo "fuzz build: exit $rc, $((SECONDS - fuzz_build_start)) s since it started beside the sanitizer tests"
-  return "$rc"
-}
-if ((fuzz)); then
-  step "build (fuzz, waiting for the rest)" wait_fuzz_build
-fi
+((fuzz)) && step "build (fuzz, waiting for the rest)" wait_background_build build-fuzz
 
 # fuzz_one NAME SECONDS: runs build-fuzz/fuzz/NAME, seeded from fuzz/corpus/NAME/ (new inputs go to
 # build-fuzz/corpus-NAME), output in build-fuzz/fuzz-NAME.log.
