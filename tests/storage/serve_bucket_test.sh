@@ -11,23 +11,17 @@ command -v node >/dev/null || { echo "SKIP: node is not on PATH"; exit 77; }
 command -v curl >/dev/null || { echo "SKIP: curl is not on PATH"; exit 77; }
 [[ -f $here/node_modules/s3rver/package.json ]] || { echo "SKIP: run npm ci --prefix tests/storage"; exit 77; }
 
+# shellcheck source=tests/storage/s3rver_env.sh
+source "$here/s3rver_env.sh"
 tmp=$(mktemp -d)
-mkfifo "$tmp/stdin"
-node --openssl-legacy-provider "$here/s3rver_main.cjs" "$tmp/s3" weights <"$tmp/stdin" >"$tmp/port" &
-s3rver_pid=$!
-exec 3>"$tmp/stdin"
 serve_pid=
 cleanup() {
   [[ -n $serve_pid ]] && kill "$serve_pid" 2>/dev/null && wait "$serve_pid" 2>/dev/null || true
-  exec 3>&-
-  for _ in $(seq 50); do kill -0 "$s3rver_pid" 2>/dev/null || break; sleep 0.1; done
-  kill -9 "$s3rver_pid" 2>/dev/null || true
+  stop_s3rver
   rm -rf "$tmp"
 }
 trap cleanup EXIT
-for _ in $(seq 200); do grep -q port "$tmp/port" && break; sleep 0.1; done
-port=$(sed -n 's/.*"port":\([0-9]*\).*/\1/p' "$tmp/port")
-[[ -n $port ]] || { echo "FAIL: s3rver did not start"; exit 1; }
+start_s3rver "$tmp" weights
 
 # Also from answer()'s subshell: stops its server, and prints to stderr (stdout is the answer there).
 fail() {
@@ -35,8 +29,6 @@ fail() {
   echo "FAIL: $*" >&2
   exit 1
 }
-export AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=S3RVER AWS_ENDPOINT_URL="http://127.0.0.1:$port"
-unset AWS_PROFILE AWS_SESSION_TOKEN AWS_ENDPOINT_URL_S3 || true
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 
