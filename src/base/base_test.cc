@@ -16,6 +16,7 @@
 #include "src/base/open_files.h"
 #include "src/base/status.h"
 #include "src/base/thread_pool.h"
+#include "src/base/xml_escape.h"
 
 namespace k3 {
 namespace {
@@ -136,6 +137,27 @@ TEST(OpenFilesTest, SoftLimitIsRaisedToTheHardOneAndNeverLowered) {
   const OpenFilesLimit again = RaiseOpenFilesLimit();  // already at the hard limit: unchanged
   EXPECT_FALSE(again.raised);
   EXPECT_EQ(again.soft, first.soft);
+}
+
+}  // namespace
+}  // namespace k3
+
+namespace k3 {
+namespace {
+
+TEST(XmlEscapeTest, MarkupControlsAndBrokenUtf8) {
+  EXPECT_EQ(XmlEscape(R"(a<b>&"c'd)"), "a&lt;b&gt;&amp;&quot;c&apos;d");
+  EXPECT_EQ(XmlEscape("tab\tnew\nline\x01"
+                      "bell\x07"),
+            "tab\tnew\nline bell ");
+  EXPECT_EQ(XmlEscape("caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80"),
+            "caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80");
+  // A lone continuation byte, a truncated sequence, an overlong '/', a surrogate: each byte run -> U+FFFD.
+  EXPECT_EQ(XmlEscape("\x80"), "\xEF\xBF\xBD");
+  EXPECT_EQ(XmlEscape("x\xE2\x82"), "x\xEF\xBF\xBD\xEF\xBF\xBD");
+  EXPECT_EQ(XmlEscape("\xC0\xAF"), "\xEF\xBF\xBD\xEF\xBF\xBD");
+  EXPECT_EQ(XmlEscape("\xED\xA0\x80"), "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");
+  EXPECT_EQ(XmlEscape(""), "");
 }
 
 }  // namespace
