@@ -23,14 +23,17 @@ namespace {
 // Forwards to a store and counts the bytes ReadRange delivered (for the progress log).
 class CountingStore : public storage::ObjectStore {
  public:
-  explicit CountingStore(storage::ObjectStore& inner) : inner_(inner) {}
+  CountingStore(storage::ObjectStore& inner, LoadProgress* progress) : inner_(inner), progress_(progress) {}
   Result<std::vector<storage::ObjectInfo>> List(std::string_view prefix) override {
     return inner_.List(prefix);
   }
   Result<storage::ObjectInfo> Stat(std::string_view key) override { return inner_.Stat(key); }
   Status ReadRange(std::string_view key, uint64_t offset, std::span<uint8_t> dst) override {
     Status status = inner_.ReadRange(key, offset, dst);
-    if (status.ok()) bytes_.fetch_add(dst.size(), std::memory_order_relaxed);
+    if (status.ok()) {
+      bytes_.fetch_add(dst.size(), std::memory_order_relaxed);
+      if (progress_ != nullptr) progress_->AddBytes(dst.size());
+    }
     return status;
   }
   Result<std::unique_ptr<storage::ObjectWriter>> OpenWriter(std::string_view key,
@@ -43,6 +46,7 @@ class CountingStore : public storage::ObjectStore {
 
  private:
   storage::ObjectStore& inner_;
+  LoadProgress* progress_;
   std::atomic<uint64_t> bytes_{0};
 };
 
@@ -190,7 +194,11 @@ Result<RemoteModel> LoadModelFromStore(storage::ObjectStore& store, ThreadPool* 
   spdlog::info("loading weights from {}: {} shard(s), {}, {} requests in flight (at most {} in flight)",
                location, shards.size(), MiB(total), options.concurrency, MiB(options.max_inflight_bytes));
   const auto t0 = std::chrono::steady_clock::now();
-  CountingStore counting(store);
+  if (options.progress != nullptr) {
+    options.progress->SetTotalBytes(total);
+    options.progress->SetPhase(fmt::format("reading weights from {}", location));
+  }
+  CountingStore counting(store, options.progress);
   {
     ProgressLogger progress(counting, total, options.progress_interval);
     storage::ParallelReadOptions read;
@@ -203,6 +211,7 @@ Result<RemoteModel> LoadModelFromStore(storage::ObjectStore& store, ThreadPool* 
   spdlog::info("read {} from {} in {:.2f} s ({}/s)", MiB(total), location, s,
                MiB(s > 0 ? static_cast<uint64_t>(static_cast<double>(total) / s) : total));
 
+  if (options.progress != nullptr) options.progress->SetPhase("checking the checkpoint and binding tensors");
   K3_ASSIGN_OR_RETURN(storage_box->checkpoint, io::Checkpoint::FromMemory(location, files));
   const io::Checkpoint* checkpoint = storage_box->checkpoint.get();
   auto lookup = [checkpoint](const std::string& name) { return checkpoint->Find(name); };

@@ -15,6 +15,7 @@
 
 #include "src/base/status.h"
 #include "src/base/thread_pool.h"
+#include "src/model/load_progress.h"
 #include "src/model/model.h"
 #include "src/storage/object_store.h"
 
@@ -25,6 +26,7 @@ struct RemoteLoadOptions {
   uint64_t max_inflight_bytes = uint64_t{256} << 20;  // requested-but-unfinished bytes (--load-max-inflight)
   uint64_t chunk_bytes = uint64_t{8} << 20;           // bytes per ranged request
   std::chrono::milliseconds progress_interval{2000};
+  LoadProgress* progress = nullptr;  // when set: the phase and every byte read are reported here too
 };
 
 // The small files a server needs besides the weights, read whole ("" when absent and optional).

@@ -177,7 +177,13 @@ void OpenAiService::Health(const std::shared_ptr<Exchange>& ex) const {
   if (draining_.load()) {
     ex->Respond(ErrorResponse(503, "the server is shutting down"));
   } else if (ready == nullptr) {
-    ex->Respond(NotReady());
+    HttpResponse response = NotReady();
+    if (const model::LoadProgress* progress = load_progress_.load()) {
+      nlohmann::json body = nlohmann::json::parse(response.body);
+      body["loading"] = model::LoadProgressJson(progress->Get());
+      response.body = body.dump();
+    }
+    ex->Respond(std::move(response));
   } else if (!ready->engine->Alive()) {
     ex->Respond(ErrorResponse(503, "the engine loop is not running"));
   } else {

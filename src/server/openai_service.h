@@ -1,6 +1,7 @@
 // OpenAiService: the vLLM-compatible routes over an Engine.
 //
-//   GET  /health /ping           200 once the model is loaded and the engine loop is alive, else 503
+//   GET  /health /ping           200 once the model is loaded and the engine loop is alive, else 503 (while
+//                                loading, the body's "loading" object: phase, bytes read, rate, ETA)
 //   GET  /version                {"version": "..."}
 //   GET  /metrics                Prometheus text (vLLM names)
 //   GET  /v1/models
@@ -24,6 +25,7 @@
 
 #include "src/api/openai.h"
 #include "src/engine/engine.h"
+#include "src/model/load_progress.h"
 #include "src/server/router.h"
 #include "src/server/serving_metrics.h"
 
@@ -41,6 +43,8 @@ class OpenAiService {
   // One info line per accepted generation request (vLLM's --enable-log-requests): id, route, prompt
   // tokens, max_tokens, n, stream; never the prompt text.
   void SetLogRequests(bool on) { log_requests_ = on; }
+  // While not ready, /health's 503 body reports this load's progress (it must outlive the server).
+  void SetLoadProgress(const model::LoadProgress* progress) { load_progress_.store(progress); }
   // /health answers 503 from now on (shutdown); requests in flight continue.
   void SetDraining() { draining_.store(true); }
 
@@ -65,6 +69,7 @@ class OpenAiService {
   std::unique_ptr<Ready> ready_storage_;
   std::atomic<const Ready*> ready_{nullptr};
   std::atomic<bool> draining_{false};
+  std::atomic<const model::LoadProgress*> load_progress_{nullptr};
   bool log_requests_ = false;
   ServingMetrics metrics_;
 };

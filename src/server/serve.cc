@@ -132,7 +132,8 @@ Status LoadModel(const ServeConfig& config, const std::string& dir, ThreadPool* 
 }
 
 Status Load(const ServeConfig& config, OpenAiService* service, const std::string& served_name,
-            std::function<void(const Status&)> on_failure, Loaded* out) {
+            std::function<void(const Status&)> on_failure, model::LoadProgress* progress, Loaded* out) {
+  progress->SetPhase("resolving the model");
   K3_ASSIGN_OR_RETURN(std::string dir, ResolveModelDir(config));
   const auto t0 = std::chrono::steady_clock::now();
   out->pool = std::make_unique<ThreadPool>(static_cast<size_t>(config.threads));
@@ -140,8 +141,11 @@ Status Load(const ServeConfig& config, OpenAiService* service, const std::string
   if (std::optional<storage::ObjectUri> uri = RemoteModelUri(dir)) {
     K3_ASSIGN_OR_RETURN(std::unique_ptr<storage::ObjectStore> store,
                         storage::OpenObjectStore(*uri, config.store));
+    model::RemoteLoadOptions remote_load = config.remote_load;
+    remote_load.progress = progress;
+    progress->SetPhase(fmt::format("listing {}", store->Describe()));
     K3_ASSIGN_OR_RETURN(model::RemoteModel remote,
-                        model::LoadModelFromStore(*store, out->pool.get(), {}, config.remote_load));
+                        model::LoadModelFromStore(*store, out->pool.get(), {}, remote_load));
     K3_ASSIGN_OR_RETURN(tokenizer::Tokenizer tok,
                         tokenizer::Tokenizer::LoadFromContents(
                             store->Describe(), remote.files.tokenizer_model, remote.files.tokenizer_config));
@@ -150,6 +154,10 @@ Status Load(const ServeConfig& config, OpenAiService* service, const std::string
     remote_generation_config = std::move(remote.files.generation_config);
     if (config.on_group_formed) config.on_group_formed();
   } else {
+    progress->SetPhase(config.group.world > 1
+                           ? fmt::format("joining the group of {} ranks and loading this rank's shard of {}",
+                                         config.group.world, dir)
+                           : fmt::format("loading {}", dir));
     K3_ASSIGN_OR_RETURN(tokenizer::Tokenizer tok, tokenizer::Tokenizer::LoadFromDirectory(dir));
     out->tokenizer = std::make_unique<tokenizer::Tokenizer>(std::move(tok));
     K3_RETURN_IF_ERROR(LoadModel(config, dir, out->pool.get(), std::move(on_failure), &out->member));
@@ -160,6 +168,7 @@ Status Load(const ServeConfig& config, OpenAiService* service, const std::string
   spdlog::info("model {} ({}): {} parameters, {} active per token, vocab {}, {} layers, loaded in {:.2f} s",
                dir, cfg.model_type, Count(params.total), Count(params.active_per_token), cfg.vocab_size,
                cfg.num_layers, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  progress->SetPhase("starting the engine (memory plan, cache)");
   engine::EngineOptions engine_options = config.engine;
   if (out->member.leader != nullptr) {  // a failed step is the group's failure, which on_failure reports
     engine_options.on_fatal = [](const Status&) {};
@@ -238,6 +247,8 @@ int RunServe(const ServeConfig& config) {
                files.raised ? fmt::format(", raised from {}", files.before) : std::string(), files.hard);
   OpenAiService service(served_name, config.version);
   service.SetLogRequests(config.log_requests);
+  model::LoadProgress progress;  // /health's 503 body while loading (declared before the server: outlives it)
+  service.SetLoadProgress(&progress);
   Router router;
   service.AddRoutes(&router);
   ServerOptions http = config.http;
@@ -265,7 +276,7 @@ int RunServe(const ServeConfig& config) {
     (*server)->RequestStop();
   };
   std::thread loader([&] {
-    Status s = Load(config, &service, served_name, on_group_failure, &loaded);
+    Status s = Load(config, &service, served_name, on_group_failure, &progress, &loaded);
     if (!s.ok()) {
       spdlog::error("loading failed: {}", s.ToString());
       load_failed.store(true);

@@ -39,10 +39,19 @@ answer() {
   "$k3" serve "$model" --host 127.0.0.1 --port "$http" --served-model-name m --threads 2 \
     --load-concurrency 3 --load-max-inflight-mib 1 >"$tmp/serve.log" 2>&1 &
   serve_pid=$!
+  # Every 503 while loading carries the load's progress ("loading": phase, and bytes once they stream).
+  local code
   for _ in $(seq 600); do
-    [[ $(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$http/health") == 200 ]] && break
+    code=$(curl -s -o "$tmp/health.json" -w '%{http_code}' "http://127.0.0.1:$http/health")
+    [[ $code == 200 ]] && break
+    if [[ $code == 503 ]]; then
+      python3 -c 'import json, sys; b = json.load(open(sys.argv[1])); assert b["error"]["message"] and b["loading"]["phase"], b' \
+        "$tmp/health.json" 2>&1 >&2 || fail "/health 503 without the load's progress: $(cat "$tmp/health.json")"
+      cat "$tmp/health.json" >>"$tmp/health_seen.json"
+      echo >>"$tmp/health_seen.json"
+    fi
     kill -0 "$serve_pid" 2>/dev/null || { cat "$tmp/serve.log" >&2; fail "k3 serve $model exited"; }
-    sleep 0.1
+    sleep 0.02
   done
   curl -sf "http://127.0.0.1:$http/v1/chat/completions" -H 'Content-Type: application/json' \
     -d '{"model": "m", "messages": [{"role": "user", "content": "hello there"}], "temperature": 0, "max_tokens": 12}' \
@@ -62,6 +71,8 @@ bucket_answer=$(answer s3://weights/tiny)
 grep -q "loading weights from s3://weights/tiny" "$tmp/serve.log" || { cat "$tmp/serve.log"; fail "no load log"; }
 grep -q '"completion_tokens": [1-9]' <<<"$local_answer" || fail "no tokens generated: $local_answer"
 [[ $local_answer == "$bucket_answer" ]] || fail "answers differ: local '$local_answer', bucket '$bucket_answer'"
+# What /health said while loading (a tiny model may load before the first probe: shown, not required).
+[[ -f $tmp/health_seen.json ]] && sort -u "$tmp/health_seen.json" | head -n 5
 
 # Start-up errors: k3 serve exits non-zero and names the object.
 shard=$(cd "$tmp/model" && ls ./*.safetensors | head -n 1)
