@@ -1,6 +1,6 @@
 // k3 run: one prompt (token ids) through the engine from the command line, for debugging and goldens.
-//   k3 run [--model DIR] --prompt-ids 1,2,3 [--max-new N] [--threads N] [--dump-logits FILE.npy]
-//          [--dump-hidden DIR]
+//   k3 run [--model DIR | s3://bucket/prefix] --prompt-ids 1,2,3 [--max-new N] [--threads N]
+//          [--dump-logits FILE.npy] [--dump-hidden DIR]
 //          [--tensor-parallel-size T [--enable-expert-parallel] ...]
 // Prints, for every prompt position and every generated step, the token fed and the top-5 next tokens
 // with their logits, then the greedy continuation. Without --model, the embedded tiny-k3 is used.
@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,12 +23,15 @@
 
 #include "apps/k3/commands.h"
 #include "apps/k3/embedded_model.h"
+#include "apps/k3/s3_flags.h"
 #include "apps/k3/version.h"
 #include "src/base/thread_pool.h"
 #include "src/io/npy.h"
 #include "src/model/greedy.h"
 #include "src/model/model.h"
 #include "src/model/rank_group.h"
+#include "src/model/remote_checkpoint.h"
+#include "src/storage/open_store.h"
 
 namespace k3::app {
 namespace {
@@ -77,6 +81,17 @@ Status WriteHiddenStates(const std::string& dir, const std::vector<std::vector<f
                              {static_cast<int64_t>(final_rows.size()) / hidden, hidden});
 }
 
+// The model of a bucket prefix as a one-process group member (no communicator, no leader).
+Result<model::GroupMember> LoadFromStore(const storage::ObjectUri& uri, const S3Flags& s3, ThreadPool* pool) {
+  storage::StoreOptions options;
+  options.s3 = s3.Options(storage::ProcessEnvironment());
+  K3_ASSIGN_OR_RETURN(std::unique_ptr<storage::ObjectStore> store, storage::OpenObjectStore(uri, options));
+  K3_ASSIGN_OR_RETURN(model::RemoteModel remote, model::LoadModelFromStore(*store, pool));
+  model::GroupMember member;
+  member.model = std::move(remote.model);
+  return member;
+}
+
 }  // namespace
 
 void RegisterRunCommand(CLI::App& app) {
@@ -88,11 +103,14 @@ void RegisterRunCommand(CLI::App& app) {
     std::string dump_logits;
     std::string dump_hidden;
     dist::GroupFlags group;
+    S3Flags s3;
   };
   auto flags = std::make_shared<Flags>();
   CLI::App* cmd =
       app.add_subcommand("run", "Run one prompt (token ids) and print top-5 logits and greedy ids");
-  cmd->add_option("--model", flags->model_dir, "checkpoint directory (default: the embedded tiny-k3)");
+  cmd->add_option("--model", flags->model_dir,
+                  "checkpoint directory or s3://bucket/prefix (default: the embedded tiny-k3)");
+  flags->s3.Add(cmd);
   cmd->add_option("--prompt-ids", flags->prompt_ids, "comma-separated token ids")->required();
   cmd->add_option("--max-new", flags->max_new, "greedy tokens to generate")->capture_default_str();
   cmd->add_option("--threads", flags->threads, "worker threads (0: all cores)")->capture_default_str();
@@ -115,17 +133,33 @@ void RegisterRunCommand(CLI::App& app) {
     }
     auto group = ResolveGroupFromFlags(flags->group);
     if (!group.ok()) return FailCommand("run", group.status().message(), 2);
+    // A bucket (s3://...): read into memory and checked as a local directory would be (one process).
+    std::optional<storage::ObjectUri> remote;
+    if (dir.find("://") != std::string::npos) {
+      auto uri = storage::ParseObjectUri(dir);
+      if (!uri.ok()) return FailCommand("run", fmt::format("--model {}: {}", dir, uri.status().message()), 2);
+      if (uri->scheme != storage::UriScheme::kFile) remote = *uri;
+      if (remote && group->world > 1) {
+        return FailCommand(
+            "run",
+            fmt::format("--model {}: a model in a bucket runs in one process; fix: `k3 weights "
+                        "sync` it to a local directory for several ranks",
+                        dir),
+            2);
+      }
+    }
     const int threads = group->world > 1 ? DefaultThreadsPerRank(*group, flags->threads) : flags->threads;
     auto local_ranks = StartLocalRanks(*group, "run");
     if (!local_ranks.ok()) return FailCommand("run", local_ranks.status().ToString());
     std::string fingerprint;
-    if (group->world > 1) {
+    if (group->world > 1 && !remote) {
       auto fp = dist::GroupFingerprint(K3_VERSION_STRING, dir);
       if (!fp.ok()) return FailCommand("run", fp.status().ToString());
       fingerprint = *fp;
     }
     ThreadPool pool(static_cast<size_t>(threads));
-    auto member = model::JoinGroupAndLoad(dir, &pool, *group, fingerprint, nullptr);
+    auto member = remote ? LoadFromStore(*remote, flags->s3, &pool)
+                         : model::JoinGroupAndLoad(dir, &pool, *group, fingerprint, nullptr);
     if (!member.ok()) return FailCommand("run", member.status().ToString(), group->world > 1 ? 3 : 1);
     if (*local_ranks != nullptr) (*local_ranks)->ExpectExit();
     if (!group->serves_http()) {  // ranks > 0 follow rank 0's steps

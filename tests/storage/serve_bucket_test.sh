@@ -2,7 +2,8 @@
 # `k3 serve s3://bucket/prefix` through the built binary against a real s3rver (tests/storage/package.json):
 # a generated tiny-k3 checkpoint synced to s3rver answers a temperature-0 chat completion exactly like the
 # same checkpoint served from its local directory; a prefix missing its shard and one holding a truncated
-# shard fail at start-up (exit non-zero) with an error naming the object.
+# shard fail at start-up (exit non-zero) with an error naming the object. `k3 run --model s3://...` gives
+# the same logits (.npy bytes) as the directory.
 #   serve_bucket_test.sh PATH/TO/k3          exit 77 (skip) when node or the npm package is missing
 set -euo pipefail
 k3=$1
@@ -71,6 +72,17 @@ bucket_answer=$(answer s3://weights/tiny)
 grep -q "loading weights from s3://weights/tiny" "$tmp/serve.log" || { cat "$tmp/serve.log"; fail "no load log"; }
 grep -q '"completion_tokens": [1-9]' <<<"$local_answer" || fail "no tokens generated: $local_answer"
 [[ $local_answer == "$bucket_answer" ]] || fail "answers differ: local '$local_answer', bucket '$bucket_answer'"
+# k3 run from the bucket: the same logits (every prompt position and step, .npy bytes) as from the directory.
+"$k3" run --model "$tmp/model" --prompt-ids 1,2,3,4,5 --max-new 4 --threads 2 --dump-logits "$tmp/local.npy" \
+  >"$tmp/run_local.out" || fail "k3 run --model DIR"
+"$k3" run --model s3://weights/tiny --prompt-ids 1,2,3,4,5 --max-new 4 --threads 2 \
+  --dump-logits "$tmp/bucket.npy" >"$tmp/run_bucket.out" 2>"$tmp/run_bucket.err" ||
+  { cat "$tmp/run_bucket.err"; fail "k3 run --model s3://weights/tiny"; }
+cmp "$tmp/local.npy" "$tmp/bucket.npy" || fail "k3 run: logits from the bucket differ from the directory's"
+# (the bucket's load also logs its reads: compare the result lines)
+diff <(grep -E '^(pos|step|greedy)' "$tmp/run_local.out") <(grep -E '^(pos|step|greedy)' "$tmp/run_bucket.out") ||
+  fail "k3 run: top logits or greedy ids from the bucket differ"
+grep -q '^greedy: [0-9]' "$tmp/run_bucket.out" || fail "k3 run from the bucket printed no greedy ids"
 # What /health said while loading (a tiny model may load before the first probe: shown, not required).
 [[ -f $tmp/health_seen.json ]] && sort -u "$tmp/health_seen.json" | head -n 5
 
