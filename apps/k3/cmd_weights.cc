@@ -87,6 +87,7 @@ void RegisterSync(CLI::App* weights) {
     std::string source, destination;
     std::string progress = "auto";
     bool no_resume = false;
+    bool delete_extraneous = false;
     StoreFlags store;
   };
   auto flags = std::make_shared<Flags>();
@@ -101,6 +102,8 @@ void RegisterSync(CLI::App* weights) {
       ->check(CLI::IsMember({"auto", "bar", "log", "none"}))
       ->capture_default_str();
   cmd->add_flag("--no-resume", flags->no_resume, "start partial files over instead of resuming them");
+  cmd->add_flag("--delete", flags->delete_extraneous,
+                "remove files in the destination that the source does not have (after copying)");
   flags->store.Add(cmd);
   cmd->callback([flags] {
     auto source = flags->store.Open(flags->source);
@@ -114,6 +117,7 @@ void RegisterSync(CLI::App* weights) {
     weights::SyncOptions options;
     options.read = flags->store.Read();
     options.resume = !flags->no_resume;
+    options.delete_extraneous = flags->delete_extraneous;
     options.source_description = (*source)->Describe();
     if (flags->progress != "none") {
       options.on_progress = [&](const weights::SyncProgress& progress) {
@@ -125,9 +129,12 @@ void RegisterSync(CLI::App* weights) {
     if (flags->progress != "none") printer.Finish(last);
     if (!report.ok()) return FailCommand("weights sync", report.status().message());
     std::printf(
-        "synced %s -> %s: %d copied, %d already there; %s transferred (%llu bytes), %s resumed, %s skipped\n",
+        "synced %s -> %s: %d copied, %d already there%s; %s transferred (%llu bytes), %s resumed, %s "
+        "skipped\n",
         (*source)->Describe().c_str(), (*destination)->Describe().c_str(), report->files_copied,
-        report->files_skipped, weights::HumanBytes(report->bytes_transferred).c_str(),
+        report->files_skipped,
+        flags->delete_extraneous ? fmt::format(", {} deleted", report->files_deleted).c_str() : "",
+        weights::HumanBytes(report->bytes_transferred).c_str(),
         static_cast<unsigned long long>(report->bytes_transferred),
         weights::HumanBytes(report->bytes_resumed).c_str(),
         weights::HumanBytes(report->bytes_skipped).c_str());

@@ -2,6 +2,7 @@
 #include "src/weights/sync.h"
 
 #include <map>
+#include <set>
 
 #include "src/storage/sha256.h"
 #include "src/weights/manifest.h"
@@ -133,9 +134,18 @@ Result<SyncReport> SyncWeights(ObjectStore& source, ObjectStore& destination, co
       to_copy.push_back(&file);
     }
   }
+  std::vector<std::string> to_delete;
+  if (options.delete_extraneous) {
+    std::set<std::string> in_source;
+    for (const ObjectInfo& file : files) in_source.insert(file.key);
+    for (const auto& [key, info] : present) {
+      if (key != kManifestName && key != kSyncJournalName && in_source.count(key) == 0)
+        to_delete.push_back(key);
+    }
+  }
+  const bool changes = !to_copy.empty() || !to_delete.empty();
   // From here on the destination changes: it is not a finished copy until the new manifest is written.
-  if (!to_copy.empty() && present.count(kManifestName) != 0)
-    K3_RETURN_IF_ERROR(destination.Delete(kManifestName));
+  if (changes && present.count(kManifestName) != 0) K3_RETURN_IF_ERROR(destination.Delete(kManifestName));
 
   Copier copier(source, destination, options, &progress, &report);
   for (const ObjectInfo* file : to_copy) {
@@ -148,9 +158,13 @@ Result<SyncReport> SyncWeights(ObjectStore& source, ObjectStore& destination, co
     ++progress.files_done;
     if (!copier.Report()) return Stopped();
   }
+  for (const std::string& key : to_delete) {
+    K3_RETURN_IF_ERROR(destination.Delete(key));
+    ++report.files_deleted;
+  }
   std::sort(manifest.files.begin(), manifest.files.end(),
             [](const ManifestEntry& a, const ManifestEntry& b) { return a.path < b.path; });
-  if (to_copy.empty() && present.count(kManifestName) != 0) return report;  // nothing changed
+  if (!changes && present.count(kManifestName) != 0) return report;  // nothing changed
   K3_RETURN_IF_ERROR(WriteText(destination, kManifestName, ManifestToJson(manifest)));
   K3_RETURN_IF_ERROR(destination.Delete(kSyncJournalName));
   return report;

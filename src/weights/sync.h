@@ -10,6 +10,8 @@
 //     writes it in order, hashing it (SHA-256) on the way.
 //   - Removes the destination's old manifest before changing any file and writes the new one last, so a
 //     destination with a manifest is a finished copy.
+//   - With delete_extraneous (`--delete`, as `aws s3 sync --delete`): removes the destination's files
+//     the source does not have, after every copy and before the new manifest.
 #pragma once
 
 #include <cstdint>
@@ -34,6 +36,7 @@ struct SyncProgress {
 struct SyncOptions {
   storage::ParallelReadOptions read;
   bool resume = true;
+  bool delete_extraneous = false;  // remove destination files the source lacks
   // Called after every chunk and file; returning false stops the sync (as a kill would: partial state
   // stays for the next run, no manifest is written).
   std::function<bool(const SyncProgress&)> on_progress;
@@ -47,6 +50,7 @@ struct SyncReport {
   uint64_t bytes_skipped = 0;      // of files that were already identical
   uint64_t bytes_resumed = 0;      // already stored by an interrupted earlier run
   uint64_t bytes_rehashed = 0;     // read from the source again to checksum a resumed prefix
+  int files_deleted = 0;           // destination files the source lacks (delete_extraneous)
 };
 
 Result<SyncReport> SyncWeights(storage::ObjectStore& source, storage::ObjectStore& destination,

@@ -132,6 +132,41 @@ TEST_F(WeightsTest, LocalToS3ToLocalIsByteIdenticalAndASecondSyncTransfersNothin
   EXPECT_EQ(again->files_skipped, 4);
 }
 
+TEST_F(WeightsTest, DeleteRemovesOnlyWhatTheSourceLacksAndKeepsAFinishedCopy) {
+  FileStore source((root_ / "src").string());
+  FileStore destination((root_ / "dst").string());
+  ASSERT_TRUE(SyncWeights(source, destination, Options()).ok());
+  for (const char* extra : {"old-00001-of-00009.safetensors", "notes/readme.txt"}) {
+    fs::create_directories((root_ / "dst" / extra).parent_path());
+    std::ofstream(root_ / "dst" / extra) << "left over from another checkpoint";
+  }
+
+  auto keep = SyncWeights(source, destination, Options());  // without delete: extras stay, nothing moves
+  ASSERT_TRUE(keep.ok()) << keep.status().ToString();
+  EXPECT_EQ(keep->files_deleted, 0);
+  EXPECT_EQ(keep->bytes_transferred, 0u);
+  EXPECT_TRUE(fs::exists(root_ / "dst" / "notes/readme.txt"));
+
+  SyncOptions options = Options();
+  options.delete_extraneous = true;
+  auto pruned = SyncWeights(source, destination, options);
+  ASSERT_TRUE(pruned.ok()) << pruned.status().ToString();
+  EXPECT_EQ(pruned->files_deleted, 2);
+  EXPECT_EQ(pruned->bytes_transferred, 0u);
+  auto got = ReadTree((root_ / "dst").string());
+  ASSERT_EQ(got.count(kManifestName), 1u);
+  got.erase(kManifestName);
+  EXPECT_TRUE(got == ReadTree((root_ / "src").string())) << "only the source's files should remain";
+  auto verified = VerifyWeights(destination, VerifyOptions{true, {}});
+  ASSERT_TRUE(verified.ok());
+  EXPECT_TRUE(verified->ok()) << verified->problems.front();
+
+  auto again = SyncWeights(source, destination, options);  // nothing left to delete or copy
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->files_deleted, 0);
+  EXPECT_EQ(again->bytes_transferred, 0u);
+}
+
 // Stops a sync once three quarters went over (in the middle of the second shard, the files go in key
 // order: config.json, shard 1, shard 2, index), then runs it again: the second run moves only the rest.
 void StopHalfWayThenResume(storage::ObjectStore& source, storage::ObjectStore& destination,
