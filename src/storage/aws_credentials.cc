@@ -5,6 +5,7 @@
 #include <map>
 
 #include "src/base/file.h"
+#include "src/storage/aws_web_identity.h"
 
 namespace k3::storage {
 namespace {
@@ -83,16 +84,12 @@ Result<AwsCredentials> ResolveAwsCredentials(const EnvLookup& env) {
   } else if (env("AWS_SHARED_CREDENTIALS_FILE")) {
     return NotFound("AWS_SHARED_CREDENTIALS_FILE names {}, which is not a readable file", path);
   }
-  if (env("AWS_WEB_IDENTITY_TOKEN_FILE") && env("AWS_ROLE_ARN")) {
-    return Unimplemented(
-        "AWS_WEB_IDENTITY_TOKEN_FILE and AWS_ROLE_ARN are set (web identity, as on EKS), but "
-        "k3 does not call STS AssumeRoleWithWebIdentity yet; export AWS_ACCESS_KEY_ID / "
-        "AWS_SECRET_ACCESS_KEY / AWS_SESSION_TOKEN from `aws sts assume-role-with-web-identity`");
-  }
+  if (env("AWS_WEB_IDENTITY_TOKEN_FILE") && env("AWS_ROLE_ARN")) return AssumeRoleWithWebIdentity(env);
   return NotFound(
       "no AWS credentials found (looked at: env AWS_ACCESS_KEY_ID, shared credentials file {}{}); "
       "set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY or add the profile to the file. Instance "
-      "metadata (IMDSv2) and web identity credentials are not implemented yet",
+      "metadata (IMDSv2) is not implemented yet; on EKS, give the pod a service account with an IAM role "
+      "(web identity: AWS_WEB_IDENTITY_TOKEN_FILE + AWS_ROLE_ARN)",
       path.empty() ? "(no HOME)" : path, " [" + profile + "]");
 }
 

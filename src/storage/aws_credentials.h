@@ -2,9 +2,9 @@
 //   1. environment: AWS_ACCESS_KEY_ID + AWS_SECRET_ACCESS_KEY (+ AWS_SESSION_TOKEN)
 //   2. shared credentials file: $AWS_SHARED_CREDENTIALS_FILE or ~/.aws/credentials, section
 //      [$AWS_PROFILE] (default "default")
-//   3. web identity (AWS_WEB_IDENTITY_TOKEN_FILE + AWS_ROLE_ARN, as EKS pods get it) and the EC2 instance
-//      metadata service (IMDSv2) are NOT implemented yet: when the first is configured the error says so,
-//      instead of silently trying something else.
+//   3. web identity: AWS_WEB_IDENTITY_TOKEN_FILE + AWS_ROLE_ARN, as EKS pods get it, exchanged with STS
+//      (aws_web_identity.h)
+//   The EC2 instance metadata service (IMDSv2) is NOT implemented yet: the final error says so.
 // `source` says where the keys came from ("env AWS_ACCESS_KEY_ID", "shared credentials file
 // /root/.aws/credentials [default]") for error messages; the secret never leaves this struct except
 // into the request signer.

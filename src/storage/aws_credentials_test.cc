@@ -1,14 +1,24 @@
-// The AWS credential chain: environment first, then the shared credentials file and its profiles; what
-// is not implemented says so; secrets never appear in messages.
+// The AWS credential chain: environment first, then the shared credentials file and its profiles, then
+// web identity through a loopback STS; what is not implemented says so; secrets never appear in messages.
 #include "src/storage/aws_credentials.h"
 
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
 
+#include "src/storage/aws_web_identity.h"
 #include "src/storage/s3_store.h"
 
 namespace k3::storage {
@@ -68,37 +78,163 @@ TEST(AwsCredentialsTest, SharedCredentialsFileAndProfiles) {
   EXPECT_NE(gone.status().message().find(path), std::string::npos);
 }
 
-TEST(AwsCredentialsTest, UnimplementedSourcesSaySo) {
-  auto web = ResolveAwsCredentials(FakeEnv({{"HOME", "/nonexistent"},
-                                            {"AWS_WEB_IDENTITY_TOKEN_FILE", "/var/run/token"},
-                                            {"AWS_ROLE_ARN", "arn:aws:iam::1:role/x"}}));
-  ASSERT_FALSE(web.ok());
-  EXPECT_EQ(web.status().code(), StatusCode::kUnimplemented);
-  EXPECT_NE(web.status().message().find("AWS_WEB_IDENTITY_TOKEN_FILE"), std::string::npos);
+// A loopback stand-in for STS (the cloud's boundary): answers each connection with the next canned
+// (status, body) and records the form bodies it was sent. Every wait is bounded.
+class FakeSts {
+ public:
+  explicit FakeSts(std::vector<std::pair<int, std::string>> replies) : replies_(std::move(replies)) {
+    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof(addr);
+    EXPECT_EQ(::bind(fd_, reinterpret_cast<sockaddr*>(&addr), len), 0);
+    EXPECT_EQ(::listen(fd_, 8), 0);
+    EXPECT_EQ(::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+    port_ = ntohs(addr.sin_port);
+    thread_ = std::thread([this] { Serve(); });
+  }
+  ~FakeSts() {
+    ::shutdown(fd_, SHUT_RDWR);
+    ::close(fd_);
+    thread_.join();
+  }
+  std::string endpoint() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  std::vector<std::string> bodies() {
+    std::lock_guard lock(mu_);
+    return bodies_;
+  }
 
+ private:
+  void Serve() {
+    for (const auto& [status, reply] : replies_) {
+      pollfd p{fd_, POLLIN, 0};
+      if (::poll(&p, 1, 10'000) <= 0) return;
+      const int client = ::accept(fd_, nullptr, nullptr);
+      if (client < 0) return;
+      std::string request;
+      char buf[4096];
+      size_t body_at = std::string::npos, length = 0;
+      while (body_at == std::string::npos || request.size() < body_at + length) {
+        pollfd c{client, POLLIN, 0};
+        if (::poll(&c, 1, 10'000) <= 0) break;
+        const ssize_t n = ::read(client, buf, sizeof(buf));
+        if (n <= 0) break;
+        request.append(buf, static_cast<size_t>(n));
+        if (body_at == std::string::npos && (body_at = request.find("\r\n\r\n")) != std::string::npos) {
+          body_at += 4;
+          const size_t cl = request.find("Content-Length: ");
+          if (cl != std::string::npos) length = std::stoul(request.substr(cl + 16));
+        }
+      }
+      {
+        std::lock_guard lock(mu_);
+        bodies_.push_back(body_at == std::string::npos ? "" : request.substr(body_at));
+      }
+      const std::string answer = "HTTP/1.1 " + std::to_string(status) +
+                                 " X\r\nContent-Type: text/xml\r\nConnection: close\r\nContent-Length: " +
+                                 std::to_string(reply.size()) + "\r\n\r\n" + reply;
+      (void)!::write(client, answer.data(), answer.size());
+      ::close(client);
+    }
+  }
+
+  std::vector<std::pair<int, std::string>> replies_;
+  int fd_ = -1;
+  int port_ = 0;
+  std::thread thread_;
+  std::mutex mu_;
+  std::vector<std::string> bodies_;
+};
+
+constexpr const char* kStsReply =
+    R"(<AssumeRoleWithWebIdentityResponse xmlns="https://sts.amazonaws.com/doc/2011-06-15/">
+  <AssumeRoleWithWebIdentityResult>
+    <Credentials>
+      <AccessKeyId>ASIATEMP</AccessKeyId>
+      <SecretAccessKey>tempSECRET</SecretAccessKey>
+      <SessionToken>tempTOKEN</SessionToken>
+      <Expiration>2026-12-04T18:00:00Z</Expiration>
+    </Credentials>
+  </AssumeRoleWithWebIdentityResult>
+</AssumeRoleWithWebIdentityResponse>)";
+
+std::string WriteToken(const std::string& token) {
+  const std::string path = "/tmp/k3_web_identity_token_" + std::to_string(::getpid());
+  std::ofstream(path) << token << "\n";
+  return path;
+}
+
+TEST(AwsCredentialsTest, WebIdentityExchangesTheTokenWithSts) {
+  const std::string token = "eyJhbGciOiJSUzI1NiJ9.payload+with/odd=chars.sig";
+  const std::string path = WriteToken(token);
+  FakeSts sts({{503, "<ErrorResponse><Error><Code>ServiceUnavailable</Code></Error></ErrorResponse>"},
+               {200, kStsReply}});  // the first attempt is retried
+  auto creds = ResolveAwsCredentials(FakeEnv({{"HOME", "/nonexistent"},
+                                              {"AWS_WEB_IDENTITY_TOKEN_FILE", path},
+                                              {"AWS_ROLE_ARN", "arn:aws:iam::123456789012:role/k3-weights"},
+                                              {"AWS_ROLE_SESSION_NAME", "k3-test"},
+                                              {"AWS_ENDPOINT_URL_STS", sts.endpoint()}}));
+  ASSERT_TRUE(creds.ok()) << creds.status().ToString();
+  EXPECT_EQ(creds->access_key_id, "ASIATEMP");
+  EXPECT_EQ(creds->secret_access_key, "tempSECRET");
+  EXPECT_EQ(creds->session_token, "tempTOKEN");
+  EXPECT_NE(creds->source.find("arn:aws:iam::123456789012:role/k3-weights"), std::string::npos);
+  EXPECT_EQ(creds->source.find(token), std::string::npos);
+  const std::vector<std::string> bodies = sts.bodies();
+  ASSERT_EQ(bodies.size(), 2u);
+  const std::string& form = bodies[1];
+  EXPECT_NE(form.find("Action=AssumeRoleWithWebIdentity"), std::string::npos) << form;
+  EXPECT_NE(form.find("RoleArn=arn%3Aaws%3Aiam%3A%3A123456789012%3Arole%2Fk3-weights"), std::string::npos);
+  EXPECT_NE(form.find("RoleSessionName=k3-test"), std::string::npos);
+  // The token, form-encoded (its trailing newline dropped).
+  EXPECT_TRUE(form.ends_with("&WebIdentityToken=eyJhbGciOiJSUzI1NiJ9.payload%2Bwith%2Fodd%3Dchars.sig"))
+      << form;
+  std::filesystem::remove(path);
+}
+
+TEST(AwsCredentialsTest, WebIdentityErrorsNameTheRoleAndStsCodeButNeverTheToken) {
+  const std::string token = "SECRET-OIDC-TOKEN";
+  const std::string path = WriteToken(token);
+  FakeSts sts({{400,
+                "<ErrorResponse><Error><Type>Sender</Type><Code>InvalidIdentityToken</Code>"
+                "<Message>No OpenIDConnect provider found</Message></Error></ErrorResponse>"}});
+  auto creds = ResolveAwsCredentials(FakeEnv({{"HOME", "/nonexistent"},
+                                              {"AWS_WEB_IDENTITY_TOKEN_FILE", path},
+                                              {"AWS_ROLE_ARN", "arn:aws:iam::1:role/x"},
+                                              {"AWS_ENDPOINT_URL_STS", sts.endpoint()}}));
+  ASSERT_FALSE(creds.ok());
+  const std::string message = creds.status().message();
+  EXPECT_NE(message.find("arn:aws:iam::1:role/x"), std::string::npos) << message;
+  EXPECT_NE(message.find("InvalidIdentityToken"), std::string::npos) << message;
+  EXPECT_NE(message.find("HTTP 400"), std::string::npos) << message;
+  EXPECT_EQ(message.find(token), std::string::npos) << message;
+
+  std::filesystem::remove(path);
+  auto missing = ResolveAwsCredentials(FakeEnv({{"HOME", "/nonexistent"},
+                                                {"AWS_WEB_IDENTITY_TOKEN_FILE", path},
+                                                {"AWS_ROLE_ARN", "arn:aws:iam::1:role/x"},
+                                                {"AWS_ENDPOINT_URL_STS", sts.endpoint()}}));
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find(path), std::string::npos) << missing.status().ToString();
+}
+
+TEST(AwsCredentialsTest, StsReplyParser) {
+  EXPECT_TRUE(ParseAssumeRoleReply(kStsReply, 200, "src").ok());
+  EXPECT_FALSE(ParseAssumeRoleReply("<AssumeRoleWithWebIdentityResponse/>", 200, "src").ok());
+  EXPECT_FALSE(ParseAssumeRoleReply("not xml", 200, "src").ok());
+  auto denied = ParseAssumeRoleReply("garbage", 403, "src");
+  ASSERT_FALSE(denied.ok());
+  EXPECT_NE(denied.status().message().find("HTTP 403"), std::string::npos);
+}
+
+TEST(AwsCredentialsTest, NoSourceSaysWhereItLooked) {
   auto none = ResolveAwsCredentials(FakeEnv({{"HOME", "/nonexistent"}}));
   ASSERT_FALSE(none.ok());
   EXPECT_EQ(none.status().code(), StatusCode::kNotFound);
   EXPECT_NE(none.status().message().find("AWS_ACCESS_KEY_ID"), std::string::npos);
   EXPECT_NE(none.status().message().find("IMDSv2"), std::string::npos);
-}
-
-TEST(S3OptionsTest, EndpointAndRegionFromTheEnvironment) {
-  S3Options options = S3OptionsFromEnvironment(FakeEnv({{"AWS_ENDPOINT_URL", "http://generic:1/"},
-                                                        {"AWS_ENDPOINT_URL_S3", "http://127.0.0.1:9000/"},
-                                                        {"AWS_DEFAULT_REGION", "eu-west-1"}}));
-  EXPECT_EQ(options.endpoint, "http://127.0.0.1:9000");
-  EXPECT_EQ(options.region, "eu-west-1");
-  EXPECT_FALSE(options.path_style.has_value());
-  EXPECT_EQ(
-      S3OptionsFromEnvironment(FakeEnv({{"AWS_REGION", "ap-east-1"}, {"AWS_DEFAULT_REGION", "x"}})).region,
-      "ap-east-1");
-  EXPECT_EQ(S3OptionsFromEnvironment(FakeEnv({})).region, "us-east-1");
-}
-
-TEST(S3OptionsTest, AwsUriEncodeKeepsUnreservedCharacters) {
-  EXPECT_EQ(AwsUriEncode("a b/c~d_e.f-g+h", true), "a%20b/c~d_e.f-g%2Bh");
-  EXPECT_EQ(AwsUriEncode("a/b=c", false), "a%2Fb%3Dc");
+  EXPECT_NE(none.status().message().find("AWS_WEB_IDENTITY_TOKEN_FILE"), std::string::npos);
 }
 
 }  // namespace
