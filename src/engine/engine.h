@@ -61,6 +61,12 @@ struct Request {
   std::string client_id;                              // X-Request-Id / log tag (may be empty)
   std::vector<int32_t> keep_special_ids;  // specials rendered as they are whatever the options (the chat
                                           // markup its output parser reads)
+  // An embedding request (POST /v1/embeddings): prefill only, no token is sampled or generated. Its one
+  // event carries the mean over the prompt positions of the final-normed hidden rows (what lm_head
+  // multiplies), L2-normalised when embed_normalize. Needs n = 1; sampling and max_tokens are ignored; the
+  // prompt may fill max_model_len. Skips the prefix cache (every position is computed).
+  bool embed = false;
+  bool embed_normalize = true;
 };
 
 enum class FinishReason { kNone, kStop, kLength, kAbort, kError };
@@ -99,7 +105,9 @@ struct Event {
   std::string error;                          // with kError
   bool unavailable = false;   // with kError: the model itself failed (HTTP 503), not the request
   bool request_done = false;  // last event of the whole request (all choices finished)
-  Usage usage;                // filled when request_done
+  // With Request::embed, on the request's one event (finish kStop): the pooled vector [hidden_size].
+  std::vector<float> embedding;
+  Usage usage;  // filled when request_done
 };
 using EventCallback = std::function<void(const Event&)>;
 

@@ -221,7 +221,7 @@ test('vLLM routes: /invocations, /reset_prefix_cache, /server_info, /load, /open
     }
   }
   // vLLM routes not provided: a 404 that says so and why.
-  for (const path of ['/v1/embeddings', '/v1/load_lora_adapter', '/pooling']) {
+  for (const path of ['/v1/load_lora_adapter', '/pooling']) {
     const r = await request(server.port, 'POST', path, '{}');
     assert.equal(r.status, 404, r.body);
     assert.match(r.json.error.message, new RegExp(`^${path.replace(/\//g, '\\/')} is not supported by this server: `));
