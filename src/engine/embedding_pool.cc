@@ -4,6 +4,7 @@
 // Rows are added in position order, one Axpy per row, so a prompt gives the same sum however the
 // scheduler chunks it (up to the forward's own chunking noise) and whatever else is in the batch. The
 // arithmetic is the kernels' (Axpy, Dot): nothing here loops over floats.
+#include <algorithm>
 #include <cmath>
 
 #include "src/engine/engine_impl.h"

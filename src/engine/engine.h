@@ -9,7 +9,8 @@
 // cache, builds one StepPlan (the state-slot ops since the last step, then a batch of prefill chunks within
 // the token budget and decode tokens, by slot id), has the model execute it, samples every sequence (with its
 // TokenConstraint mask), detokenises, checks stop conditions and emits Events. A full cache preempts the
-// newest running sequence (recompute later).
+// newest running sequence (recompute later). Embedding requests (Request::embed) are scheduled the same
+// way but only prefill: their final hidden rows are mean-pooled (embedding_pool.cc) and nothing is sampled.
 #pragma once
 
 #include <cstdint>
