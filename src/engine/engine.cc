@@ -113,13 +113,20 @@ Result<uint64_t> EngineImpl::Submit(Request request, EventCallback on_event) {
   if (sp.max_tokens < 0) return InvalidArgument("max_tokens must be >= 0");
   if (sp.logprobs < -1 || sp.logprobs > vocab_ || sp.prompt_logprobs < -1 || sp.prompt_logprobs > vocab_)
     return InvalidArgument("logprobs and prompt_logprobs must be in [-1, {}]", vocab_);
-  if (prompt_len >= options_.max_model_len) {
+  if (request.embed) {
+    if (sp.n != 1) return InvalidArgument("an embedding request has one choice (n = 1), not {}", sp.n);
+    if (prompt_len > options_.max_model_len) {
+      return InvalidArgument(
+          "this model's maximum context length is {} tokens; the input for embedding has {} tokens",
+          options_.max_model_len, prompt_len);
+    }
+  } else if (prompt_len >= options_.max_model_len) {
     return InvalidArgument(
         "this model's maximum context length is {} tokens; the prompt has {} tokens, leaving no room for "
         "output",
         options_.max_model_len, prompt_len);
   }
-  if (prompt_len + sp.max_tokens > options_.max_model_len) {
+  if (!request.embed && prompt_len + sp.max_tokens > options_.max_model_len) {
     return InvalidArgument(
         "this model's maximum context length is {} tokens; the prompt has {} tokens and max_tokens is {} "
         "({} in total)",
@@ -128,7 +135,9 @@ Result<uint64_t> EngineImpl::Submit(Request request, EventCallback on_event) {
   auto req = std::make_unique<RequestState>();
   req->request = std::move(request);
   req->on_event = std::move(on_event);
-  req->max_tokens = sp.max_tokens > 0 ? sp.max_tokens : options_.max_model_len - prompt_len;
+  req->max_tokens = req->request.embed  ? 0
+                    : sp.max_tokens > 0 ? sp.max_tokens
+                                        : options_.max_model_len - prompt_len;
   req->usage.prompt_tokens = prompt_len;
   std::unique_lock<std::mutex> lock(mu_);
   if (stopping_) return Internal("the engine is shutting down; the request was not queued");

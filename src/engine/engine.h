@@ -9,7 +9,8 @@
 // cache, builds one StepPlan (the state-slot ops since the last step, then a batch of prefill chunks within
 // the token budget and decode tokens, by slot id), has the model execute it, samples every sequence (with its
 // TokenConstraint mask), detokenises, checks stop conditions and emits Events. A full cache preempts the
-// newest running sequence (recompute later).
+// newest running sequence (recompute later). Embedding requests (Request::embed) are scheduled the same
+// way but only prefill: their final hidden rows are mean-pooled (embedding_pool.cc) and nothing is sampled.
 #pragma once
 
 #include <cstdint>
@@ -61,6 +62,12 @@ struct Request {
   std::string client_id;                              // X-Request-Id / log tag (may be empty)
   std::vector<int32_t> keep_special_ids;  // specials rendered as they are whatever the options (the chat
                                           // markup its output parser reads)
+  // An embedding request (POST /v1/embeddings): prefill only, no token is sampled or generated. Its one
+  // event carries the mean over the prompt positions of the final-normed hidden rows (what lm_head
+  // multiplies), L2-normalised when embed_normalize. Needs n = 1; sampling and max_tokens are ignored; the
+  // prompt may fill max_model_len. Skips the prefix cache (every position is computed).
+  bool embed = false;
+  bool embed_normalize = true;
 };
 
 enum class FinishReason { kNone, kStop, kLength, kAbort, kError };
@@ -99,7 +106,9 @@ struct Event {
   std::string error;                          // with kError
   bool unavailable = false;   // with kError: the model itself failed (HTTP 503), not the request
   bool request_done = false;  // last event of the whole request (all choices finished)
-  Usage usage;                // filled when request_done
+  // With Request::embed, on the request's one event (finish kStop): the pooled vector [hidden_size].
+  std::vector<float> embedding;
+  Usage usage;  // filled when request_done
 };
 using EventCallback = std::function<void(const Event&)>;
 

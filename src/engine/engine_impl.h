@@ -65,6 +65,10 @@ class EngineImpl final : public Engine {
   // Appends the prompt logprobs of seq's chunk (prompt_logprobs requests) from its logits rows, the
   // first at forward_out_ row first_row; positions already collected are skipped.
   void CollectPromptLogprobs(Sequence* seq, int64_t first_row);
+  // Embedding requests: adds the final hidden rows of seq's chunk (forward_out_ rows first_row ..) to
+  // its pooled sum (embedding_pool.cc); once the prompt is done, emits the pooled vector and finishes.
+  void PoolHidden(Sequence* seq, int64_t first_row);
+  void FinishEmbedding(Sequence* seq);
   // The model failed (a lost rank): every request ends with an error event marked unavailable, the
   // engine stops and options_.on_fatal hears why.
   void FailAll(const Status& cause);

@@ -22,6 +22,10 @@ bool CollectsPromptLogprobs(const Sequence& seq) {
   return seq.choice == 0 && !seq.request->forked && seq.request->CollectingPromptLogprobs();
 }
 
+// Embedding requests need every prompt position's final hidden row (and so every row's logits: the model
+// computes both for all_logits items): the same chunk bound as prompt logprobs.
+bool NeedsAllRows(const Sequence& seq) { return seq.request->request.embed || CollectsPromptLogprobs(seq); }
+
 }  // namespace
 
 int64_t EngineImpl::ChunkFor(const Sequence& seq, int64_t budget) const {
@@ -33,7 +37,7 @@ int64_t EngineImpl::ChunkFor(const Sequence& seq, int64_t budget) const {
         interval > 0 ? std::min((done / interval + 1) * interval, seq.prompt_len) : seq.prompt_len;
     chunk = std::min(chunk, next - done);
   }
-  if (CollectsPromptLogprobs(seq)) chunk = std::min(chunk, kPromptLogprobsChunk);
+  if (NeedsAllRows(seq)) chunk = std::min(chunk, kPromptLogprobsChunk);
   return std::max<int64_t>(chunk, 0);
 }
 
@@ -80,7 +84,7 @@ void EngineImpl::AdmitWaiting(int64_t budget) {
     seq->slots_held = slots;
     seq->state = cache_->NewState();
     int64_t hit = 0;
-    if (cache_->prefix() != nullptr && !CollectsPromptLogprobs(*seq))
+    if (cache_->prefix() != nullptr && !NeedsAllRows(*seq))
       hit = cache_->prefix()->Restore(seq->tokens, seq->state.get(), &seq->ready_logits);
     const int64_t chunk = ChunkFor(*seq, budget);
     bool reserved = chunk == 0;
@@ -135,10 +139,12 @@ void EngineImpl::Step() {
   std::vector<int64_t> last_row;  // per batch item: its last logits row (the one sampling uses)
   int64_t rows = 0;
   plan_.items.clear();
+  forward_out_.capture_final_hidden = false;
   for (Sequence* seq : running_) {
     if (seq->chunk == 0) continue;
     const int64_t done = seq->state->num_tokens();
-    const bool all_logits = CollectsPromptLogprobs(*seq);
+    const bool all_logits = NeedsAllRows(*seq);
+    if (seq->request->request.embed) forward_out_.capture_final_hidden = true;
     plan_.items.push_back(
         seq->state->ToStepItem(std::span<const int32_t>(seq->tokens.data() + done, seq->chunk), all_logits));
     batch.push_back(seq);
@@ -152,6 +158,7 @@ void EngineImpl::Step() {
     for (size_t i = 0; i < batch.size(); ++i) {
       Sequence* seq = batch[i];
       if (CollectsPromptLogprobs(*seq)) CollectPromptLogprobs(seq, last_row[i] - (seq->chunk - 1));
+      if (seq->request->request.embed) PoolHidden(seq, last_row[i] - (seq->chunk - 1));
       seq->state->Advance(seq->chunk);
     }
   }
@@ -172,7 +179,11 @@ void EngineImpl::Step() {
                                  done == seq->prompt_len ? row : std::span<const float>());
       }
     }
-    if (done == static_cast<int64_t>(seq->tokens.size())) to_sample.emplace_back(seq, row);
+    if (seq->request->request.embed) {
+      if (done == seq->prompt_len) FinishEmbedding(seq);  // never samples
+    } else if (done == static_cast<int64_t>(seq->tokens.size())) {
+      to_sample.emplace_back(seq, row);
+    }
   }
   for (Sequence* seq : running_) {
     if (seq->chunk == 0 && !seq->ready_logits.empty()) {

@@ -1,10 +1,12 @@
 // Engine tests on a small random K3 model with a byte-level tokenizer: greedy output equals
 // model::GreedyGenerate, results do not depend on batching, chunking or preemption, stop strings, cancel,
-// n > 1 with a seed, queue full, submit errors and the prefix cache.
+// n > 1 with a seed, queue full, submit errors, the prefix cache, and embedding requests (the pooled final
+// hidden rows, chunked, batched and sharded).
 #include "src/engine/engine.h"
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <condition_variable>
 #include <future>
 #include <map>
@@ -65,6 +67,7 @@ struct ChoiceResult {
   FinishReason finish = FinishReason::kNone;
   std::string stop_reason;
   int events = 0;
+  std::vector<float> embedding;  // embedding requests
 };
 struct RequestResult {
   std::map<int32_t, ChoiceResult> choices;
@@ -111,6 +114,7 @@ class Collector {
         ++c.prompt_logprob_events;
       }
       ++c.events;
+      if (!e.embedding.empty()) c.embedding = e.embedding;
       if (e.finish != FinishReason::kNone) {
         c.finish = e.finish;
         c.stop_reason = e.stop_reason;
@@ -720,6 +724,146 @@ TEST(Engine, PromptLogprobsMatchTheModelsLogitsAtEveryPosition) {
   ASSERT_TRUE(want.ok());
   EXPECT_EQ(got.choices.at(0).tokens, *want);
   EXPECT_EQ(engine->Metrics().kv_cache_usage, 0.0);
+}
+
+// Embedding requests (Request::embed): the mean of the final-normed hidden rows, L2-normalised.
+Request EmbedRequest(std::vector<int32_t> prompt, bool normalize = true) {
+  Request r = MakeRequest(std::move(prompt), SamplingParams{});
+  r.embed = true;
+  r.embed_normalize = normalize;
+  return r;
+}
+
+// The reference: one plain forward of the whole prompt, final_hidden rows averaged in double.
+std::vector<double> ReferenceEmbedding(model::Model& m, const std::vector<int32_t>& prompt, bool normalize) {
+  model::Sequences seqs(m);
+  model::ForwardOutput out;
+  out.capture_hidden = true;
+  const model::SequenceBatchItem item{seqs.New(), prompt, true};
+  K3_CHECK(seqs.Forward(std::span(&item, 1), &out).ok());
+  const size_t D = static_cast<size_t>(m.config().hidden_size);
+  K3_CHECK(out.final_hidden.size() == prompt.size() * D);
+  std::vector<double> mean(D, 0.0);
+  for (size_t r = 0; r < prompt.size(); ++r)
+    for (size_t d = 0; d < D; ++d)
+      mean[d] += out.final_hidden[r * D + d] / static_cast<double>(prompt.size());
+  double norm = 0.0;
+  for (double v : mean) norm += v * v;
+  norm = std::sqrt(norm);
+  if (normalize)
+    for (double& v : mean) v /= norm;
+  return mean;
+}
+
+void ExpectNear(const std::vector<float>& got, const std::vector<double>& want, double tol) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t d = 0; d < want.size(); ++d) ASSERT_NEAR(got[d], want[d], tol) << "dimension " << d;
+}
+
+void ExpectNear(const std::vector<float>& got, const std::vector<float>& want, double tol) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t d = 0; d < want.size(); ++d) ASSERT_NEAR(got[d], want[d], tol) << "dimension " << d;
+}
+
+TEST(Engine, EmbeddingIsTheNormalisedMeanOfTheFinalHiddenRows) {
+  const std::vector<int32_t> long_prompt = Prompt(31, 45), short_prompt = Prompt(32, 6);
+  const auto want_long = ReferenceEmbedding(*F().model, long_prompt, true);
+  const auto want_short = ReferenceEmbedding(*F().model, short_prompt, true);
+  const auto want_mean = ReferenceEmbedding(*F().model, short_prompt, false);
+  for (int64_t budget : {int64_t{2048}, int64_t{20}, int64_t{7}}) {  // one chunk, 3 chunks, 7 chunks
+    SCOPED_TRACE(testing::Message() << "max_num_batched_tokens " << budget);
+    EngineOptions options;
+    options.max_num_batched_tokens = budget;
+    options.prefix_snapshot_interval = 16;
+    auto engine = MakeEngine(options);
+    const int64_t generated_before = engine->Metrics().generation_tokens_total;
+    std::vector<Request> reqs;
+    reqs.push_back(EmbedRequest(long_prompt));
+    reqs.push_back(EmbedRequest(short_prompt));
+    reqs.push_back(EmbedRequest(short_prompt, /*normalize=*/false));
+    const std::vector<RequestResult> got = RunAll(*engine, std::move(reqs));
+    ExpectNear(got[0].choices.at(0).embedding, want_long, 1e-5);
+    ExpectNear(got[1].choices.at(0).embedding, want_short, 1e-5);
+    ExpectNear(got[2].choices.at(0).embedding, want_mean, 1e-4);
+    for (const RequestResult& r : got) {
+      ASSERT_EQ(r.choices.size(), 1u);
+      const ChoiceResult& c = r.choices.at(0);
+      EXPECT_TRUE(c.tokens.empty());  // nothing sampled
+      EXPECT_TRUE(c.text.empty());
+      EXPECT_EQ(c.events, 1);
+      EXPECT_EQ(c.finish, FinishReason::kStop);
+      EXPECT_EQ(r.usage.completion_tokens, 0);
+    }
+    EXPECT_EQ(got[0].usage.prompt_tokens, 45);
+    EXPECT_EQ(got[0].usage.cached_prompt_tokens, 0);
+    const EngineMetrics m = engine->Metrics();
+    EXPECT_EQ(m.generation_tokens_total, generated_before);
+    EXPECT_EQ(m.kv_cache_usage, 0.0);
+  }
+}
+
+TEST(Engine, EmbeddingDoesNotDependOnTheBatchOrThePrefixCache) {
+  const std::vector<int32_t> prompt = Prompt(41, 45);
+  EngineOptions options;
+  options.max_num_batched_tokens = 24;
+  options.prefix_snapshot_interval = 16;
+  auto engine = MakeEngine(options);
+  std::vector<Request> alone;
+  alone.push_back(EmbedRequest(prompt));
+  const std::vector<float> want = RunAll(*engine, std::move(alone))[0].choices.at(0).embedding;
+  ASSERT_FALSE(want.empty());
+  // Batched with generation requests (one of them the same prompt, now in the prefix cache) and another
+  // embedding; the generations are unchanged by the embeddings beside them.
+  std::vector<Request> mixed = MixedRequests();
+  const size_t generations = mixed.size();
+  std::vector<Request> plain = MixedRequests();
+  mixed.push_back(MakeRequest(prompt, GreedyParams(5)));
+  mixed.push_back(EmbedRequest(Prompt(42, 30)));
+  mixed.push_back(EmbedRequest(prompt));
+  const std::vector<RequestResult> got = RunAll(*engine, std::move(mixed));
+  ExpectNear(got.back().choices.at(0).embedding, want, 1e-5);
+  EXPECT_EQ(got.back().usage.cached_prompt_tokens, 0);  // every position computed
+  const std::vector<RequestResult> solo = RunAll(*engine, std::move(plain));
+  for (size_t i = 0; i < generations; ++i) {
+    for (const auto& [choice, w] : solo[i].choices)
+      EXPECT_EQ(got[i].choices.at(choice).tokens, w.tokens) << "request " << i;
+  }
+}
+
+TEST(Engine, EmbeddingSubmitChecks) {
+  EngineOptions options;
+  options.max_model_len = 64;
+  auto engine = MakeEngine(options);
+  Request two = EmbedRequest(Prompt(1, 8));
+  two.sampling.n = 2;
+  EXPECT_EQ(engine->Submit(std::move(two), nullptr).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(engine->Submit(EmbedRequest(Prompt(1, 65)), nullptr).status().code(),
+            StatusCode::kInvalidArgument);
+  std::vector<Request> full;  // an embedding may fill the context (nothing is generated)
+  full.push_back(EmbedRequest(Prompt(1, 64)));
+  const RequestResult r = RunAll(*engine, std::move(full))[0];
+  EXPECT_EQ(r.choices.at(0).finish, FinishReason::kStop);
+  ExpectNear(r.choices.at(0).embedding, ReferenceEmbedding(*F().model, Prompt(1, 64), true), 1e-5);
+}
+
+TEST(Engine, EmbeddingWhenShardedAcrossRanks) {
+  const std::vector<int32_t> prompt = Prompt(51, 40);
+  const auto want = ReferenceEmbedding(*F().model, prompt, true);
+  EngineOptions options;
+  options.max_num_batched_tokens = 16;
+  auto tensors = model::testing::MakeRandomTensors(F().cfg, 11);
+  model::testing::ThreadGroup group(F().cfg, tensors, 2, false);
+  auto engine = Engine::Create(&group.leader(), F().tok.get(), options);
+  ASSERT_TRUE(engine.ok());
+  std::vector<Request> reqs;
+  reqs.push_back(EmbedRequest(prompt));
+  reqs.push_back(MakeRequest(Prompt(52, 10), GreedyParams(4)));
+  const std::vector<RequestResult> got = RunAll(**engine, std::move(reqs));
+  ExpectNear(got[0].choices.at(0).embedding, want, 1e-5);
+  EXPECT_EQ(got[1].choices.at(0).tokens.size(), 4u);
+  engine->reset();
+  const Status workers = group.Finish();
+  EXPECT_TRUE(workers.ok()) << workers.ToString();
 }
 
 TEST(Engine, ConcurrentSubmitAndCancelFromManyThreads) {

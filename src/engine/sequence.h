@@ -57,6 +57,11 @@ struct RequestState {
   // fills them in order; a recompute after preemption does not add them twice).
   std::vector<TokenLogprob> prompt_logprobs;
 
+  // With request.embed: the sum of the final hidden rows of prompt positions 0 .. pooled_rows - 1 [D]
+  // (a recompute after preemption does not add a position twice).
+  std::vector<float> pooled_sum;
+  int64_t pooled_rows = 0;
+
   // True while the leader still has prompt positions whose logprobs are not collected.
   bool CollectingPromptLogprobs() const {
     return request.sampling.prompt_logprobs >= 0 &&

@@ -253,7 +253,8 @@ Status ModelImpl::Forward(std::span<const SequenceSegment> segments, std::span<c
   }
   kernels::RmsNormRows(final_rows, rows, D, D, weights_->final_norm.data(), cfg_.rms_norm_eps, final_rows);
   out->rows = rows;
-  if (out->capture_hidden) out->final_hidden.assign(final_rows, final_rows + rows * D);
+  if (out->capture_hidden || out->capture_final_hidden)
+    out->final_hidden.assign(final_rows, final_rows + rows * D);
   if (!collectives_.sharded()) {
     out->logits.resize(static_cast<size_t>(rows * N));
     kernels::MatMulBf16(final_rows, rows, D, weights_->lm_head.data, N, out->logits.data(), pool_);

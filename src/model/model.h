@@ -66,10 +66,12 @@ struct Parallelism {
 //                        running sum of the current block, as the layer leaves it)
 //   final_hidden         [rows, D] the rows that get logits, after the output mixer and the final norm
 //                        (logits = final_hidden @ lm_head^T)
+// capture_final_hidden fills final_hidden alone (the engine's embedding requests pool these rows).
 struct ForwardOutput {
   std::vector<float> logits;
   int64_t rows = 0;
   bool capture_hidden = false;
+  bool capture_final_hidden = false;
   std::vector<std::vector<float>> layer_hidden;
   std::vector<float> final_hidden;
 };

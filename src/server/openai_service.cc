@@ -11,6 +11,7 @@
 #include <spdlog/spdlog.h>
 #include <nlohmann/json.hpp>
 
+#include "src/api/embeddings.h"
 #include "src/api/responses.h"
 #include "src/server/error_json.h"
 #include "src/server/request_id.h"
@@ -39,6 +40,9 @@ double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).coun
 
 int32_t NumPrompts(const api::ChatPlan&) { return 1; }
 int32_t NumPrompts(const api::ResponsesPlan&) { return 1; }
+int32_t NumPrompts(const api::EmbeddingPlan& plan) {
+  return std::max<int32_t>(static_cast<int32_t>(plan.inputs.size()), 1);
+}
 int32_t NumPrompts(const api::CompletionPlan& plan) {
   return std::max<int32_t>(static_cast<int32_t>(plan.prompts.size()), 1);
 }
@@ -244,6 +248,22 @@ void OpenAiService::Completion(const std::shared_ptr<Exchange>& ex) {
   generation->Start(ready->engine, std::move(requests));
 }
 
+void OpenAiService::Embedding(const std::shared_ptr<Exchange>& ex) {
+  const Ready* ready = ready_.load(std::memory_order_acquire);
+  if (ready == nullptr) return ex->Respond(NotReady());
+  api::ApiError error;
+  auto plan = api::ParseEmbedding(ex->request().body, ready->ctx, &error);
+  if (!plan) return ex->Respond(ApiErrorResponse(error));
+  if (log_requests_) {
+    spdlog::info("request {}: embedding, model {}, {} inputs, {} prompt tokens", ex->request().request_id,
+                 plan->model, plan->inputs.size(), plan->prompt_tokens);
+  }
+  std::vector<engine::Request> requests = api::EmbeddingRequests(*plan);
+  auto generation = std::make_shared<Generation<api::EmbeddingPlan, api::EmbeddingResponder>>(
+      ex, std::move(*plan), ready->ctx, "embd-" + GenerateRequestId(), &metrics_);
+  generation->Start(ready->engine, std::move(requests));
+}
+
 void OpenAiService::AddRoutes(Router* router) {
   auto health = [this](std::shared_ptr<Exchange> ex) { Health(ex); };
   router->Add("GET", "/health", health);
@@ -268,6 +288,7 @@ void OpenAiService::AddRoutes(Router* router) {
   router->Add("POST", "/v1/chat/completions", [this](std::shared_ptr<Exchange> ex) { Chat(ex); });
   router->Add("POST", "/v1/completions", [this](std::shared_ptr<Exchange> ex) { Completion(ex); });
   router->Add("POST", "/v1/responses", [this](std::shared_ptr<Exchange> ex) { Responses(ex); });
+  router->Add("POST", "/v1/embeddings", [this](std::shared_ptr<Exchange> ex) { Embedding(ex); });
   using TextEndpoint =
       std::optional<std::string> (*)(std::string_view, const api::ServerContext&, api::ApiError*);
   for (auto [path, fn] : {std::pair<const char*, TextEndpoint>{"/tokenize", &api::Tokenize},

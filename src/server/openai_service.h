@@ -8,6 +8,8 @@
 //   POST /v1/chat/completions    streaming (SSE) and not
 //   POST /v1/completions
 //   POST /v1/responses           the Responses API (src/api/responses.h), streaming typed events and not
+//   POST /v1/embeddings          pooled final hidden states (src/api/embeddings.h), one engine request per
+//                                input (prefill only)
 //   POST /tokenize /detokenize
 //   POST /invocations /reset_prefix_cache /sleep /wake_up, GET /server_info /load /is_sleeping
 //   /openapi.json (vllm_routes.cc), and 404s naming the vLLM routes not provided here (LoRA, pooling, ...)
@@ -62,6 +64,7 @@ class OpenAiService {
   void Chat(const std::shared_ptr<Exchange>& ex);
   void Completion(const std::shared_ptr<Exchange>& ex);
   void Responses(const std::shared_ptr<Exchange>& ex);
+  void Embedding(const std::shared_ptr<Exchange>& ex);
   void AddVllmRoutes(Router* router);  // vllm_routes.cc
 
   std::string served_model_name_;

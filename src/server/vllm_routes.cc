@@ -1,7 +1,7 @@
 // The routes a vLLM deployment probes or uses beyond the OpenAI API (OpenAiService::AddVllmRoutes):
 //
-//   POST /invocations         SageMaker's inference path: a chat body (messages) or a completion body
-//                             (prompt), answered as the matching /v1 route
+//   POST /invocations         SageMaker's inference path: a chat body (messages), a completion body
+//                             (prompt) or an embedding body (input), answered as the matching /v1 route
 //   POST /reset_prefix_cache  drops every prefix-cache snapshot (running requests keep their blocks)
 //   GET  /server_info         the served names and the engine's resolved limits, as JSON
 //   GET  /load                {"server_load": requests running + waiting}
@@ -45,9 +45,11 @@ constexpr RouteDoc kServedRoutes[] = {
     {"POST", "/v1/completions", "text completions: one prompt or a list, echo, logprobs, prompt_logprobs"},
     {"POST", "/v1/responses",
      "the Responses API: reasoning, message and function-call items, typed stream events"},
+    {"POST", "/v1/embeddings",
+     "embeddings: the mean of the final-normed hidden states over the input, L2-normalised"},
     {"POST", "/tokenize", "text or messages to token ids"},
     {"POST", "/detokenize", "token ids to text"},
-    {"POST", "/invocations", "SageMaker's inference path: a chat or completion body"},
+    {"POST", "/invocations", "SageMaker's inference path: a chat, completion or embedding body"},
     {"POST", "/reset_prefix_cache", "drop every prefix-cache snapshot"},
     {"GET", "/server_info", "served names and the engine's limits"},
     {"GET", "/load", "requests running and waiting"},
@@ -64,7 +66,6 @@ struct Unsupported {
 
 // vLLM routes that are not served here, with the reason a client gets.
 constexpr Unsupported kUnsupportedRoutes[] = {
-    {"/v1/embeddings", "embeddings are not served by this generative engine"},
     {"/pooling", "pooling models are not served"},
     {"/classify", "pooling models are not served"},
     {"/score", "pooling models are not served"},
@@ -118,9 +119,10 @@ void OpenAiService::AddVllmRoutes(Router* router) {
         nlohmann::json::parse(ex->request().body, nullptr, /*allow_exceptions=*/false);
     if (body.is_object() && body.contains("messages")) return Chat(ex);
     if (body.is_object() && body.contains("prompt")) return Completion(ex);
+    if (body.is_object() && body.contains("input")) return Embedding(ex);
     ex->Respond(ErrorResponse(400,
-                              "/invocations takes a chat completion body (with `messages`) or a completion "
-                              "body (with `prompt`)"));
+                              "/invocations takes a chat completion body (with `messages`), a completion "
+                              "body (with `prompt`) or an embedding body (with `input`)"));
   });
   router->Add("POST", "/reset_prefix_cache", [this](std::shared_ptr<Exchange> ex) {
     const Ready* ready = ready_.load(std::memory_order_acquire);

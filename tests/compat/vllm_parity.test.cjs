@@ -183,7 +183,10 @@ test('vLLM routes: /invocations, /reset_prefix_cache, /server_info, /load, /open
                                    JSON.stringify({ model: MODEL, prompt: 'abc', max_tokens: 3 }));
   assert.equal(completion.status, 200, completion.body);
   assert.equal(completion.json.object, 'text_completion');
-  const neither = await request(server.port, 'POST', '/invocations', JSON.stringify({ input: 'x' }));
+  const embedding = await request(server.port, 'POST', '/invocations', JSON.stringify({ input: 'x' }));
+  assert.equal(embedding.status, 200, embedding.body);  // an `input` body is an embedding request
+  assert.equal(embedding.json.object, 'list');
+  const neither = await request(server.port, 'POST', '/invocations', JSON.stringify({ text: 'x' }));
   assert.equal(neither.status, 400, neither.body);
 
   // The prefix cache serves a repeated prompt until it is reset.
@@ -221,7 +224,7 @@ test('vLLM routes: /invocations, /reset_prefix_cache, /server_info, /load, /open
     }
   }
   // vLLM routes not provided: a 404 that says so and why.
-  for (const path of ['/v1/embeddings', '/v1/load_lora_adapter', '/pooling']) {
+  for (const path of ['/v1/load_lora_adapter', '/pooling']) {
     const r = await request(server.port, 'POST', path, '{}');
     assert.equal(r.status, 404, r.body);
     assert.match(r.json.error.message, new RegExp(`^${path.replace(/\//g, '\\/')} is not supported by this server: `));

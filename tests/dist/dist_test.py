@@ -121,7 +121,8 @@ def chat_answers(server):
             for choice in json.loads(line[6:]).get("choices", []):
                 delta = choice.get("delta", {})
                 pieces.append((delta.get("reasoning_content") or "") + "|" + (delta.get("content") or ""))
-    return json.dumps(message, sort_keys=True), "".join(pieces)
+    _, embedded = post(server.url + "/v1/embeddings", {"model": "tiny-k3", "input": CHAT["messages"][0]["content"]})
+    return json.dumps(message, sort_keys=True), "".join(pieces), json.loads(embedded)["data"][0]["embedding"]
 
 
 def test_chat(k3, failures):
@@ -132,6 +133,10 @@ def test_chat(k3, failures):
     print("one process:", want[0][:200], flush=True)
     failures.expect(got[0] == want[0], f"TP 2 message differs:\n{got[0]}\n!=\n{want[0]}")
     failures.expect(got[1] == want[1], "TP 2 stream differs")
+    # The pooled final hidden rows (rank 0 holds them after the all-reduces): the same vector within 1e-5.
+    diff = max(abs(a - b) for a, b in zip(got[2], want[2])) if len(got[2]) == len(want[2]) else float("inf")
+    print(f"embedding: {len(want[2])} dimensions, TP 2 differs by {diff}", flush=True)
+    failures.expect(len(want[2]) > 0 and diff <= 1e-5, f"TP 2 embedding differs by {diff}")
 
 
 def children(pid):

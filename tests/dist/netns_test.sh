@@ -3,9 +3,10 @@
 # (10.213.PID%250.1 and .2, addresses of namespaces this test creates and deletes), one rank per namespace,
 # started only with LeaderWorkerSet's environment (LWS_GROUP_SIZE, LWS_WORKER_INDEX, LWS_LEADER_ADDRESS)
 # and --tensor-parallel-size 2: no --nnodes / --node-rank / --master-addr. The openai SDK compat suite
-# (tests/compat/*.test.cjs, less vllm_parity, responses and http_layer: request fields, routes, flags and
-# the HTTP layer, which the one-process run covers and a group does not change) then runs inside the leader's namespace against that group: every
-# server the suite starts is a two-namespace group (netns_group.sh).
+# (tests/compat/*.test.cjs, less vllm_parity, responses, http_layer and embeddings: request fields,
+# routes, flags, the HTTP layer and the embeddings API, which the one-process run covers and a group does
+# not change; dist_test.py's TP 2 run checks one embedding) then runs inside the leader's namespace against
+# that group: every server the suite starts is a two-namespace group (netns_group.sh).
 #
 #   netns_test.sh K3_BINARY      exit 77 (ctest SKIP) with the reason when namespaces cannot be made
 set -uo pipefail
@@ -50,7 +51,10 @@ ip -n "$ns_b" link set "vb$id" up
 echo "namespaces $ns_a (10.213.$net.1, leader) and $ns_b (10.213.$net.2, worker)"
 suite=()
 for file in "$compat"/*.test.cjs; do
-  case $file in */vllm_parity.test.cjs | */responses.test.cjs | */http_layer.test.cjs) ;; *) suite+=("$file") ;; esac
+  case $file in
+    */vllm_parity.test.cjs | */responses.test.cjs | */http_layer.test.cjs | */embeddings.test.cjs) ;;
+    *) suite+=("$file") ;;
+  esac
 done
 start=$SECONDS
 ip netns exec "$ns_a" env K3_BIN="$here/netns_group.sh" K3_REAL_BIN="$k3" K3_WORKER_NETNS="$ns_b" \
