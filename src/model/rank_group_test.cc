@@ -171,6 +171,7 @@ TEST(StepPlanTest, RoundTripsAndRefusesMalformed) {
   plan.sequence = 42;
   plan.ops = {{StateOpKind::kNew, 3, 0}, {StateOpKind::kCopyBlock, 1, 2}, {StateOpKind::kFree, 3, 0}};
   plan.items.push_back(StepItem{5, 17, true, 16, {1, 2, 3}, {7, 8}});
+  plan.items.push_back(StepItem{6, 0, false, 4, {9}, {2}, CacheDtype::kF32});
   const std::string bytes = EncodeStepPlan(plan);
   auto decoded = DecodeStepPlan(bytes);
   ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
