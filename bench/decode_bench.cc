@@ -13,8 +13,10 @@
 // Machines running this are often shared, so every figure is the median of --repeats runs (prefill:
 // --prefill-repeats), and the load average (/proc/loadavg) is printed before and after. With
 // --compare-bf16-paths 1 each decode repetition is paired with one on the fp32 path (ops.h).
+// With --context N only long-context decode is measured (LongContextDecode): batch-1 decode after N
+// cached tokens with the MLA latent cache in bf16 (the default) and in fp32 words, alternating.
 //   decode_bench --model DIR [--threads N] [--prompt-len 2048] [--decode-steps 32] [--repeats 5]
-//                [--prefill-repeats 3] [--compare-bf16-paths 1]
+//                [--prefill-repeats 3] [--compare-bf16-paths 1] [--context 8192]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -33,6 +35,7 @@
 #include "src/io/dtype.h"
 #include "src/kernels/ops.h"
 #include "src/model/model.h"
+#include "src/model/sequence_state.h"
 #include "src/model/sequences.h"
 #include "src/model/tensors.h"
 
@@ -166,13 +169,62 @@ std::string Samples(const std::vector<double>& v) {
   return out;
 }
 
+// Batch-1 decode tokens/s after `context` cached tokens, MLA cache in bf16 vs fp32 words: one prefill per
+// dtype (in pieces of 1024), then per repetition a clone of each decodes `decode_steps` tokens, the two
+// dtypes alternating which goes first. Prints the medians and the MLA cache bytes per token.
+void LongContextDecode(k3::model::Model& model, int64_t context, int64_t decode_steps, int64_t repeats) {
+  using k3::bench::Median;
+  using k3::model::CacheDtype;
+  const k3::io::ModelConfig& cfg = model.config();
+  const int32_t vocab = static_cast<int32_t>(cfg.vocab_size);
+  std::vector<int32_t> prompt(static_cast<size_t>(context));
+  for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = static_cast<int32_t>((i * 104729 + 7) % vocab);
+  const CacheDtype dtypes[2] = {CacheDtype::kBf16, CacheDtype::kF32};
+  std::unique_ptr<k3::model::Sequences> seqs[2];
+  int32_t base[2];
+  for (int d = 0; d < 2; ++d) {
+    seqs[d] = std::make_unique<k3::model::Sequences>(model, dtypes[d]);
+    base[d] = seqs[d]->New();
+    const auto p0 = Clock::now();
+    for (int64_t from = 0; from < context; from += 1024) {
+      const int64_t n = std::min<int64_t>(1024, context - from);
+      Forward(*seqs[d], base[d], std::vector<int32_t>(prompt.begin() + from, prompt.begin() + from + n));
+    }
+    std::printf("prefill of %lld tokens (%s cache): %.1f s\n", static_cast<long long>(context),
+                k3::model::CacheDtypeName(dtypes[d]), Seconds(p0, Clock::now()));
+  }
+  std::vector<double> tps[2];
+  for (int64_t r = 0; r < repeats; ++r) {
+    for (int k = 0; k < 2; ++k) {
+      const int d = (k + r) % 2;
+      const int32_t state = seqs[d]->Clone(base[d]);
+      const auto d0 = Clock::now();
+      for (int64_t s = 0; s < decode_steps; ++s)
+        Forward(*seqs[d], state, {static_cast<int32_t>((s * 31 + r) % vocab)});
+      tps[d].push_back(static_cast<double>(decode_steps) / Seconds(d0, Clock::now()));
+      seqs[d]->Free(state);
+    }
+  }
+  for (int d = 0; d < 2; ++d) {
+    const int64_t bytes = k3::model::ModelSequenceState::MlaBlockBytes(cfg, 1, dtypes[d]);
+    std::printf(
+        "decode batch 1 after %lld cached tokens, MLA cache %s (%lld B/token, %.1f MB for the context): "
+        "median "
+        "%.3f tokens/s [%s]\n",
+        static_cast<long long>(context), k3::model::CacheDtypeName(dtypes[d]), static_cast<long long>(bytes),
+        static_cast<double>(bytes * context) / 1e6, Median(tps[d]), Samples(tps[d]).c_str());
+  }
+  std::printf("bf16 / fp32 decode tokens/s: %.3fx; load average after: %s\n", Median(tps[0]) / Median(tps[1]),
+              LoadAverage().c_str());
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   using k3::bench::Median;
   std::string dir;
   size_t threads = 0;
-  int64_t prompt_len = 2048, decode_steps = 32, repeats = 5, prefill_repeats = 3;
+  int64_t prompt_len = 2048, decode_steps = 32, repeats = 5, prefill_repeats = 3, context = 0;
   bool compare_bf16_paths = false;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
@@ -188,6 +240,8 @@ int main(int argc, char** argv) {
       repeats = std::strtoll(argv[i + 1], nullptr, 10);
     else if (flag == "--compare-bf16-paths")
       compare_bf16_paths = std::strtoll(argv[i + 1], nullptr, 10) != 0;
+    else if (flag == "--context")
+      context = std::strtoll(argv[i + 1], nullptr, 10);
     else if (flag == "--prefill-repeats")
       prefill_repeats = std::strtoll(argv[i + 1], nullptr, 10);
   }
@@ -203,6 +257,16 @@ int main(int argc, char** argv) {
   std::printf("load average before: %s; threads: %zu; medians of %lld runs (prefill: %lld)\n",
               LoadAverage().c_str(), threads, static_cast<long long>(repeats),
               static_cast<long long>(prefill_repeats));
+
+  if (context > 0) {
+    auto loaded = k3::model::Model::Load(dir, &pool);
+    if (!loaded.ok()) {
+      std::fprintf(stderr, "decode_bench: %s\n", loaded.status().ToString().c_str());
+      return 1;
+    }
+    LongContextDecode(**loaded, context, decode_steps, repeats);
+    return 0;
+  }
 
   // Start-to-first-token: Model::Load + a 1-token Forward, against reading the shards from a warm page
   // cache (the read passes interleave with the loads, so both see the same machine load).

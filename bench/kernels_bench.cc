@@ -9,11 +9,14 @@
 // they sit on 2 MiB pages, as the model's mapped weights do (src/base/huge_pages.h).
 // Each figure is the median over repetitions. Two tables: wall-clock, and CPU-time per thread (the
 // estimate for a loaded machine, see machine_limits.h); each is a ratio against limits measured with the
-// same clock. Usage: kernels_bench [threads] (default: all cores).
+// same clock. Then the MLA decode attention of one layer over a long latent cache (RunLatentAttention):
+// fp32 rows vs bf16 rows, per cached token. Usage: kernels_bench [threads] [mla] (threads default: all
+// cores; `mla`: only the attention figures).
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <random>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -21,6 +24,7 @@
 #include "src/base/bf16.h"
 #include "src/base/huge_pages.h"
 #include "src/base/thread_pool.h"
+#include "src/kernels/layer_ops.h"
 #include "src/kernels/ops.h"
 
 namespace k3::bench {
@@ -134,11 +138,60 @@ void PrintTable(const char* title, const std::vector<Row>& rows, int clock, doub
   }
 }
 
+// One decode token's MLA attention in one layer at K3 size over `keys` cached tokens: H = 96 heads, each
+// scoring 576-wide latent rows [c (512), k_pe (64)] and summing the 512-wide c parts, heads spread over the
+// pool. The same cache in fp32 rows (LatentAttention) and in bf16 rows read in place (LatentAttentionBf16),
+// alternating call for call; medians of `calls` calls.
+void RunLatentAttention(size_t keys, ThreadPool& pool, size_t threads) {
+  constexpr size_t kHeads = 96, kWidth = 576, kCtx = 512;
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> cache32(keys * kWidth), queries(kHeads * kWidth), ctx(kHeads * kCtx);
+  std::vector<bf16> cache16(keys * kWidth);
+  for (float& v : cache32) v = RoundBf16(dist(rng));
+  kernels::F32ToBf16(cache32.data(), cache32.size(), cache16.data());
+  for (float& v : queries) v = dist(rng) * 0.05f;
+  std::vector<const float*> rows32(keys);
+  std::vector<const bf16*> rows16(keys);
+  for (size_t j = 0; j < keys; ++j) {
+    rows32[j] = cache32.data() + j * kWidth;
+    rows16[j] = cache16.data() + j * kWidth;
+  }
+  std::vector<std::vector<float>> scores(pool.num_threads() + 1, std::vector<float>(keys));
+  const float scale = 1.0f / 13.856f;
+  double seconds[2][2];
+  TimeCalls(
+      1, 15, threads, 2,
+      [&](size_t, size_t path) {
+        pool.ParallelFor(kHeads, [&](size_t h, size_t worker) {
+          if (path == 0) {
+            kernels::LatentAttention(queries.data() + h * kWidth, rows32.data(), keys, kWidth, kCtx, scale,
+                                     scores[worker].data(), ctx.data() + h * kCtx);
+          } else {
+            kernels::LatentAttentionBf16(queries.data() + h * kWidth, rows16.data(), keys, kWidth, kCtx,
+                                         scale, scores[worker].data(), ctx.data() + h * kCtx);
+          }
+        });
+      },
+      seconds);
+  std::printf(
+      "MLA attention, 1 layer, 96 heads, %zu cached tokens: fp32 rows %.3f ms (cache %.1f MB), bf16 rows "
+      "%.3f "
+      "ms (cache %.1f MB): bf16/fp32 time %.2f (wall clock medians)\n",
+      keys, seconds[0][0] * 1e3, keys * kWidth * 4 / 1e6, seconds[1][0] * 1e3, keys * kWidth * 2 / 1e6,
+      seconds[1][0] / seconds[0][0]);
+}
+
 int Main(int argc, char** argv) {
   size_t threads = std::thread::hardware_concurrency();
   if (argc > 1) threads = std::strtoul(argv[1], nullptr, 10);
   ThreadPool pool(threads);
   threads = pool.num_threads();
+  if (argc > 2 && std::string(argv[2]) == "mla") {
+    std::printf("kernel target: %s, threads: %zu\n", kernels::KernelTargetName(), threads);
+    for (size_t keys : {1024, 8192, 32768}) RunLatentAttention(keys, pool, threads);
+    return 0;
+  }
   std::printf("kernel target: %s, bf16 dot products (AVX512_BF16): %s, threads: %zu\n",
               kernels::KernelTargetName(), kernels::Bf16DotProductsActive() ? "yes" : "no", threads);
   const double bandwidth[2] = {MeasureMemoryReadBandwidth(kBandwidthBytes, threads, 7, Clock::kWall),
@@ -153,6 +206,8 @@ int Main(int argc, char** argv) {
   RunMxfp4(1, pool, rows, 1024, 1024);
   PrintTable("wall clock", rows, 0, bandwidth[0], flops[0]);
   PrintTable("CPU time per thread", rows, 1, bandwidth[1], flops[1]);
+  std::printf("\n");
+  for (size_t keys : {1024, 8192, 32768}) RunLatentAttention(keys, pool, threads);
   std::printf(
       "\nGB/s counts weight bytes (bf16: 2 per element; mxfp4: packed + scales) once per call. /dp: bf16 dot "
       "products; /f32: the fp32 path, timed call for call beside it. Limits: 1 GiB streaming read; "

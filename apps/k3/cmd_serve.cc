@@ -23,6 +23,7 @@
 #include "apps/k3/s3_flags.h"
 #include "apps/k3/serve_generation_flags.h"
 #include "apps/k3/version.h"
+#include "src/model/cache_dtype.h"
 #include "src/server/serve.h"
 
 namespace k3::app {
@@ -215,9 +216,11 @@ void RegisterServeCommand(CLI::App& app) {
                   "log level: critical, error, warning, info, debug, trace")
       ->capture_default_str()
       ->group(compat);
-  cmd->add_option("--kv-cache-dtype", f->kv_cache_dtype,
-                  "auto, bfloat16 (bf16) or fp32: the latent cache holds bf16 values, stored in fp32 words; "
-                  "fp8 kinds are refused")
+  cmd->add_option(
+         "--kv-cache-dtype", f->kv_cache_dtype,
+         "auto or bfloat16 (bf16): the latent cache stores bf16 (2 bytes a value, as the reference); "
+         "fp32: the same bf16 values in fp32 words (twice the memory, for debugging); fp8 kinds are "
+         "refused")
       ->capture_default_str()
       ->group(compat);
   cmd->add_option("--seed", f->seed, "seeds the seeds of requests that give none (reproducible runs)")
@@ -270,17 +273,11 @@ void RegisterServeCommand(CLI::App& app) {
     }
     if (!f->enable_chunked_prefill)
       return fail("--no-enable-chunked-prefill: prefill is always chunked on this engine");
-    const std::string& cache_dtype = f->kv_cache_dtype;
-    if (cache_dtype != "auto" && cache_dtype != "fp32" && cache_dtype != "bfloat16" && cache_dtype != "bf16") {
+    const std::optional<model::CacheDtype> cache_dtype = model::ParseCacheDtype(f->kv_cache_dtype);
+    if (!cache_dtype.has_value()) {
       return fail(fmt::format(
           "--kv-cache-dtype {}: auto, bfloat16 or fp32 (the latent cache holds bf16 values; no fp8 cache)",
-          cache_dtype));
-    }
-    if (cache_dtype == "bfloat16" || cache_dtype == "bf16") {
-      spdlog::info(
-          "--kv-cache-dtype {}: the latent cache holds bf16 values (as with auto), stored in fp32 words: a "
-          "token takes twice the bytes bf16 storage would",
-          cache_dtype);
+          f->kv_cache_dtype));
     }
     if (f->max_logprobs < 0) return fail("--max-logprobs must be >= 0");
     const std::optional<spdlog::level::level_enum> level = UvicornLogLevel(f->uvicorn_log_level);
@@ -346,6 +343,7 @@ void RegisterServeCommand(CLI::App& app) {
     if (f->block_size < 1 || f->block_size > 4096)
       return fail(fmt::format("--block-size {}: must be in [1, 4096]", f->block_size));
     config.engine.block_tokens = f->block_size;
+    config.engine.kv_cache_dtype = *cache_dtype;
     config.engine.max_waiting = f->max_queued_requests;
     config.engine.seed = f->seed;
     config.max_logprobs = f->max_logprobs;

@@ -13,7 +13,8 @@ Result<KvCacheLayout> PlanKvCache(const io::ModelConfig& cfg, const KvCacheOptio
   if (options.max_seqs <= 0) return InvalidArgument("max_num_seqs must be positive");
   KvCacheLayout l;
   l.block_bytes = std::max<int64_t>(
-      model::ModelSequenceState::MlaBlockFloats(cfg, options.block_tokens) * int64_t{sizeof(float)}, 1);
+      model::ModelSequenceState::MlaBlockBytes(cfg, options.block_tokens, options.cache_dtype), 1);
+  l.mla_bytes_per_token = model::ModelSequenceState::MlaBlockBytes(cfg, 1, options.cache_dtype);
   const int64_t taps = cfg.short_conv_kernel_size - 1;
   l.slot_bytes = std::max<int64_t>(
       cfg.num_kda_layers() *
@@ -50,6 +51,7 @@ KvCache::KvCache(const io::ModelConfig& cfg, const KvCacheOptions& options, cons
       log_(std::move(log)),
       layout_(layout),
       block_tokens_(options.block_tokens),
+      cache_dtype_(options.cache_dtype),
       pool_(layout.num_blocks) {
   if (layout.max_snapshots > 0) {
     prefix_ = std::make_unique<PrefixCache>(&pool_, block_tokens_, layout.max_snapshots, log_);
@@ -68,11 +70,12 @@ void KvCache::ReleaseSlots(int64_t n) {
 }
 
 std::unique_ptr<PagedSequence> KvCache::NewState() const {
-  return std::make_unique<PagedSequence>(log_, block_tokens_);
+  return std::make_unique<PagedSequence>(log_, block_tokens_, cache_dtype_);
 }
 
 bool KvCache::Reserve(PagedSequence* state, int64_t tokens) {
-  K3_CHECK(state->block_tokens() == block_tokens_ && state->log() == log_.get());
+  K3_CHECK(state->block_tokens() == block_tokens_ && state->cache_dtype() == cache_dtype_ &&
+           state->log() == log_.get());
   if (tokens <= state->num_tokens()) return true;
   const int64_t have = state->num_blocks();
   const int64_t need = (tokens + block_tokens_ - 1) / block_tokens_;

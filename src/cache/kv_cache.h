@@ -3,7 +3,8 @@
 // every change here is a slot op in the StateOpLog that the next StepPlan carries.
 //
 // Budget split (Create): a KDA slot costs the per-sequence KDA bytes (recurrent states + conv tails); a
-// block costs num_mla_layers * block_tokens * (R + Rp) * 4 bytes. Running sequences get
+// block costs num_mla_layers * block_tokens * (R + Rp) * 2 bytes in bf16 (the default; 27,648 B a token
+// at K3 size, spec §6), * 4 in fp32. Running sequences get
 // min(max_seqs, budget / 2 / slot) slots; with prefix caching a quarter of the budget goes to at most
 // 4096 snapshots (a KDA state + one logits row each); the rest is blocks. A sequence holds one slot while it
 // is admitted and the blocks its block table names; Reserve makes the blocks for its next tokens writable
@@ -22,6 +23,7 @@
 #include "src/cache/paged_sequence.h"
 #include "src/cache/prefix_cache.h"
 #include "src/io/model_config.h"
+#include "src/model/cache_dtype.h"
 #include "src/model/state_log.h"
 
 namespace k3::cache {
@@ -31,10 +33,12 @@ struct KvCacheOptions {
   int64_t block_tokens = 16;
   int64_t max_seqs = 64;
   bool prefix_caching = true;
+  model::CacheDtype cache_dtype = model::CacheDtype::kBf16;  // what the MLA blocks store
 };
 
 struct KvCacheLayout {
   int64_t block_bytes = 0;
+  int64_t mla_bytes_per_token = 0;  // block_bytes / block_tokens
   int64_t slot_bytes = 0;
   int64_t num_blocks = 0;
   int64_t num_slots = 0;
@@ -84,6 +88,7 @@ class KvCache {
   std::shared_ptr<model::StateOpLog> log_;
   KvCacheLayout layout_;
   int64_t block_tokens_;
+  model::CacheDtype cache_dtype_;
   BlockPool pool_;
   std::unique_ptr<PrefixCache> prefix_;
   int64_t used_slots_ = 0;

@@ -3,6 +3,7 @@
 #include "src/cache/kv_cache.h"
 #include "src/base/check.h"
 
+#include <algorithm>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -22,7 +23,7 @@ KvCacheOptions Options(int64_t blocks, bool prefix) {
   o.block_tokens = 4;
   o.max_seqs = 4;
   o.prefix_caching = prefix;
-  const int64_t block_bytes = model::ModelSequenceState::MlaBlockFloats(cfg, 4) * 4;
+  const int64_t block_bytes = model::ModelSequenceState::MlaBlockBytes(cfg, 4, model::CacheDtype::kBf16);
   // Slots take half of the budget; with prefix caching a quarter more goes to snapshots.
   o.bytes = 8 * probe->slot_bytes + (prefix ? 8 * (probe->slot_bytes + cfg.vocab_size * 4) : 0) +
             blocks * block_bytes;
@@ -97,6 +98,33 @@ TEST(KvCache, SlotsAreCounted) {
   EXPECT_FALSE((*cache)->AcquireSlots(2));
   (*cache)->ReleaseSlots(3);
   EXPECT_TRUE((*cache)->AcquireSlots(4));
+}
+
+// The memory plan counts the bytes the blocks really take: 2 a value in bf16 (the default), 4 in fp32,
+// so the same budget holds twice the tokens in bf16. At K3 size (24 MLA layers, R + Rp = 512 + 64) a
+// token takes 27,648 B in bf16, the spec §6 figure.
+TEST(KvCache, Bf16BlocksHoldTwiceTheTokensOfFp32Ones) {
+  io::ModelConfig cfg = model::testing::TinyK3Config();
+  KvCacheOptions options;
+  options.bytes = int64_t{64} << 20;
+  options.prefix_caching = false;
+  auto bf16 = PlanKvCache(cfg, options);
+  options.cache_dtype = model::CacheDtype::kF32;
+  auto fp32 = PlanKvCache(cfg, options);
+  ASSERT_TRUE(bf16.ok() && fp32.ok());
+  const int64_t values = cfg.num_mla_layers() * (cfg.kv_lora_rank + cfg.qk_rope_head_dim);
+  EXPECT_EQ(bf16->mla_bytes_per_token, 2 * values);
+  EXPECT_EQ(fp32->mla_bytes_per_token, 4 * values);
+  EXPECT_EQ(bf16->block_bytes * 2, fp32->block_bytes);
+  EXPECT_EQ(bf16->num_slots, fp32->num_slots);
+  EXPECT_GE(bf16->num_blocks, 2 * fp32->num_blocks);
+  EXPECT_LE(bf16->num_blocks, 2 * fp32->num_blocks + 1);
+  cfg.num_layers = 24 + cfg.num_kda_layers();
+  cfg.kv_lora_rank = 512;
+  cfg.qk_rope_head_dim = 64;
+  ASSERT_EQ(cfg.num_mla_layers(), 24);
+  EXPECT_EQ(model::ModelSequenceState::MlaBlockBytes(cfg, 1, model::CacheDtype::kBf16), 27648);
+  EXPECT_EQ(model::ModelSequenceState::MlaBlockBytes(cfg, 16, model::CacheDtype::kF32), 16 * 2 * 27648);
 }
 
 TEST(PrefixCache, SnapshotRestoreAndLruEviction) {
@@ -211,6 +239,54 @@ TEST(KvCache, PagedStateGivesTheSameLogitsAsAStandaloneOne) {
     logits.insert(logits.end(), got.begin(), got.end());
   }
   EXPECT_EQ(logits, want.logits);
+}
+
+// The fp32 cache (`--kv-cache-dtype fp32`) stores the same bf16 values in wider words: paged fp32 and bf16
+// caches (and the standalone bf16 state) give the same logits, to the rounding order of a remainder lane.
+TEST(KvCache, Fp32AndBf16CachesGiveTheSameLogits) {
+  const io::ModelConfig cfg = model::testing::TinyK3Config();
+  auto m = model::testing::MakeRandomModel(cfg, 5, nullptr);
+  ASSERT_TRUE(m.ok());
+  std::vector<int32_t> prompt;
+  for (int i = 0; i < 13; ++i) prompt.push_back((i * 53 + 7) % 128);
+  std::vector<std::vector<float>> results;
+  for (model::CacheDtype dtype : {model::CacheDtype::kBf16, model::CacheDtype::kF32}) {
+    auto log = NewLog();
+    KvCacheOptions options = Options(20, true);
+    options.cache_dtype = dtype;
+    auto cache = KvCache::Create(cfg, options, log);
+    ASSERT_TRUE(cache.ok());
+    KvCache& kv = **cache;
+    auto a = kv.NewState();
+    std::vector<float> logits;
+    for (auto [from, n] : std::vector<std::pair<int, int>>{{0, 6}, {6, 5}}) {
+      ASSERT_TRUE(kv.Reserve(a.get(), from + n));
+      logits = Execute(**m, *log, {{a.get(), std::span<const int32_t>(prompt.data() + from, n)}});
+    }
+    // A fork copies the shared partial block on write (kCopyBlock of a block in this dtype).
+    kv.prefix()->Insert(std::span<const int32_t>(prompt.data(), 11), *a, {});
+    auto b = kv.Fork(*a);
+    ASSERT_TRUE(kv.Reserve(a.get(), 13) && kv.Reserve(b.get(), 13));
+    const std::vector<float> got = Execute(**m, *log,
+                                           {{a.get(), std::span<const int32_t>(prompt.data() + 11, 2)},
+                                            {b.get(), std::span<const int32_t>(prompt.data() + 11, 2)}});
+    logits.insert(logits.end(), got.begin(), got.end());
+    results.push_back(logits);
+    // The model frees the slots (the next dtype's blocks may replace the memory only then).
+    kv.Release(a.get());
+    kv.Release(b.get());
+    a.reset();
+    b.reset();
+    cache->reset();
+    (void)Execute(**m, *log, {});
+  }
+  ASSERT_EQ(results[0].size(), results[1].size());
+  const int64_t rows = static_cast<int64_t>(results[0].size()) / cfg.vocab_size;
+  EXPECT_LE(model::testing::MaxRowRelativeError(results[1].data(), results[0].data(), rows, cfg.vocab_size),
+            1e-5);
+  // Rows of the two forks agree exactly within one cache dtype.
+  const float* fork_a = results[0].data() + (rows - 4) * cfg.vocab_size;
+  EXPECT_TRUE(std::equal(fork_a, fork_a + 2 * cfg.vocab_size, fork_a + 2 * cfg.vocab_size));
 }
 
 // The slot ops the cache records carry the state's content in the model: a fork that copies its shared

@@ -5,13 +5,15 @@
 
 namespace k3::cache {
 
-PagedSequence::PagedSequence(std::shared_ptr<model::StateOpLog> log, int64_t block_tokens)
-    : log_(std::move(log)), block_tokens_(block_tokens), slot_(log_->New()) {
+PagedSequence::PagedSequence(std::shared_ptr<model::StateOpLog> log, int64_t block_tokens,
+                             model::CacheDtype cache_dtype)
+    : log_(std::move(log)), block_tokens_(block_tokens), cache_dtype_(cache_dtype), slot_(log_->New()) {
   K3_CHECK(block_tokens_ > 0);
 }
 
-PagedSequence::PagedSequence(std::shared_ptr<model::StateOpLog> log, int64_t block_tokens, int32_t slot)
-    : log_(std::move(log)), block_tokens_(block_tokens), slot_(slot) {}
+PagedSequence::PagedSequence(std::shared_ptr<model::StateOpLog> log, int64_t block_tokens,
+                             model::CacheDtype cache_dtype, int32_t slot)
+    : log_(std::move(log)), block_tokens_(block_tokens), cache_dtype_(cache_dtype), slot_(slot) {}
 
 PagedSequence::~PagedSequence() { log_->Free(slot_); }
 
@@ -33,7 +35,8 @@ std::vector<int32_t> PagedSequence::ReleaseBlocks() {
 }
 
 std::unique_ptr<PagedSequence> PagedSequence::Fork() const {
-  auto copy = std::unique_ptr<PagedSequence>(new PagedSequence(log_, block_tokens_, log_->Clone(slot_)));
+  auto copy = std::unique_ptr<PagedSequence>(
+      new PagedSequence(log_, block_tokens_, cache_dtype_, log_->Clone(slot_)));
   copy->num_tokens_ = num_tokens_;
   copy->block_ids_ = block_ids_;
   return copy;
@@ -45,6 +48,7 @@ model::StepItem PagedSequence::ToStepItem(std::span<const int32_t> tokens, bool 
   item.start_pos = num_tokens_;
   item.all_logits = all_logits;
   item.block_tokens = static_cast<int32_t>(block_tokens_);
+  item.cache_dtype = cache_dtype_;
   item.tokens.assign(tokens.begin(), tokens.end());
   item.blocks = block_ids_;
   return item;

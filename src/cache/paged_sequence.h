@@ -17,7 +17,8 @@ namespace k3::cache {
 
 class PagedSequence {
  public:
-  PagedSequence(std::shared_ptr<model::StateOpLog> log, int64_t block_tokens);
+  PagedSequence(std::shared_ptr<model::StateOpLog> log, int64_t block_tokens,
+                model::CacheDtype cache_dtype = model::CacheDtype::kBf16);
   ~PagedSequence();
   PagedSequence(const PagedSequence&) = delete;
   PagedSequence& operator=(const PagedSequence&) = delete;
@@ -25,6 +26,7 @@ class PagedSequence {
   int32_t slot() const { return slot_; }
   model::StateOpLog* log() const { return log_.get(); }
   int64_t block_tokens() const { return block_tokens_; }
+  model::CacheDtype cache_dtype() const { return cache_dtype_; }
 
   // Tokens processed (the next token's position).
   int64_t num_tokens() const { return num_tokens_; }
@@ -49,10 +51,12 @@ class PagedSequence {
   model::StepItem ToStepItem(std::span<const int32_t> tokens, bool all_logits) const;
 
  private:
-  PagedSequence(std::shared_ptr<model::StateOpLog> log, int64_t block_tokens, int32_t slot);
+  PagedSequence(std::shared_ptr<model::StateOpLog> log, int64_t block_tokens, model::CacheDtype cache_dtype,
+                int32_t slot);
 
   std::shared_ptr<model::StateOpLog> log_;
   int64_t block_tokens_;
+  model::CacheDtype cache_dtype_;
   int32_t slot_;
   int64_t num_tokens_ = 0;
   std::vector<int32_t> block_ids_;

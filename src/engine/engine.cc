@@ -48,6 +48,7 @@ Result<std::unique_ptr<Engine>> Engine::Create(model::Model* model, const tokeni
   cache_options.block_tokens = options.block_tokens;
   cache_options.max_seqs = options.max_num_seqs;
   cache_options.prefix_caching = options.enable_prefix_caching;
+  cache_options.cache_dtype = options.kv_cache_dtype;
   auto state_log = std::make_shared<model::StateOpLog>();
   K3_ASSIGN_OR_RETURN(std::unique_ptr<cache::KvCache> kv,
                       cache::KvCache::Create(model->state_config(), cache_options, state_log));

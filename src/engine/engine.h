@@ -23,6 +23,7 @@
 
 #include "src/base/status.h"
 #include "src/chat/token_constraint.h"
+#include "src/model/cache_dtype.h"
 #include "src/model/model.h"
 #include "src/tokenizer/tokenizer.h"
 
@@ -122,6 +123,7 @@ struct EngineOptions {
   int64_t max_num_batched_tokens = 2048;  // tokens per step (prefill chunks + decodes)
   int64_t kv_cache_bytes = 0;             // MLA blocks + KDA slots + snapshots; 0: 1 GiB
   int32_t block_tokens = 16;              // MLA cache block size
+  model::CacheDtype kv_cache_dtype = model::CacheDtype::kBf16;  // what the MLA blocks store
   bool enable_prefix_caching = true;
   int64_t prefix_snapshot_interval = 256;  // KDA state snapshot every N prompt tokens
   int32_t max_waiting = 1024;              // queued requests beyond this: Submit fails (HTTP 429)

@@ -350,17 +350,17 @@ TEST(Engine, PreemptionByRecomputeKeepsResults) {
   options.enable_prefix_caching = false;
   options.max_num_seqs = 8;
   options.max_num_batched_tokens = 32;
-  // Half the budget is for slots: 8 slots, and the other half is 10 blocks of 64 tokens, less than 8
-  // sequences of up to 80 tokens (2 blocks each) need.
-  options.block_tokens = 64;
+  // Half the budget is for slots: 8 slots, and the other half is 10 bf16 blocks of 128 tokens (the probe's
+  // blocks are 16 tokens), less than 8 sequences of 130 to 144 tokens (2 blocks each) need.
+  options.block_tokens = 128;
   options.kv_cache_bytes = 16 * layout->slot_bytes;
-  ASSERT_EQ(8 * layout->slot_bytes / (layout->block_bytes * 4), 10);
+  ASSERT_EQ(8 * layout->slot_bytes / (layout->block_bytes * 8), 10);
   std::vector<RequestResult> small;
   {
     auto engine = MakeEngine(options);
-    ASSERT_EQ(engine->options().max_model_len, 640);
-    // 30 more tokens each: most sequences grow into a second block while others still run.
-    small = RunAll(*engine, MixedRequests(30));
+    ASSERT_EQ(engine->options().max_model_len, 1280);
+    // 110 more tokens each: most sequences grow into a second block while others still run.
+    small = RunAll(*engine, MixedRequests(110));
     EXPECT_GT(engine->Metrics().preemptions_total, 0);
     EXPECT_EQ(engine->Metrics().kv_cache_usage, 0.0);
     // One engine per model (its KV cache names the model's blocks): a second is refused meanwhile.
@@ -370,7 +370,7 @@ TEST(Engine, PreemptionByRecomputeKeepsResults) {
         << second.status().message();
   }
   // Once it is gone, an engine with another block size takes the model over.
-  auto big = RunAll(*MakeEngine(), MixedRequests(30));
+  auto big = RunAll(*MakeEngine(), MixedRequests(110));
   ExpectSameResults(big, small);
 }
 

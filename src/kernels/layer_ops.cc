@@ -135,6 +135,10 @@ void StoreRows(const float* src, size_t width, float* const* rows, size_t n) {
   for (size_t i = 0; i < n; ++i) std::memcpy(rows[i], src + i * width, sizeof(float) * width);
 }
 
+void StoreRowsBf16(const float* src, size_t width, bf16* const* rows, size_t n) {
+  for (size_t i = 0; i < n; ++i) F32ToBf16(src + i * width, width, rows[i]);
+}
+
 void RmsNormRows(const float* x, size_t rows, size_t n, size_t stride, const bf16* w, float eps, float* y) {
   for (size_t i = 0; i < rows; ++i) RmsNorm(x + i * stride, w, n, eps, y + i * stride);
 }
@@ -170,6 +174,14 @@ void LatentAttention(const float* query, const float* const* rows, size_t visibl
   Softmax(scores, visible);
   std::fill(ctx, ctx + ctx_width, 0.0f);
   for (size_t j = 0; j < visible; ++j) Axpy(scores[j], rows[j], ctx, ctx_width);
+}
+
+void LatentAttentionBf16(const float* query, const bf16* const* rows, size_t visible, size_t width,
+                         size_t ctx_width, float scale, float* scores, float* ctx) {
+  for (size_t j = 0; j < visible; ++j) scores[j] = DotBf16(query, rows[j], width) * scale;
+  Softmax(scores, visible);
+  std::fill(ctx, ctx + ctx_width, 0.0f);
+  for (size_t j = 0; j < visible; ++j) AxpyBf16(scores[j], rows[j], ctx, ctx_width);
 }
 
 }  // namespace k3::kernels

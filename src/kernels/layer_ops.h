@@ -49,6 +49,8 @@ void ScatterHeadRows(const float* src, size_t n, size_t width, size_t stride, si
 void CopyRows(const float* src, size_t src_stride, float* dst, size_t dst_stride, size_t n, size_t width);
 // rows[i][0 .. width) = src[i*width ..] (rows of a paged cache, each at its own address).
 void StoreRows(const float* src, size_t width, float* const* rows, size_t n);
+// The same into bf16 rows: rows[i][c] = bf16(src[i*width + c]) (nearest even; exact for bf16 values).
+void StoreRowsBf16(const float* src, size_t width, bf16* const* rows, size_t n);
 // y[i*stride ..] = RmsNorm(x[i*stride .. + n); w) for `rows` rows (in place when y == x).
 void RmsNormRows(const float* x, size_t rows, size_t n, size_t stride, const bf16* w, float eps, float* y);
 // y[i*n ..] = GatedRmsNorm(o[i*n ..], gate[i*n ..]; w) for `rows` contiguous rows of n (per-head norms
@@ -66,5 +68,9 @@ void CausalConvSilu(const float* raw, const float* taps, size_t W, size_t P, siz
 // scores[j] = (query . row_j) * scale, softmax, ctx [ctx_width] = sum_j p_j row_j[0 .. ctx_width).
 void LatentAttention(const float* query, const float* const* rows, size_t visible, size_t width,
                      size_t ctx_width, float scale, float* scores, float* ctx);
+// The same over bf16 rows, read in place (DotBf16, AxpyBf16: no fp32 copy of the cache): what
+// LatentAttention gives over the rows widened to fp32 (bit for bit when width is a multiple of 64).
+void LatentAttentionBf16(const float* query, const bf16* const* rows, size_t visible, size_t width,
+                         size_t ctx_width, float scale, float* scores, float* ctx);
 
 }  // namespace k3::kernels

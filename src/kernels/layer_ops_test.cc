@@ -163,5 +163,39 @@ TEST(LayerOpsTest, LatentAttentionIsSoftmaxWeightedRows) {
   }
 }
 
+// The bf16 cache: storing rounds to bf16, and attention over bf16 rows is the fp32 attention over the
+// same (bf16-valued) rows: to rounding noise for an odd width, bit for bit for a width of 64 * k.
+TEST(LayerOpsTest, LatentAttentionOverBf16RowsEqualsFp32OverTheSameValues) {
+  for (const size_t width : {37, 128}) {
+    const size_t ctx_width = width - 8, visible = 9;
+    std::vector<float> q = Ramp(width, 0.4f), src = Ramp(visible * width, 0.13f, 0.5f);
+    std::vector<std::vector<bf16>> stored(visible, std::vector<bf16>(width));
+    std::vector<bf16*> dst;
+    for (auto& r : stored) dst.push_back(r.data());
+    StoreRowsBf16(src.data(), width, dst.data(), visible);
+    std::vector<std::vector<float>> wide(visible, std::vector<float>(width));
+    std::vector<const bf16*> rows16;
+    std::vector<const float*> rows32;
+    for (size_t j = 0; j < visible; ++j) {
+      for (size_t c = 0; c < width; ++c) {
+        ASSERT_EQ(stored[j][c].bits, FloatToBf16(src[j * width + c]).bits);
+        wide[j][c] = Bf16ToFloat(stored[j][c]);
+      }
+      rows16.push_back(stored[j].data());
+      rows32.push_back(wide[j].data());
+    }
+    std::vector<float> scores16(visible), ctx16(ctx_width), scores32(visible), ctx32(ctx_width);
+    LatentAttentionBf16(q.data(), rows16.data(), visible, width, ctx_width, 0.3f, scores16.data(),
+                        ctx16.data());
+    LatentAttention(q.data(), rows32.data(), visible, width, ctx_width, 0.3f, scores32.data(), ctx32.data());
+    if (width % 64 == 0) {
+      EXPECT_EQ(scores16, scores32);
+      EXPECT_EQ(ctx16, ctx32);
+    }
+    for (size_t j = 0; j < visible; ++j) EXPECT_NEAR(scores16[j], scores32[j], 1e-6);
+    for (size_t c = 0; c < ctx_width; ++c) EXPECT_NEAR(ctx16[c], ctx32[c], 1e-6);
+  }
+}
+
 }  // namespace
 }  // namespace k3::kernels

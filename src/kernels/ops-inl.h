@@ -88,11 +88,50 @@ HWY_INLINE float DotImpl(const float* a, const float* b, size_t n) {
   return total;
 }
 
+// DotImpl with b in bf16 (the MLA scores over a bf16 latent cache): the same accumulators and order, each
+// b widened exactly, so whole vectors sum as DotImpl's do.
+HWY_INLINE float DotBf16Impl(const float* a, const bf16* b, size_t n) {
+  const DFull d;
+  const size_t L = hn::Lanes(d);
+  auto sum0 = hn::Zero(d);
+  auto sum1 = hn::Zero(d);
+  auto sum2 = hn::Zero(d);
+  auto sum3 = hn::Zero(d);
+  size_t i = 0;
+  for (; i + 4 * L <= n; i += 4 * L) {
+    sum0 = hn::MulAdd(hn::LoadU(d, a + i), LoadBf16(d, b + i), sum0);
+    sum1 = hn::MulAdd(hn::LoadU(d, a + i + L), LoadBf16(d, b + i + L), sum1);
+    sum2 = hn::MulAdd(hn::LoadU(d, a + i + 2 * L), LoadBf16(d, b + i + 2 * L), sum2);
+    sum3 = hn::MulAdd(hn::LoadU(d, a + i + 3 * L), LoadBf16(d, b + i + 3 * L), sum3);
+  }
+  for (; i + L <= n; i += L) sum0 = hn::MulAdd(hn::LoadU(d, a + i), LoadBf16(d, b + i), sum0);
+  float total = hn::GetLane(hn::SumOfLanes(d, hn::Add(hn::Add(sum0, sum1), hn::Add(sum2, sum3))));
+  // The remainder as a one-lane product then sum, never fused (the compiler contracts plain expressions
+  // into FMAs where it sees fit, so DotImpl's remainder may differ from this one in the last bit).
+  const DOne d1;
+  for (; i < n; ++i) {
+    const auto product = hn::Mul(hn::LoadU(d1, a + i), LoadBf16(d1, b + i));
+    total = hn::GetLane(hn::Add(hn::Set(d1, total), product));
+  }
+  return total;
+}
+
 // ---- per-vector steps (D is the full or the one-lane descriptor) -----------------------------------
 
 template <class D>
 HWY_INLINE void RoundStep(D d, float* x) {
   hn::StoreU(RoundBf16(d, hn::LoadU(d, x)), d, x);
+}
+
+// y = bf16(x): RoundBf16's bits, upper halves narrowed to u16 (0..0xFFFF as non-negative i32, so the
+// saturating i32 -> u16 demotion is exact).
+template <class D>
+HWY_INLINE void NarrowStep(D d, const float* x, bf16* y) {
+  const hn::RebindToUnsigned<D> du32;
+  const hn::RebindToSigned<D> di32;
+  const hn::Rebind<uint16_t, D> du16;
+  const auto high = hn::ShiftRight<16>(hn::BitCast(du32, RoundBf16(d, hn::LoadU(d, x))));
+  hn::StoreU(hn::DemoteTo(du16, hn::BitCast(di32, high)), du16, reinterpret_cast<uint16_t*>(y));
 }
 
 template <class D>
@@ -137,6 +176,11 @@ template <class D>
 HWY_INLINE void SiluGluStep(D d, const float* a, const float* b, float* out) {
   const auto va = hn::LoadU(d, a);
   hn::StoreU(RoundBf16(d, hn::Mul(hn::Mul(va, Sigmoid(d, va)), hn::LoadU(d, b))), d, out);
+}
+
+template <class D>
+HWY_INLINE void AxpyBf16Step(D d, float alpha, const bf16* x, float* y) {
+  hn::StoreU(hn::MulAdd(hn::Set(d, alpha), LoadBf16(d, x), hn::LoadU(d, y)), d, y);
 }
 
 template <class D>
@@ -213,6 +257,16 @@ float DotImplExport(const float* a, const float* b, size_t n) { return DotImpl(a
 
 void AxpyImpl(float alpha, const float* x, float* y, size_t n) {
   ForEachVector(n, [&](auto d, size_t i) HWY_ATTR { AxpyStep(d, alpha, x + i, y + i); });
+}
+
+void F32ToBf16Impl(const float* x, size_t n, bf16* y) {
+  ForEachVector(n, [&](auto d, size_t i) HWY_ATTR { NarrowStep(d, x + i, y + i); });
+}
+
+float DotBf16ImplExport(const float* a, const bf16* b, size_t n) { return DotBf16Impl(a, b, n); }
+
+void AxpyBf16Impl(float alpha, const bf16* x, float* y, size_t n) {
+  ForEachVector(n, [&](auto d, size_t i) HWY_ATTR { AxpyBf16Step(d, alpha, x + i, y + i); });
 }
 
 void SoftmaxImpl(float* x, size_t n) {

@@ -32,6 +32,9 @@ HWY_EXPORT(SiluGluImpl);
 HWY_EXPORT(DotImplExport);
 HWY_EXPORT(AxpyImpl);
 HWY_EXPORT(SoftmaxImpl);
+HWY_EXPORT(F32ToBf16Impl);
+HWY_EXPORT(DotBf16ImplExport);
+HWY_EXPORT(AxpyBf16Impl);
 
 const char* KernelTargetName() { return HWY_DYNAMIC_DISPATCH(TargetNameImpl)(); }
 
@@ -55,6 +58,13 @@ void SiluGlu(const float* a, const float* b, size_t n, float* out) {
 float Dot(const float* a, const float* b, size_t n) { return HWY_DYNAMIC_DISPATCH(DotImplExport)(a, b, n); }
 void Axpy(float alpha, const float* x, float* y, size_t n) { HWY_DYNAMIC_DISPATCH(AxpyImpl)(alpha, x, y, n); }
 void Softmax(float* x, size_t n) { HWY_DYNAMIC_DISPATCH(SoftmaxImpl)(x, n); }
+void F32ToBf16(const float* x, size_t n, bf16* y) { HWY_DYNAMIC_DISPATCH(F32ToBf16Impl)(x, n, y); }
+float DotBf16(const float* a, const bf16* b, size_t n) {
+  return HWY_DYNAMIC_DISPATCH(DotBf16ImplExport)(a, b, n);
+}
+void AxpyBf16(float alpha, const bf16* x, float* y, size_t n) {
+  HWY_DYNAMIC_DISPATCH(AxpyBf16Impl)(alpha, x, y, n);
+}
 
 }  // namespace k3::kernels
 #endif  // HWY_ONCE

@@ -110,6 +110,15 @@ void Axpy(float alpha, const float* x, float* y, size_t n);
 // In-place numerically stable softmax over n values (fp32).
 void Softmax(float* x, size_t n);
 
+// ---- bf16 rows (the MLA latent cache, spec §6) --------------------------------------------------------
+// y[i] = bf16(x[i]), round to nearest even (FloatToBf16, bit for bit).
+void F32ToBf16(const float* x, size_t n, bf16* y);
+// sum_i a[i] * b[i] with b bf16 (widened exactly). Same accumulators and order as Dot: equal to
+// Dot(a, widened b) when n is a multiple of 4 vectors (576 = R + Rp at K3 size), else to rounding noise.
+float DotBf16(const float* a, const bf16* b, size_t n);
+// y[i] += alpha * x[i], x bf16; equals Axpy over the widened x bit for bit (the same vector MulAdd).
+void AxpyBf16(float alpha, const bf16* x, float* y, size_t n);
+
 // ---- dispatch -----------------------------------------------------------------------------------------
 // Name of the SIMD target the kernels run on in this process (e.g. "AVX3", "AVX2"), for logs/benchmarks.
 const char* KernelTargetName();
@@ -130,6 +139,9 @@ void SiluGlu(const float* a, const float* b, size_t n, float* out);
 float Dot(const float* a, const float* b, size_t n);
 void Axpy(float alpha, const float* x, float* y, size_t n);
 void Softmax(float* x, size_t n);
+void F32ToBf16(const float* x, size_t n, bf16* y);
+float DotBf16(const float* a, const bf16* b, size_t n);
+void AxpyBf16(float alpha, const bf16* x, float* y, size_t n);
 }  // namespace scalar
 
 }  // namespace k3::kernels

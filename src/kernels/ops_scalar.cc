@@ -124,5 +124,19 @@ void Softmax(float* x, size_t n) {
   for (size_t i = 0; i < n; ++i) x[i] /= sum;
 }
 
+void F32ToBf16(const float* x, size_t n, bf16* y) {
+  for (size_t i = 0; i < n; ++i) y[i] = FloatToBf16(x[i]);
+}
+
+float DotBf16(const float* a, const bf16* b, size_t n) {
+  float acc = 0.0f;
+  for (size_t i = 0; i < n; ++i) acc += a[i] * Bf16ToFloat(b[i]);
+  return acc;
+}
+
+void AxpyBf16(float alpha, const bf16* x, float* y, size_t n) {
+  for (size_t i = 0; i < n; ++i) y[i] += alpha * Bf16ToFloat(x[i]);
+}
+
 }  // namespace scalar
 }  // namespace k3::kernels

@@ -365,6 +365,75 @@ TEST(OpsTest, AxpyMatchesReference) {
   });
 }
 
+// ---- bf16 rows --------------------------------------------------------------------------------------
+
+TEST(OpsTest, F32ToBf16MatchesFloatToBf16Exactly) {
+  std::mt19937 rng(21);
+  ForEachTarget([&] {
+    for (size_t n = 0; n <= kMaxLength; ++n) {
+      for (size_t offset = 0; offset <= 3; ++offset) {
+        std::vector<float> x = RandomFloats(rng, n + offset, -1e4f, 1e4f);
+        if (n > 0) x[offset] = std::numeric_limits<float>::quiet_NaN();
+        std::vector<bf16> y(n + offset), ref(n + offset);
+        for (size_t i = 0; i < offset; ++i) y[i].bits = ref[i].bits = 0x1234;
+        F32ToBf16(x.data() + offset, n, y.data() + offset);
+        scalar::F32ToBf16(x.data() + offset, n, ref.data() + offset);
+        for (size_t i = 0; i < n + offset; ++i) ASSERT_EQ(y[i].bits, ref[i].bits) << "n=" << n << " i=" << i;
+      }
+    }
+  });
+}
+
+// Bf16 values in, so the scores over a bf16 cache equal those over the same values held in fp32.
+std::vector<bf16> RandomBf16(std::mt19937& rng, size_t n) {
+  const std::vector<float> f = RandomFloats(rng, n, -2.0f, 2.0f);
+  std::vector<bf16> out(n);
+  for (size_t i = 0; i < n; ++i) out[i] = FloatToBf16(f[i]);
+  return out;
+}
+
+TEST(OpsTest, DotBf16MatchesReference) {
+  std::mt19937 rng(22);
+  ForEachTarget([&] {
+    for (size_t n = 0; n <= 4 * kMaxLanes + 70; ++n) {
+      const size_t oa = n % 4, ob = (n / 4) % 4;
+      std::vector<float> a = RandomFloats(rng, n + oa, -2.0f, 2.0f);
+      std::vector<bf16> b = RandomBf16(rng, n + ob);
+      std::vector<float> wide(n);
+      for (size_t i = 0; i < n; ++i) wide[i] = Bf16ToFloat(b[ob + i]);
+      double magnitude = 0;
+      for (size_t i = 0; i < n; ++i) magnitude += std::abs(double{a[oa + i]} * wide[i]);
+      const float got = DotBf16(a.data() + oa, b.data() + ob, n);
+      ASSERT_NEAR(got, scalar::DotBf16(a.data() + oa, b.data() + ob, n), 1e-5 * magnitude) << "n=" << n;
+      if (n % (4 * kMaxLanes) == 0) {
+        ASSERT_EQ(Bits(got), Bits(Dot(a.data() + oa, wide.data(), n))) << "n=" << n;
+      }
+    }
+  });
+}
+
+TEST(OpsTest, AxpyBf16MatchesReferenceAndEqualsAxpyOfWidened) {
+  std::mt19937 rng(23);
+  ForEachTarget([&] {
+    for (size_t n = 0; n <= kMaxLength; ++n) {
+      const size_t ox = n % 4, oy = (n + 1) % 4;
+      std::vector<bf16> x = RandomBf16(rng, n + ox);
+      std::vector<float> y = RandomFloats(rng, n + oy, -2.0f, 2.0f);
+      std::vector<float> ref = y, same = y, wide(n);
+      for (size_t i = 0; i < n; ++i) wide[i] = Bf16ToFloat(x[ox + i]);
+      AxpyBf16(0.37f, x.data() + ox, y.data() + oy, n);
+      scalar::AxpyBf16(0.37f, x.data() + ox, ref.data() + oy, n);
+      Axpy(0.37f, wide.data(), same.data() + oy, n);
+      for (size_t i = 0; i < oy; ++i) ASSERT_EQ(y[i], ref[i]);
+      for (size_t i = 0; i < n; ++i) {
+        const double scale = std::abs(ref[oy + i]) + std::abs(0.37 * wide[i]);
+        ASSERT_NEAR(y[oy + i], ref[oy + i], 2e-7 * scale) << "n=" << n << " i=" << i;
+        ASSERT_EQ(Bits(y[oy + i]), Bits(same[oy + i])) << "n=" << n << " i=" << i;
+      }
+    }
+  });
+}
+
 TEST(OpsTest, SoftmaxMatchesReference) {
   std::mt19937 rng(11);
   ForEachTarget([&] {

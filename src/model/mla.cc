@@ -26,6 +26,7 @@ void MlaForward(const io::ModelConfig& cfg, const MlaWeights& w, int64_t mla_ind
   float* gate = w.g_proj.data != nullptr ? Grow(s->gate, T * H * Vh) : nullptr;
   if (s->scores.size() < NumWorkers(pool)) s->scores.resize(NumWorkers(pool));
   if (s->rows.size() < NumWorkers(pool)) s->rows.resize(NumWorkers(pool));
+  if (s->rows_bf16.size() < NumWorkers(pool)) s->rows_bf16.resize(NumWorkers(pool));
 
   // 1. Every projection of x under one fork-join: q_a (or q), kv_a and the output gate; then
   //    q = q_b(q_a_layernorm(q_a(x))) when q is low rank: [T, H*Q].
@@ -44,10 +45,20 @@ void MlaForward(const io::ModelConfig& cfg, const MlaWeights& w, int64_t mla_ind
   }
   // 2. Latent rows [c, k_pe]: c normalised, k_pe as projected; appended to each sequence's cache.
   kernels::RmsNormRows(latent, T, R, row_width, w.kv_a_norm.data(), cfg.rms_norm_eps, latent);
+  //    The cache holds them in its dtype (bf16 by default; they are bf16 values, so the store is exact).
   for (const SequenceSegment& seg : segments) {
-    float** cache_rows = Grow(s->cache_rows, static_cast<size_t>(seg.rows));
-    for (int64_t i = 0; i < seg.rows; ++i) cache_rows[i] = seg.state->MlaRow(mla_index, seg.start_pos + i);
-    kernels::StoreRows(latent + seg.row_begin * row_width, row_width, cache_rows, seg.rows);
+    const float* src = latent + seg.row_begin * row_width;
+    if (seg.state->cache_dtype() == CacheDtype::kBf16) {
+      bf16** cache_rows = Grow(s->cache_rows_bf16, static_cast<size_t>(seg.rows));
+      for (int64_t i = 0; i < seg.rows; ++i)
+        cache_rows[i] = seg.state->MlaRowBf16(mla_index, seg.start_pos + i);
+      kernels::StoreRowsBf16(src, row_width, cache_rows, seg.rows);
+    } else {
+      float** cache_rows = Grow(s->cache_rows, static_cast<size_t>(seg.rows));
+      for (int64_t i = 0; i < seg.rows; ++i)
+        cache_rows[i] = seg.state->MlaRowF32(mla_index, seg.start_pos + i);
+      kernels::StoreRows(src, row_width, cache_rows, seg.rows);
+    }
   }
   // 3. Absorbed queries per head: [Wuk_h^T q_nope_h, q_pe_h] (fp32, not rounded); the H products in one
   //    group.
@@ -62,7 +73,8 @@ void MlaForward(const io::ModelConfig& cfg, const MlaWeights& w, int64_t mla_ind
     kernels::CopyRows(head_out + h * T * R, R, query + h * T * row_width, row_width, T, R);
     kernels::CopyRows(q + h * Q + nope, H * Q, query + h * T * row_width + R, row_width, T, Rp);
   }
-  // 4. Causal softmax attention over each sequence's cache, per (sequence, head); fp32.
+  // 4. Causal softmax attention over each sequence's cache, per (sequence, head); fp32 math, the rows
+  //    read in place in the cache's dtype.
   const float scale = 1.0f / std::sqrt(static_cast<float>(Q));
   const int64_t num_segments = static_cast<int64_t>(segments.size());
   int64_t max_pairs = 0;  // query-key pairs of the longest segment
@@ -73,8 +85,19 @@ void MlaForward(const io::ModelConfig& cfg, const MlaWeights& w, int64_t mla_ind
     const int64_t h = static_cast<int64_t>(task) % H;
     const int64_t keys = seg.start_pos + seg.rows;
     float* scores = Grow(s->scores[worker], static_cast<size_t>(keys));
+    if (seg.state->cache_dtype() == CacheDtype::kBf16) {
+      const bf16** rows = Grow(s->rows_bf16[worker], static_cast<size_t>(keys));
+      for (int64_t j = 0; j < keys; ++j) rows[j] = seg.state->MlaRowBf16(mla_index, j);
+      for (int64_t i = 0; i < seg.rows; ++i) {
+        const int64_t row = seg.row_begin + i;
+        const int64_t visible = seg.start_pos + i + 1;  // keys 0..pos
+        kernels::LatentAttentionBf16(query + (h * T + row) * row_width, rows, visible, row_width, R, scale,
+                                     scores, ctx + (h * T + row) * R);
+      }
+      return;
+    }
     const float** rows = Grow(s->rows[worker], static_cast<size_t>(keys));
-    for (int64_t j = 0; j < keys; ++j) rows[j] = seg.state->MlaRow(mla_index, j);
+    for (int64_t j = 0; j < keys; ++j) rows[j] = seg.state->MlaRowF32(mla_index, j);
     for (int64_t i = 0; i < seg.rows; ++i) {
       const int64_t row = seg.row_begin + i;
       const int64_t visible = seg.start_pos + i + 1;  // keys 0..pos

@@ -33,8 +33,8 @@ std::vector<int32_t> Prompt(int64_t n, int32_t vocab, uint32_t seed) {
 
 // Logits of every prompt token, feeding the prompt in pieces of the given lengths.
 std::vector<float> LogitsInPieces(Model& model, const std::vector<int32_t>& prompt,
-                                  const std::vector<int64_t>& pieces) {
-  Sequences seqs(model);
+                                  const std::vector<int64_t>& pieces, CacheDtype dtype = CacheDtype::kBf16) {
+  Sequences seqs(model, dtype);
   const int32_t state = seqs.New();
   std::vector<float> all;
   int64_t pos = 0;
@@ -72,6 +72,19 @@ TEST_P(ModelTest, ChunkingDoesNotChangeLogits) {
   const std::vector<float> by_token = LogitsInPieces(**model, prompt, std::vector<int64_t>(n, 1));
   EXPECT_LE(MaxRowRelativeError(several.data(), one.data(), n, cfg.vocab_size), 1e-5);
   EXPECT_LE(MaxRowRelativeError(by_token.data(), one.data(), n, cfg.vocab_size), 1e-5);
+}
+
+// The MLA cache in bf16 (the default) or fp32 words holds the same bf16 values: the same logits, to the
+// rounding order of a remainder lane (the tiny model's rows are 40 wide; at K3 size, 576, bit for bit).
+TEST_P(ModelTest, Fp32AndBf16CachesGiveTheSameLogits) {
+  io::ModelConfig cfg = Config();
+  auto model = testing::MakeRandomModel(cfg, 9, nullptr);
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  const int64_t n = 40;
+  const std::vector<int32_t> prompt = Prompt(n, cfg.vocab_size, 5);
+  const std::vector<float> bf16 = LogitsInPieces(**model, prompt, {25, 1, 14});
+  const std::vector<float> fp32 = LogitsInPieces(**model, prompt, {25, 1, 14}, CacheDtype::kF32);
+  EXPECT_LE(MaxRowRelativeError(fp32.data(), bf16.data(), n, cfg.vocab_size), 1e-5);
 }
 
 // With the chunked KDA form (fp32 reassociation of the same sums; kda_core_test and kda_test compare it
@@ -246,6 +259,7 @@ TEST_P(ModelTest, BadPlansAreDataLoss) {
   bad.push_back({StepPlan{.items = {item(1, 0, {})}}, "no new tokens"});
   bad.push_back({StepPlan{.ops = {{StateOpKind::kNew, 1, 0}}}, "reuses slot 1"});
   bad.push_back({StepPlan{.ops = {{StateOpKind::kFree, 3, 0}}}, "frees slot 3"});
+  bad.push_back({StepPlan{.ops = {{StateOpKind::kNew, 4, 7}}}, "slot 4 with cache dtype 7"});
   bad.push_back({StepPlan{.ops = {{StateOpKind::kCopyBlock, 0, 1}}}, "block 0, which was never written"});
   StepItem paged = item(1, 0, {1, 2, 3});
   paged.block_tokens = 2;
@@ -278,6 +292,14 @@ TEST_P(ModelTest, BadPlansAreDataLoss) {
   StepItem again = written;
   again.slot = 3;
   EXPECT_TRUE(run(StepPlan{.items = {again}}).ok());
+  // A paged slot keeps the cache dtype of its blocks.
+  StepItem other_dtype = item(3, 3, {4});
+  other_dtype.block_tokens = 2;
+  other_dtype.blocks = {7, 8};
+  other_dtype.cache_dtype = CacheDtype::kF32;
+  const Status dtype = run(StepPlan{.items = {other_dtype}});
+  EXPECT_EQ(dtype.code(), StatusCode::kDataLoss);
+  EXPECT_NE(dtype.message().find("slot 3 has bf16 blocks, not fp32"), std::string::npos) << dtype.ToString();
 }
 
 INSTANTIATE_TEST_SUITE_P(Variants, ModelTest, ::testing::Values(true, false),

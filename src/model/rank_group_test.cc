@@ -11,6 +11,7 @@
 #include "src/base/check.h"
 #include "src/model/greedy.h"
 #include "src/model/sequences.h"
+#include "src/model/state_log.h"
 #include "src/model/step_plan.h"
 #include "src/model/testing/random_model.h"
 #include "src/model/testing/thread_communicator.h"
@@ -86,6 +87,27 @@ TEST_P(ShardedEqualsOneProcess, LogitsAndGreedy) {
   EXPECT_LT(MaxRowRelativeError(out.logits.data(), last, 1, cfg.vocab_size), 1e-5);
   EXPECT_LT(MaxRowRelativeError(out.logits.data() + cfg.vocab_size, last, 1, cfg.vocab_size), 1e-5);
   seqs.reset();  // frees both slots on every rank
+
+  // Paged bf16 MLA blocks of 8 tokens on every rank (the plans the engine's KV cache writes): the prompt's
+  // first 10 tokens into blocks {3, 4}; a clone whose shared partial block 4 is copied into 5 (kCopyBlock,
+  // a bf16 block's bytes); both finish the prompt in new blocks and give the last row of `want`.
+  StateOpLog log;
+  const int32_t paged = log.New();
+  StepItem head{paged, 0, false, 8, std::vector<int32_t>(prompt.begin(), prompt.begin() + 10), {3, 4}};
+  ASSERT_TRUE(group.leader().Execute(StepPlan{.ops = log.Drain(), .items = {head}}, &out).ok());
+  const int32_t paged_copy = log.Clone(paged);
+  log.CopyBlock(4, 5);
+  const std::vector<int32_t> tail(prompt.begin() + 10, prompt.end());
+  StepPlan rest{.ops = log.Drain(),
+                .items = {StepItem{paged, 10, false, 8, tail, {3, 4, 6}},
+                          StepItem{paged_copy, 10, false, 8, tail, {3, 5, 7}, CacheDtype::kBf16}}};
+  ASSERT_TRUE(group.leader().Execute(rest, &out).ok());
+  ASSERT_EQ(out.rows, 2);
+  EXPECT_LT(MaxRowRelativeError(out.logits.data(), last, 1, cfg.vocab_size), 1e-5);
+  EXPECT_LT(MaxRowRelativeError(out.logits.data() + cfg.vocab_size, last, 1, cfg.vocab_size), 1e-5);
+  log.Free(paged);
+  log.Free(paged_copy);
+  ASSERT_TRUE(group.leader().Execute(StepPlan{.ops = log.Drain()}, &out).ok());
   EXPECT_TRUE(group.Finish().ok()) << group.Finish().ToString();
 }
 
@@ -171,6 +193,7 @@ TEST(StepPlanTest, RoundTripsAndRefusesMalformed) {
   plan.sequence = 42;
   plan.ops = {{StateOpKind::kNew, 3, 0}, {StateOpKind::kCopyBlock, 1, 2}, {StateOpKind::kFree, 3, 0}};
   plan.items.push_back(StepItem{5, 17, true, 16, {1, 2, 3}, {7, 8}});
+  plan.items.push_back(StepItem{6, 0, false, 4, {9}, {2}, CacheDtype::kF32});
   const std::string bytes = EncodeStepPlan(plan);
   auto decoded = DecodeStepPlan(bytes);
   ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();

@@ -6,7 +6,8 @@
 
 namespace k3::model {
 
-ModelSequenceState::ModelSequenceState(const io::ModelConfig& cfg) {
+ModelSequenceState::ModelSequenceState(const io::ModelConfig& cfg, CacheDtype cache_dtype)
+    : cache_dtype_(cache_dtype) {
   const int64_t H = cfg.kda_num_heads, K = cfg.kda_head_dim, P = cfg.kda_proj_dim();
   const int64_t taps = cfg.short_conv_kernel_size - 1;
   kda_.resize(static_cast<size_t>(cfg.num_kda_layers()));
@@ -18,8 +19,15 @@ ModelSequenceState::ModelSequenceState(const io::ModelConfig& cfg) {
   num_mla_layers_ = cfg.num_mla_layers();
 }
 
-int64_t ModelSequenceState::MlaBlockFloats(const io::ModelConfig& cfg, int64_t block_tokens) {
-  return cfg.num_mla_layers() * block_tokens * (cfg.kv_lora_rank + cfg.qk_rope_head_dim);
+int64_t ModelSequenceState::MlaBlockBytes(const io::ModelConfig& cfg, int64_t block_tokens,
+                                          CacheDtype dtype) {
+  return cfg.num_mla_layers() * block_tokens * (cfg.kv_lora_rank + cfg.qk_rope_head_dim) *
+         CacheDtypeBytes(dtype);
+}
+
+int64_t ModelSequenceState::block_bytes() const {
+  return std::max<int64_t>(num_mla_layers_ * block_tokens_ * mla_row_width_ * CacheDtypeBytes(cache_dtype_),
+                           1);
 }
 
 std::unique_ptr<ModelSequenceState> ModelSequenceState::Clone() const {
@@ -29,17 +37,17 @@ std::unique_ptr<ModelSequenceState> ModelSequenceState::Clone() const {
   copy->num_mla_layers_ = num_mla_layers_;
   copy->block_tokens_ = block_tokens_;
   copy->paged_ = paged_;
+  copy->cache_dtype_ = cache_dtype_;
   copy->kda_ = kda_;
   copy->block_ids_ = block_ids_;
   if (paged_) {
     copy->blocks_ = blocks_;
     return copy;
   }
-  const size_t floats =
-      static_cast<size_t>(std::max<int64_t>(num_mla_layers_ * block_tokens_ * mla_row_width_, 1));
-  for (const float* block : blocks_) {
-    copy->owned_.push_back(std::make_unique<float[]>(floats));
-    std::memcpy(copy->owned_.back().get(), block, sizeof(float) * floats);
+  const size_t bytes = static_cast<size_t>(block_bytes());
+  for (const std::byte* block : blocks_) {
+    copy->owned_.push_back(std::make_unique<std::byte[]>(bytes));
+    std::memcpy(copy->owned_.back().get(), block, bytes);
     copy->blocks_.push_back(copy->owned_.back().get());
   }
   return copy;
@@ -49,26 +57,27 @@ void ModelSequenceState::ReserveMlaTokens(int64_t tokens) {
   const int64_t have = static_cast<int64_t>(blocks_.size()) * block_tokens_;
   if (tokens <= have) return;
   K3_CHECK(!paged_);  // a paged state's blocks are appended by the pool before Forward
-  const int64_t floats = num_mla_layers_ * block_tokens_ * mla_row_width_;
+  const size_t bytes = static_cast<size_t>(block_bytes());
   while (static_cast<int64_t>(blocks_.size()) * block_tokens_ < tokens) {
-    owned_.push_back(std::make_unique<float[]>(static_cast<size_t>(std::max<int64_t>(floats, 1))));
+    owned_.push_back(std::make_unique<std::byte[]>(bytes));
     blocks_.push_back(owned_.back().get());
   }
 }
 
-void ModelSequenceState::SetExternalMlaBlocks(int64_t block_tokens) {
+void ModelSequenceState::SetExternalMlaBlocks(int64_t block_tokens, CacheDtype dtype) {
   K3_CHECK(num_tokens_ == 0 && blocks_.empty() && block_tokens > 0);
   paged_ = true;
   block_tokens_ = block_tokens;
+  cache_dtype_ = dtype;
 }
 
-void ModelSequenceState::AppendBlock(int32_t id, float* data) {
+void ModelSequenceState::AppendBlock(int32_t id, std::byte* data) {
   K3_CHECK(paged_);
   blocks_.push_back(data);
   block_ids_.push_back(id);
 }
 
-void ModelSequenceState::ReplaceBlock(int64_t index, int32_t id, float* data) {
+void ModelSequenceState::ReplaceBlock(int64_t index, int32_t id, std::byte* data) {
   K3_CHECK(paged_ && index >= 0 && index < num_blocks());
   blocks_[index] = data;
   block_ids_[index] = id;

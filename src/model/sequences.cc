@@ -14,7 +14,7 @@ Sequences::~Sequences() {
 }
 
 int32_t Sequences::New() {
-  const int32_t slot = log_.New();
+  const int32_t slot = log_.New(dtype_);
   positions_[slot] = 0;
   return slot;
 }

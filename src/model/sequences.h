@@ -30,7 +30,8 @@ struct SequenceBatchItem {
 
 class Sequences {
  public:
-  explicit Sequences(Model& model) : model_(model) {}
+  // dtype: how the states' MLA latent caches store their (bf16) values; bf16 unless asked.
+  explicit Sequences(Model& model, CacheDtype dtype = CacheDtype::kBf16) : model_(model), dtype_(dtype) {}
   ~Sequences();
   Sequences(const Sequences&) = delete;
   Sequences& operator=(const Sequences&) = delete;
@@ -49,6 +50,7 @@ class Sequences {
 
  private:
   Model& model_;
+  CacheDtype dtype_;
   StateOpLog log_;
   std::unordered_map<int32_t, int64_t> positions_;  // live slots -> tokens processed
 };

@@ -24,10 +24,10 @@ int32_t StateOpLog::Allocate() {
   return next_id_++;
 }
 
-int32_t StateOpLog::New() {
+int32_t StateOpLog::New(CacheDtype dtype) {
   std::lock_guard<std::mutex> lock(mu_);
   const int32_t id = Allocate();
-  ops_.push_back({StateOpKind::kNew, id, 0});
+  ops_.push_back({StateOpKind::kNew, id, static_cast<int32_t>(dtype)});
   return id;
 }
 

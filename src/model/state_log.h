@@ -24,8 +24,9 @@ class StateOpLog {
   // Each log names its slots from its own range of kSlotsPerLog ids (one of kMaxSlotId / kSlotsPerLog,
   // taken in turn), so several logs (two engines in a test, an engine and Sequences) can drive one model.
   StateOpLog();
-  // A new slot holding an empty state.
-  int32_t New();
+  // A new slot holding an empty state (standalone, its MLA rows in `dtype`; a paged state takes the
+  // dtype of its plan items instead).
+  int32_t New(CacheDtype dtype = CacheDtype::kBf16);
   // A new slot holding a copy of `source` (returns it).
   int32_t Clone(int32_t source);
   // A new slot holding only `source`'s KDA state (a prefix snapshot); same op as Clone on the wire.

@@ -10,7 +10,9 @@ Status StateSlots::Apply(const StateOp& op) {
   switch (op.kind) {
     case StateOpKind::kNew:
       K3_RETURN_IF_ERROR(Vacant(op.a));
-      slots_[op.a] = std::make_unique<ModelSequenceState>(cfg_);
+      if (op.b != static_cast<int32_t>(CacheDtype::kBf16) && op.b != static_cast<int32_t>(CacheDtype::kF32))
+        return DataLoss("step plan makes slot {} with cache dtype {} (0 bf16, 1 fp32)", op.a, op.b);
+      slots_[op.a] = std::make_unique<ModelSequenceState>(cfg_, static_cast<CacheDtype>(op.b));
       return OkStatus();
     case StateOpKind::kClone: {
       K3_ASSIGN_OR_RETURN(ModelSequenceState * source, Find(op.a));
@@ -30,8 +32,8 @@ Status StateSlots::Apply(const StateOp& op) {
     case StateOpKind::kCopyBlock: {
       if (op.a < 0 || op.a >= static_cast<int32_t>(blocks_.size()) || blocks_[op.a] == nullptr)
         return DataLoss("step plan copies block {}, which was never written", op.a);
-      K3_ASSIGN_OR_RETURN(float* target, Block(op.b));
-      std::memcpy(target, blocks_[op.a].get(), sizeof(float) * static_cast<size_t>(block_floats_));
+      K3_ASSIGN_OR_RETURN(std::byte * target, Block(op.b));
+      std::memcpy(target, blocks_[op.a].get(), static_cast<size_t>(block_bytes_));
       return OkStatus();
     }
     case StateOpKind::kReleaseBlocks:
@@ -67,28 +69,33 @@ Result<ModelSequenceState*> StateSlots::Prepare(const StepItem& item) {
   if (state->paged() && state->block_tokens() != item.block_tokens)
     return DataLoss("step plan: slot {} has blocks of {} tokens, not {}", item.slot, state->block_tokens(),
                     item.block_tokens);
+  if (state->paged() && state->cache_dtype() != item.cache_dtype)
+    return DataLoss("step plan: slot {} has {} blocks, not {}", item.slot,
+                    CacheDtypeName(state->cache_dtype()), CacheDtypeName(item.cache_dtype));
   if (item.block_tokens > kMaxBlockTokens)
     return DataLoss("step plan: blocks of {} tokens (at most {})", item.block_tokens, kMaxBlockTokens);
   if (item.block_tokens < 0 || static_cast<int64_t>(item.blocks.size()) * item.block_tokens < end)
     return DataLoss("step plan: slot {} has {} blocks for {} tokens", item.slot, item.blocks.size(), end);
-  const int64_t floats = std::max<int64_t>(ModelSequenceState::MlaBlockFloats(cfg_, item.block_tokens), 1);
-  if (block_floats_ != 0 && block_floats_ != floats) {
+  const int64_t bytes =
+      std::max<int64_t>(ModelSequenceState::MlaBlockBytes(cfg_, item.block_tokens, item.cache_dtype), 1);
+  if (block_bytes_ != 0 && (block_bytes_ != bytes || block_dtype_ != item.cache_dtype)) {
     // A new engine with another block size: allowed once no slot refers to the old blocks.
     for (const auto& [id, other] : slots_) {
       if (other->paged() && other.get() != state)
-        return DataLoss("step plan: block size changed while slot {} still uses the old blocks", id);
+        return DataLoss("step plan: block size or dtype changed while slot {} still uses the old blocks", id);
     }
     blocks_.clear();
-    block_floats_ = 0;
+    block_bytes_ = 0;
   }
   for (int32_t id : item.blocks) {
     if (id < 0 || id >= kMaxBlockId) return DataLoss("step plan: block id {} is out of range", id);
   }
-  block_floats_ = floats;
-  if (!state->paged()) state->SetExternalMlaBlocks(item.block_tokens);
+  block_bytes_ = bytes;
+  block_dtype_ = item.cache_dtype;
+  if (!state->paged()) state->SetExternalMlaBlocks(item.block_tokens, item.cache_dtype);
   (void)state->ReleaseBlocks();
   for (int32_t id : item.blocks) {
-    K3_ASSIGN_OR_RETURN(float* block, Block(id));
+    K3_ASSIGN_OR_RETURN(std::byte * block, Block(id));
     state->AppendBlock(id, block);
   }
   state->SetNumTokens(item.start_pos);
@@ -107,13 +114,14 @@ Result<ModelSequenceState*> StateSlots::Find(int32_t slot) {
   return it->second.get();
 }
 
-Result<float*> StateSlots::Block(int32_t id) {
+Result<std::byte*> StateSlots::Block(int32_t id) {
   if (id < 0 || id >= kMaxBlockId) return DataLoss("step plan: block id {} is out of range", id);
-  if (block_floats_ == 0) return DataLoss("step plan names block {} before any block size", id);
+  if (block_bytes_ == 0) return DataLoss("step plan names block {} before any block size", id);
   if (id >= static_cast<int32_t>(blocks_.size())) blocks_.resize(static_cast<size_t>(id) + 1);
   auto& block = blocks_[id];
   // Left uninitialised: a row is read only after the forward that wrote it (or a copy of one).
-  if (block == nullptr) block = std::make_unique_for_overwrite<float[]>(static_cast<size_t>(block_floats_));
+  if (block == nullptr)
+    block = std::make_unique_for_overwrite<std::byte[]>(static_cast<size_t>(block_bytes_));
   return block.get();
 }
 

@@ -12,10 +12,12 @@
 // Slot ids and block ids are chosen by the plan's author (the engine's KV cache); this class checks
 // them and never aborts on what a plan says: a missing or reused slot, an unknown or out-of-range block,
 // a position that disagrees, a token outside the vocabulary are DataLoss naming the slot. A block's
-// memory, [num_mla_layers, block_tokens, R + Rp] floats, is allocated the first time a plan names it
+// memory, [num_mla_layers, block_tokens, R + Rp] values of the plan's cache dtype (bf16 or fp32; every
+// block has the size and dtype of the latest paged item), is allocated the first time a plan names it
 // and kept for reuse (block ids are recycled by the cache).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <unordered_map>
@@ -43,12 +45,13 @@ class StateSlots {
  private:
   Status Vacant(int32_t slot) const;
   Result<ModelSequenceState*> Find(int32_t slot);
-  Result<float*> Block(int32_t id);
+  Result<std::byte*> Block(int32_t id);
 
   io::ModelConfig cfg_;
   std::unordered_map<int32_t, std::unique_ptr<ModelSequenceState>> slots_;
-  std::vector<std::unique_ptr<float[]>> blocks_;  // by block id; null until first named
-  int64_t block_floats_ = 0;                      // 0 until a paged item sets the block size
+  std::vector<std::unique_ptr<std::byte[]>> blocks_;  // by block id; null until first named
+  int64_t block_bytes_ = 0;                           // 0 until a paged item sets the block size
+  CacheDtype block_dtype_ = CacheDtype::kBf16;
 };
 
 }  // namespace k3::model

@@ -7,7 +7,7 @@ namespace k3::model {
 namespace {
 
 constexpr char kMagic[4] = {'K', '3', 'S', 'P'};
-constexpr uint32_t kVersion = 1;
+constexpr uint32_t kVersion = 2;  // 2: items carry the MLA cache dtype
 
 class Writer {
  public:
@@ -79,6 +79,7 @@ std::string EncodeStepPlan(const StepPlan& plan, uint64_t sequence) {
     w.Put<int64_t>(item.start_pos);
     w.Put<uint8_t>(item.all_logits ? 1 : 0);
     w.Put<int32_t>(item.block_tokens);
+    w.Put<uint8_t>(static_cast<uint8_t>(item.cache_dtype));
     w.PutIds(item.tokens);
     w.PutIds(item.blocks);
   }
@@ -127,14 +128,17 @@ Result<StepPlan> DecodeStepPlan(std::string_view bytes) {
   if (num_items > kMaxPlanItems) return DataLoss("step plan: {} items is above the limit", num_items);
   plan.items.resize(num_items);
   for (StepItem& item : plan.items) {
-    uint8_t all_logits = 0;
-    if (!r.Get(&item.slot) || !r.Get(&item.start_pos) || !r.Get(&all_logits) || !r.Get(&item.block_tokens))
+    uint8_t all_logits = 0, cache_dtype = 0;
+    if (!r.Get(&item.slot) || !r.Get(&item.start_pos) || !r.Get(&all_logits) || !r.Get(&item.block_tokens) ||
+        !r.Get(&cache_dtype))
       return DataLoss("step plan: truncated inside an item");
     if (item.slot < 0 || item.slot > kMaxSlotId || item.start_pos < 0 || all_logits > 1 ||
-        item.block_tokens < 0) {
-      return DataLoss("step plan: item with slot {}, position {}, block size {} is out of range", item.slot,
-                      item.start_pos, item.block_tokens);
+        item.block_tokens < 0 || cache_dtype > static_cast<uint8_t>(CacheDtype::kF32)) {
+      return DataLoss(
+          "step plan: item with slot {}, position {}, block size {}, cache dtype {} is out of range",
+          item.slot, item.start_pos, item.block_tokens, cache_dtype);
     }
+    item.cache_dtype = static_cast<CacheDtype>(cache_dtype);
     item.all_logits = all_logits == 1;
     K3_RETURN_IF_ERROR(r.GetIds("tokens", kMaxItemTokens, &item.tokens));
     K3_RETURN_IF_ERROR(r.GetIds("blocks", kMaxItemBlocks, &item.blocks));

@@ -10,9 +10,9 @@
 //
 // Wire format (little-endian): "K3SP" u32 version, u8 kind, u64 sequence number, u32 op count, ops
 // (u8 kind, i32 a, i32 b), u32 item count, items (i32 slot, i64 start_pos, u8 all_logits, i32
-// block_tokens, u32 n tokens, i32 tokens[n], u32 m blocks, i32 blocks[m]). DecodeStepPlan checks every
-// count against the bytes left and the limits below, so a malformed plan is an error, never a crash or
-// a huge allocation.
+// block_tokens, u8 cache dtype (0 bf16, 1 fp32), u32 n tokens, i32 tokens[n], u32 m blocks, i32 blocks[m]).
+// DecodeStepPlan checks every count against the bytes left and the limits below, so a malformed plan is an
+// error, never a crash or a huge allocation.
 #pragma once
 
 #include <cstdint>
@@ -21,15 +21,16 @@
 #include <vector>
 
 #include "src/base/status.h"
+#include "src/model/cache_dtype.h"
 
 namespace k3::model {
 
 enum class StateOpKind : uint8_t {
-  kNew = 1,        // a: slot (an empty standalone state)
+  kNew = 1,        // a: slot (an empty standalone state), b: its CacheDtype (0 bf16, 1 fp32)
   kClone = 2,      // a: source slot, b: new slot (a copy: KDA state, position and block table)
   kCopyKda = 3,    // a: source slot, b: target slot (KDA states and conv tails only)
   kFree = 4,       // a: slot
-  kCopyBlock = 5,  // a: source block, b: target block (MLA rows of every layer)
+  kCopyBlock = 5,  // a: source block, b: target block (MLA rows of every layer, in the blocks' dtype)
   // (no operands) frees the memory of every paged MLA block (the engine is asleep: no paged slot lives;
   // a block is allocated again when a later plan names it).
   kReleaseBlocks = 6,
@@ -49,6 +50,7 @@ struct StepItem {
   int32_t block_tokens = 0;  // > 0: a paged state whose table is `blocks`
   std::vector<int32_t> tokens;
   std::vector<int32_t> blocks;
+  CacheDtype cache_dtype = CacheDtype::kBf16;  // paged: what its blocks store (cache_dtype.h)
   bool operator==(const StepItem&) const = default;
 };
 

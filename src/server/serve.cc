@@ -17,6 +17,8 @@
 #include "src/base/file.h"
 #include "src/base/open_files.h"
 #include "src/base/thread_pool.h"
+#include "src/cache/kv_cache.h"
+#include "src/model/cache_dtype.h"
 #include "src/model/model.h"
 #include "src/model/rank_group.h"
 #include "src/model/tensors.h"
@@ -175,12 +177,22 @@ Status Load(const ServeConfig& config, OpenAiService* service, const std::string
   }
   K3_ASSIGN_OR_RETURN(out->engine, engine::Engine::Create(model, out->tokenizer.get(), engine_options));
   const engine::EngineOptions& eo = out->engine->options();
+  cache::KvCacheOptions plan_options;  // the engine's split of the budget, repeated for the log
+  plan_options.bytes = eo.kv_cache_bytes;
+  plan_options.block_tokens = eo.block_tokens;
+  plan_options.max_seqs = eo.max_num_seqs;
+  plan_options.prefix_caching = eo.enable_prefix_caching;
+  plan_options.cache_dtype = eo.kv_cache_dtype;
+  const Result<cache::KvCacheLayout> layout = cache::PlanKvCache(model->state_config(), plan_options);
+  const int64_t mla_bytes_per_token = layout.ok() ? layout->mla_bytes_per_token : 0;
+  const int64_t cache_tokens = layout.ok() ? layout->num_blocks * eo.block_tokens : 0;
   spdlog::info(
-      "memory plan: cache {} (MLA blocks of {} tokens + KDA state slots + prefix snapshots), max-model-len "
-      "{}, "
-      "max-num-seqs {}, max-num-batched-tokens {}, prefix caching {} (KDA snapshot every {} tokens), "
-      "{} model threads",
-      Bytes(eo.kv_cache_bytes), eo.block_tokens, eo.max_model_len, eo.max_num_seqs, eo.max_num_batched_tokens,
+      "memory plan: cache {} (MLA blocks of {} tokens in {}, {} B/token on this rank, room for {} tokens + "
+      "KDA "
+      "state slots + prefix snapshots), max-model-len {}, max-num-seqs {}, max-num-batched-tokens {}, prefix "
+      "caching {} (KDA snapshot every {} tokens), {} model threads",
+      Bytes(eo.kv_cache_bytes), eo.block_tokens, model::CacheDtypeName(eo.kv_cache_dtype),
+      mla_bytes_per_token, cache_tokens, eo.max_model_len, eo.max_num_seqs, eo.max_num_batched_tokens,
       eo.enable_prefix_caching ? "on" : "off", eo.prefix_snapshot_interval, out->pool->num_threads());
 
   api::ServerContext ctx;
