@@ -10,9 +10,11 @@
 //                string whose content (written without escapes) is accepted by `dfa`; kRegexRaw mode:
 //                the raw text of a tool argument accepted by `dfa`, ended by the next markup special
 //   kRawText     free UTF-8 text up to the next markup special (reasoning, raw string tool arguments)
-//   kNumber      a JSON number or integer (bounded digit counts, so every value is a finite double)
-//   kObject      a JSON object (or, in args mode, the XTML argument list of a tool call)
-//   kArray       a JSON array with minItems / maxItems
+//   kNumber      a JSON number or integer (bounded digit counts, so every value is a finite double); with
+//                `dfa`, a number in plain notation accepted by it (numeric keywords, number_schema.h)
+//   kObject      a JSON object (or, in args mode, the XTML argument list of a tool call) with
+//                minProperties / maxProperties; additional members may be a union (patternProperties)
+//   kArray       a JSON array with prefixItems (tuple positions), items, minItems / maxItems
 //   kUnion       any one of its children (anyOf / oneOf / type lists / $ref forwarding)
 //   kSeq         its children one after another
 //   kCallList    one or more tool calls (up to max_calls), the call index counted in the frame
@@ -88,6 +90,7 @@ struct Node {
   // kString
   StringMode string_mode = StringMode::kJson;
   SymbolTrie excluded;  // kJsonKey / kAttr: names the key must differ from (raw bytes)
+  // kNumber with numeric keywords: the accepted number texts (never empty, no dead ends).
   // kRegex / kRegexRaw: JSON-safe (no '"', '\\', control bytes), marker-filtered, never empty.
   std::shared_ptr<const regex::ByteDfa> dfa;
   // kNumber
@@ -101,14 +104,19 @@ struct Node {
   std::vector<Member> members;
   std::vector<uint32_t> next_required;  // [i]: first required member index >= i, or members.size()
   int64_t extra_member = -1;            // node of an additional-property member, -1: none allowed
-  bool args_mode = false;               // XTML <|open|>argument ...<|close|>argument<|sep|> list
-  // kArray
+  uint32_t min_properties = 0;          // members a complete object has at least / at most
+  uint32_t max_properties = std::numeric_limits<uint32_t>::max();
+  bool args_mode = false;  // XTML <|open|>argument ...<|close|>argument<|sep|> list
+  // kArray: item i matches prefix_items[i] (prefixItems, tuple positions), later ones `items`.
+  std::vector<uint32_t> prefix_items;
   uint32_t items = 0;
   uint32_t min_items = 0;
   uint32_t max_items = std::numeric_limits<uint32_t>::max();
   // kUnion / kSeq children; kCallList: children[0] is one call
   std::vector<uint32_t> children;
   uint32_t max_calls = 1;
+  // kArray: the node of item `index`.
+  uint32_t Item(uint32_t index) const { return index < prefix_items.size() ? prefix_items[index] : items; }
   // Fewest nested containers a complete value needs (kInfiniteNeed: none exists); computed last.
   int need = kInfiniteNeed;
 };

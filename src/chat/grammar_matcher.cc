@@ -2,6 +2,7 @@
 #include "src/chat/grammar_matcher.h"
 
 #include <algorithm>
+#include <limits>
 #include <string>
 
 #include "src/chat/grammar_marker_filter.h"
@@ -189,7 +190,18 @@ bool RawTextStep(Frame& f, int symbol) {
 
 // Number states: 0 start, 1 after '-', 2 after a leading 0, 3 integer digits, 4 after '.', 5 fraction
 // digits, 6 after e/E, 7 after the exponent sign, 8 exponent digits. a counts digits of the current part.
+// A bounded number (Node::dfa, number_schema.h) instead runs its DFA: pos 0 before the first byte, 1 after
+// it with the DFA state in b.
 bool NumberStep(const Node& node, Frame& f, int symbol) {
+  if (node.dfa != nullptr) {
+    if (symbol > 255) return false;
+    const int32_t next = node.dfa->Step(f.pos == 0 ? node.dfa->start : static_cast<int32_t>(f.b),
+                                        static_cast<uint8_t>(symbol));
+    if (next == regex::ByteDfa::kDead) return false;
+    f.pos = 1;
+    f.b = static_cast<uint32_t>(next);
+    return true;
+  }
   const bool digit = IsDigit(symbol);
   const bool fraction_ok = !node.integer;
   switch (f.pos) {
@@ -250,6 +262,25 @@ uint32_t FirstCandidate(const Node& node, const Frame& f) {
   if (f.pos == kObjOpen) return 0;
   if (f.pos == kObjAfter) return f.a >= n ? n : f.a + 1;
   return f.a;
+}
+
+// Whether member j of an object (j == members.size(): an additional one) may start after `count`
+// members: the required members after it still fit maxProperties and minProperties stays reachable
+// with the satisfiable members after it (additional ones are unlimited), so no object dead-ends.
+bool MemberMayStart(const Grammar& grammar, const Node& node, uint32_t j, uint32_t count) {
+  if (node.min_properties == 0 && node.max_properties == std::numeric_limits<uint32_t>::max()) return true;
+  const uint64_t with_it = uint64_t{count} + 1;
+  if (with_it > node.max_properties) return false;
+  uint64_t required_after = 0;
+  uint64_t available_after = 0;
+  for (size_t k = j + 1; k < node.members.size(); ++k) {
+    if (node.members[k].required) ++required_after;
+    if (grammar.nodes[node.members[k].node].need < kInfiniteNeed) ++available_after;
+  }
+  if (with_it + required_after > node.max_properties) return false;
+  const bool extras =
+      node.extra_member >= 0 && grammar.nodes[static_cast<size_t>(node.extra_member)].need < kInfiniteNeed;
+  return extras || with_it + available_after >= node.min_properties;
 }
 
 }  // namespace
@@ -322,6 +353,7 @@ void Matcher::ChildDone(Frame& parent) const {
   switch (grammar_->nodes[parent.node].kind) {
     case NodeKind::kObject:
       parent.pos = kObjAfter;
+      ++parent.count;
       break;
     case NodeKind::kArray:
       parent.pos = kArrAfter;
@@ -355,10 +387,12 @@ bool Matcher::Accepting(const Frame* frames, size_t size, int guard) const {
     case NodeKind::kRawText:
       return f.pos <= 1;
     case NodeKind::kNumber:
+      if (node.dfa != nullptr) return f.pos == 1 && node.dfa->accepting[f.b] != 0;
       return f.pos == 2 || f.pos == 3 || f.pos == 5 || f.pos == 8;
     case NodeKind::kObject:
       if (!node.args_mode) return f.pos == kObjDone;
-      return f.pos != kObjIn && node.next_required[FirstCandidate(node, f)] == node.members.size();
+      return f.pos != kObjIn && node.next_required[FirstCandidate(node, f)] == node.members.size() &&
+             f.count >= node.min_properties;
     case NodeKind::kArray:
       return f.pos == kArrDone;
     case NodeKind::kUnion:
@@ -463,7 +497,8 @@ void Matcher::Step(const Frame* frames, size_t size, int symbol, int level, Matc
         Emit(Scratch(level), out);
       } else if (members_may_start) {
         const uint32_t first = FirstCandidate(node, top);
-        if (!node.args_mode && symbol == '}' && top.b == 0 && node.next_required[first] == n) {
+        if (!node.args_mode && symbol == '}' && top.b == 0 && node.next_required[first] == n &&
+            top.count >= node.min_properties) {
           Frame& f = copy();
           f.pos = kObjDone;
           Emit(Scratch(level), out);
@@ -473,10 +508,10 @@ void Matcher::Step(const Frame* frames, size_t size, int symbol, int level, Matc
           Frame updated = top;
           updated.pos = kObjIn;
           updated.a = j;
-          push_child(updated, node.members[j].node);
+          if (MemberMayStart(*grammar_, node, j, top.count)) push_child(updated, node.members[j].node);
           if (node.members[j].required) break;
         }
-        if (j >= n && node.extra_member >= 0) {
+        if (j >= n && node.extra_member >= 0 && MemberMayStart(*grammar_, node, n, top.count)) {
           Frame updated = top;
           updated.pos = kObjIn;
           updated.a = n;
@@ -484,7 +519,7 @@ void Matcher::Step(const Frame* frames, size_t size, int symbol, int level, Matc
         }
       } else if (!node.args_mode && top.pos == kObjAfter) {
         const uint32_t next = FirstCandidate(node, top);
-        if (symbol == '}' && node.next_required[next] == n) {
+        if (symbol == '}' && node.next_required[next] == n && top.count >= node.min_properties) {
           Frame& f = copy();
           f.pos = kObjDone;
           Emit(Scratch(level), out);
@@ -495,9 +530,11 @@ void Matcher::Step(const Frame* frames, size_t size, int symbol, int level, Matc
             const int64_t member = j < n ? static_cast<int64_t>(node.members[j].node) : node.extra_member;
             if (member >= 0 &&
                 static_cast<int64_t>(top.depth) + grammar_->nodes[static_cast<size_t>(member)].need <=
-                    kMaxNesting) {
+                    kMaxNesting &&
+                MemberMayStart(*grammar_, node, j, top.count)) {
               possible = true;
             }
+            if (j < n && node.members[j].required) break;  // members after it cannot come first
           }
           if (possible) {
             Frame& f = copy();
@@ -512,7 +549,7 @@ void Matcher::Step(const Frame* frames, size_t size, int symbol, int level, Matc
     }
     case NodeKind::kArray: {
       const bool item_fits =
-          static_cast<int64_t>(top.depth) + grammar_->nodes[node.items].need <= kMaxNesting;
+          static_cast<int64_t>(top.depth) + grammar_->nodes[node.Item(top.a)].need <= kMaxNesting;
       if (top.pos == kArrOpen && symbol == '[') {
         copy().pos = kArrFirst;
         Emit(Scratch(level), out);
@@ -524,7 +561,7 @@ void Matcher::Step(const Frame* frames, size_t size, int symbol, int level, Matc
         if (top.a < node.max_items) {
           Frame updated = top;
           updated.pos = kArrIn;
-          push_child(updated, node.items);
+          push_child(updated, node.Item(top.a));
         }
       } else if (top.pos == kArrAfter) {
         if (symbol == ']' && top.a >= node.min_items) {

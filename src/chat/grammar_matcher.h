@@ -22,6 +22,7 @@ struct Frame {
   uint32_t a = 0;      // per kind: member index, item count, digit count, marker-filter state
   uint32_t b = 0;      // per kind: excluded-name trie node, "after comma"
   uint32_t depth = 0;  // containers open in this thread up to and including this frame
+  uint32_t count = 0;  // kObject: members written so far (minProperties / maxProperties)
   bool operator==(const Frame&) const = default;
 };
 

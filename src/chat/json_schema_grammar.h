@@ -25,8 +25,8 @@
 //   [reasoning text]<|close|>think<|sep|><|open|>response<|sep|>   (only with allow_reasoning)
 //   JSON:  VALUE<|close|>response<|sep|><|close|>message<|sep|>     then one of end_ids
 //   tools: <|close|>response<|sep|><|open|>tools<|sep|>CALL...<|close|>tools<|sep|><|close|>message<|sep|>
-//          CALL = <|open|>call tool="NAME" index="N"<|sep|>ARGS<|close|>call<|sep|>, N = 1, 2, ... (at most 32
-//          calls with parallel_tool_calls, else exactly one); ARGS = one
+//          CALL = <|open|>call tool="NAME" index="N"<|sep|>ARGS<|close|>call<|sep|>, N = 1, 2, ... (at most
+//          32 calls with parallel_tool_calls, else exactly one); ARGS = one
 //          <|open|>argument key="K" type="T"<|sep|>VALUE<|close|>argument<|sep|> per argument (strings raw,
 //          other types as JSON), the encoding the renderer writes.
 // Reasoning and strings are free text (valid UTF-8) that never spells an XTML marker name; special tokens
@@ -51,9 +51,9 @@ namespace k3::chat {
 inline constexpr int kMaxSchemaDepth = 32;
 
 struct ConstraintOptions {
-  std::vector<int32_t> end_ids;   // allowed once the value is complete (e.g. <|end_of_msg|>)
-  bool allow_reasoning = false;   // thinking on: a reasoning section may come first
-  int64_t max_tokens = 0;         // the output's token budget, end id included (0: none); see below
+  std::vector<int32_t> end_ids;  // allowed once the value is complete (e.g. <|end_of_msg|>)
+  bool allow_reasoning = false;  // thinking on: a reasoning section may come first
+  int64_t max_tokens = 0;        // the output's token budget, end id included (0: none); see below
 };
 
 // response_format json_schema (schema) or json_object (schema null: any JSON object).

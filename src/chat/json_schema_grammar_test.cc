@@ -394,11 +394,12 @@ TEST(JsonConstraint, ReasoningAllowsOnlyTheThinkClose) {
 
 TEST(JsonConstraint, Errors) {
   const Tokenizer& tok = TinyK3();
-  auto bad = MakeJsonConstraint(tok, json{{"type", "integer"}, {"maximum", 3}}, Options(tok, false));
+  auto bad =
+      MakeJsonConstraint(tok, json{{"type", "array"}, {"contains", {{"type", "null"}}}}, Options(tok, false));
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(bad.status().message(),
-            "response_format schema: keyword 'maximum' is not supported in constrained output at #");
+            "response_format schema: keyword 'contains' is not supported in constrained output at #");
   const json endless =
       json::parse(R"({"type": "object", "properties": {"a": {"$ref": "#"}}, "required": ["a"]})");
   auto unsat = MakeJsonConstraint(tok, endless, Options(tok, false));
@@ -620,12 +621,11 @@ TEST(ToolCallConstraint, Errors) {
   ASSERT_FALSE(missing.ok());
   EXPECT_EQ(missing.status().message(), "tool_choice names function 'nope', which is not in tools");
   const json bad = json::parse(R"([{"type": "function", "function": {"name": "f", "parameters":
-      {"type": "object", "properties": {"n": {"type": "number", "multipleOf": 2}}}}}])");
+      {"type": "object", "properties": {"n": {"type": "number", "multipleOf": 0}}}}}])");
   auto unsupported = MakeToolCallConstraint(tok, bad, "", false, Options(tok, false));
   ASSERT_FALSE(unsupported.ok());
   EXPECT_EQ(unsupported.status().message(),
-            "tools[0].function.parameters: keyword 'multipleOf' is not supported in constrained output at "
-            "#/properties/n");
+            "tools[0].function.parameters: multipleOf: must be greater than 0 at #/properties/n/multipleOf");
   auto not_object = MakeToolCallConstraint(
       tok, json::parse(R"([{"type":"function","function":{"name":"f","parameters":{"type":"array"}}}])"), "",
       false, Options(tok, false));
