@@ -3,10 +3,15 @@
 // Supported schema keywords: type (object, array, string, number, integer, boolean, null, and lists of
 // types), properties, required, additionalProperties (bool or schema), items, enum, const, anyOf, oneOf
 // (treated as anyOf), $ref into #/$defs (and #/definitions, or any local JSON pointer), allOf with one
-// subschema, minItems / maxItems, and for strings pattern, format, minLength, maxLength (string_schema.h:
-// `pattern` is unanchored as the spec says; formats date-time, date, time, email, uuid, ipv4, ipv6, uri and
-// hostname are built-in regexes accepting a valid subset, other formats are annotations; lengths count
-// code points; such strings are generated without escapes). Anything
+// subschema, minItems / maxItems, prefixItems (and draft-7 items arrays with additionalItems), for
+// strings pattern, format, minLength, maxLength (string_schema.h: `pattern` is unanchored as the spec
+// says; formats date-time, date, time, email, uuid, ipv4, ipv6, uri and hostname are built-in regexes
+// accepting a valid subset, other formats are annotations; lengths count code points; such strings are
+// generated without escapes), for numbers minimum, maximum, exclusiveMinimum, exclusiveMaximum and
+// multipleOf (number_schema.h: exact, bounded numbers in plain decimal notation), for objects
+// minProperties, maxProperties and patternProperties (object_keys.h: a key matches one pattern only;
+// without additionalProperties beside them only pattern keys are written). uniqueItems true and not
+// are refused (no grammar enforces them in general). Anything
 // else is ignored (accepted as annotation) unless it would make the grammar unsound, which is an
 // InvalidArgument naming the keyword and its JSON pointer. Nesting deeper than kMaxSchemaDepth is an
 // error. Strings allow every JSON escape; the generated text is always valid JSON for the schema.
