@@ -2,6 +2,7 @@
 #include "src/chat/grammar.h"
 
 #include <algorithm>
+#include <bit>
 #include <vector>
 
 namespace k3::chat::grammar {
@@ -25,6 +26,25 @@ uint32_t SymbolTrie::Child(uint32_t node, int symbol) const {
     if (s == symbol) return child;
   }
   return kNone;
+}
+
+bool IndexLiterals(Node& node) {
+  const SymbolTrie& trie = node.literals;
+  node.literal_index.assign(trie.nodes.size(), -1);
+  node.literal_below.assign(trie.nodes.size(), 0);
+  int32_t count = 0;
+  for (size_t i = 0; i < trie.nodes.size(); ++i) {
+    if (!trie.nodes[i].terminal) continue;
+    if (count >= static_cast<int32_t>(kMaxUniqueLiterals)) return false;
+    node.literal_index[i] = count++;
+  }
+  // Children have larger indices than their parents (Insert appends): a reverse pass sees them first.
+  for (size_t i = trie.nodes.size(); i-- > 0;) {
+    if (node.literal_index[i] >= 0) node.literal_below[i] |= uint32_t{1} << node.literal_index[i];
+    for (const auto& [symbol, child] : trie.nodes[i].children)
+      node.literal_below[i] |= node.literal_below[child];
+  }
+  return true;
 }
 
 void ComputeNeeds(Grammar& grammar) {
@@ -84,6 +104,10 @@ void ComputeNeeds(Grammar& grammar) {
             inner = std::max(inner, of(node.prefix_items[i]));
           }
           if (node.min_items > node.prefix_items.size()) inner = std::max(inner, of(node.items));
+          if (node.unique_literals && node.min_items > static_cast<uint32_t>(std::popcount(
+                                                           grammar.nodes[node.items].literal_below[0]))) {
+            inner = kInfiniteNeed;  // more distinct items than the enum has values
+          }
           need = inner >= kInfiniteNeed || node.min_items > node.max_items ? kInfiniteNeed : inner + 1;
           break;
         }

@@ -87,6 +87,10 @@ struct Node {
   // null) let grammar_compile re-derive the raw-string form for tool arguments.
   SymbolTrie literals;
   std::vector<nlohmann::json> values;
+  // kLiteralSet that is the items of a uniqueItems array (IndexLiterals): per trie node, the literal
+  // ending there (-1: none) and the bits of the literals at or below it.
+  std::vector<int32_t> literal_index;
+  std::vector<uint32_t> literal_below;
   // kString
   StringMode string_mode = StringMode::kJson;
   SymbolTrie excluded;  // kJsonKey / kAttr: names the key must differ from (raw bytes)
@@ -110,6 +114,9 @@ struct Node {
   // kArray: item i matches prefix_items[i] (prefixItems, tuple positions), later ones `items`.
   std::vector<uint32_t> prefix_items;
   uint32_t items = 0;
+  // uniqueItems: `items` is an indexed kLiteralSet of at most kMaxUniqueLiterals values; the array frame
+  // keeps the bits of the values written so far in Frame::count.
+  bool unique_literals = false;
   uint32_t min_items = 0;
   uint32_t max_items = std::numeric_limits<uint32_t>::max();
   // kUnion / kSeq children; kCallList: children[0] is one call
@@ -129,6 +136,13 @@ struct Grammar {
     return nodes[node].kind == NodeKind::kObject || nodes[node].kind == NodeKind::kArray;
   }
 };
+
+// Most values of an enum whose array has uniqueItems (one bit each in a frame).
+inline constexpr uint32_t kMaxUniqueLiterals = 32;
+
+// Numbers the literals of a kLiteralSet (Node::literal_index / literal_below); false when it has more than
+// kMaxUniqueLiterals.
+bool IndexLiterals(Node& node);
 
 // Fills Node::need for every node (fixed point over the graph, so recursive schemas are handled).
 void ComputeNeeds(Grammar& grammar);

@@ -51,7 +51,6 @@ const std::map<std::string, json>& UnsupportedKeywords() {
       {"dependentRequired", json::object()},
       {"dependentSchemas", json::object()},
       {"dependencies", json::object()},
-      {"uniqueItems", false},
       {"contains", json()},
       {"minContains", json()},
       {"maxContains", json()},
@@ -490,6 +489,29 @@ class SchemaCompiler {
         return Error(ptr + "/" + std::string(key), "must be a non-negative integer");
       }
       (key == "minItems" ? node.min_items : node.max_items) = v.get<uint32_t>();
+    }
+    if (s.contains("uniqueItems")) {
+      const json& unique = s["uniqueItems"];
+      const std::string at = ptr + "/uniqueItems";
+      if (!unique.is_boolean()) return Error(at, "must be a boolean");
+      if (unique.get<bool>() && node.max_items > 1) {
+        // Enforced for enumerated items only: the frame remembers which values were written.
+        uint32_t item = node.items;
+        while (b_.grammar_.nodes[item].kind == NodeKind::kUnion &&
+               b_.grammar_.nodes[item].children.size() == 1) {
+          item = b_.grammar_.nodes[item].children[0];
+        }
+        Node& literal = b_.grammar_.nodes[item];
+        if (!node.prefix_items.empty() || literal.kind != NodeKind::kLiteralSet || literal.values.empty() ||
+            !IndexLiterals(literal)) {
+          return Error(
+              at, fmt::format("uniqueItems is enforced only for items that are an enum, const or boolean "
+                              "of at most {} values (a grammar cannot compare arbitrary items)",
+                              kMaxUniqueLiterals));
+        }
+        node.items = item;
+        node.unique_literals = true;
+      }
     }
     return b_.Add(std::move(node));
   }

@@ -2,6 +2,7 @@
 #include "src/chat/grammar_matcher.h"
 
 #include <algorithm>
+#include <bit>
 #include <limits>
 #include <string>
 
@@ -325,8 +326,9 @@ void Matcher::Settle(MatchState& state) const {
       const Node& node = grammar_->nodes[top.node];
       if (t.size() >= 2 && node.kind == NodeKind::kLiteralSet && node.literals.nodes[top.pos].terminal &&
           node.literals.nodes[top.pos].children.empty()) {
+        const Frame literal = t.back();
         t.pop_back();
-        ChildDone(t.back());
+        ChildDone(t.back(), &literal);
         changed = true;
       } else if (node.kind == NodeKind::kSeq && top.pos % 2 == 0 && top.pos / 2 < node.children.size() &&
                  grammar_->nodes[node.children[top.pos / 2]].kind == NodeKind::kRawText) {
@@ -349,8 +351,13 @@ void Matcher::Emit(const Thread& thread, MatchState& out) {
   out.ends.push_back(static_cast<uint32_t>(out.frames.size()));
 }
 
-void Matcher::ChildDone(Frame& parent) const {
-  switch (grammar_->nodes[parent.node].kind) {
+void Matcher::ChildDone(Frame& parent, const Frame* child) const {
+  const Node& node = grammar_->nodes[parent.node];
+  if (node.kind == NodeKind::kArray && node.unique_literals && child != nullptr) {
+    const int32_t index = grammar_->nodes[child->node].literal_index[child->pos];
+    if (index >= 0) parent.count |= uint32_t{1} << index;
+  }
+  switch (node.kind) {
     case NodeKind::kObject:
       parent.pos = kObjAfter;
       ++parent.count;
@@ -371,6 +378,17 @@ void Matcher::ChildDone(Frame& parent) const {
   }
 }
 
+uint32_t Matcher::UnusedBelow(const Frame* frames, size_t size, uint32_t trie_node) const {
+  const Node& literal = grammar_->nodes[frames[size - 1].node];
+  if (literal.literal_index.empty() || size < 2) return ~uint32_t{0};
+  const Frame& parent = frames[size - 2];
+  const Node& array = grammar_->nodes[parent.node];
+  if (array.kind != NodeKind::kArray || !array.unique_literals || array.items != frames[size - 1].node) {
+    return ~uint32_t{0};
+  }
+  return literal.literal_below[trie_node] & ~parent.count;
+}
+
 bool Matcher::Accepting(const Frame* frames, size_t size, int guard) const {
   const Frame& f = frames[size - 1];
   const Node& node = grammar_->nodes[f.node];
@@ -378,7 +396,9 @@ bool Matcher::Accepting(const Frame* frames, size_t size, int guard) const {
     case NodeKind::kNever:
       return false;
     case NodeKind::kLiteralSet:
-      return node.literals.nodes[f.pos].terminal;
+      if (!node.literals.nodes[f.pos].terminal) return false;
+      return node.literal_index.empty() ||
+             (UnusedBelow(frames, size, f.pos) & uint32_t{1} << node.literal_index[f.pos]) != 0;
     case NodeKind::kString:
       if (node.string_mode == StringMode::kRegexRaw) {
         return node.dfa->accepting[f.pos == 0 ? node.dfa->start : static_cast<int32_t>(f.b)] != 0;
@@ -416,7 +436,7 @@ void Matcher::PopAndStep(const Frame* frames, size_t size, int symbol, int level
   if (size <= 1 || level >= kMaxLevel) return;  // the whole output is complete: nothing may follow
   Thread& t = Scratch(level);
   t.assign(frames, frames + size - 1);
-  ChildDone(t.back());
+  ChildDone(t.back(), &frames[size - 1]);
   Step(t.data(), t.size(), symbol, level + 1, out);
 }
 
@@ -464,7 +484,7 @@ void Matcher::Step(const Frame* frames, size_t size, int symbol, int level, Matc
     }
     case NodeKind::kLiteralSet: {
       const uint32_t child = node.literals.Child(top.pos, symbol);
-      if (child != SymbolTrie::kNone) {
+      if (child != SymbolTrie::kNone && UnusedBelow(frames, size, child) != 0) {
         copy().pos = child;
         Emit(Scratch(level), out);
       }
@@ -567,7 +587,9 @@ void Matcher::Step(const Frame* frames, size_t size, int symbol, int level, Matc
         if (symbol == ']' && top.a >= node.min_items) {
           copy().pos = kArrDone;
           Emit(Scratch(level), out);
-        } else if (symbol == ',' && top.a < node.max_items && item_fits) {
+        } else if (symbol == ',' && top.a < node.max_items && item_fits &&
+                   (!node.unique_literals ||
+                    std::popcount(top.count) < std::popcount(grammar_->nodes[node.items].literal_below[0]))) {
           copy().pos = kArrNext;
           Emit(Scratch(level), out);
         }
@@ -651,8 +673,9 @@ bool Matcher::IsComplete(const MatchState& state) const {
     Thread t(state.frames.begin() + begin, state.frames.begin() + end);
     begin = end;
     while (!t.empty() && Accepting(t.data(), t.size(), 0)) {
+      const Frame child = t.back();
       t.pop_back();
-      if (!t.empty()) ChildDone(t.back());
+      if (!t.empty()) ChildDone(t.back(), &child);
     }
     if (t.empty()) return true;
   }

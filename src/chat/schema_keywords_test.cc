@@ -301,6 +301,45 @@ TEST(TupleKeywords, PrefixItemsThenItems) {
   EXPECT_FALSE(builder.Satisfiable(*impossible));
 }
 
+TEST(TupleKeywords, UniqueItemsOfEnumeratedValues) {
+  auto tags = Must({{"type", "array"}, {"items", {{"enum", {"a", "b", "ab"}}}}, {"uniqueItems", true}});
+  EXPECT_TRUE(Matches(tags, R"(["a","b","ab"])"));
+  EXPECT_TRUE(Matches(tags, R"(["ab","a"])"));
+  EXPECT_TRUE(Matches(tags, R"([])"));
+  EXPECT_FALSE(IsPrefix(tags, R"(["a","a")"));
+  EXPECT_FALSE(IsPrefix(tags, R"(["ab","b","ab")"));
+  EXPECT_FALSE(IsPrefix(tags, R"(["a","b","ab",)"));  // every value written: no comma
+  auto numbers = Must({{"type", "array"}, {"items", {{"enum", {1, 12}}}}, {"uniqueItems", true}});
+  EXPECT_TRUE(Matches(numbers, "[1,12]"));
+  EXPECT_TRUE(Matches(numbers, "[12,1]"));
+  EXPECT_FALSE(Matches(numbers, "[1,1]"));
+  EXPECT_FALSE(Matches(numbers, "[12,12]"));
+  auto flags = Must({{"type", "array"}, {"items", {{"type", "boolean"}}}, {"uniqueItems", true}});
+  EXPECT_TRUE(Matches(flags, "[true,false]"));
+  EXPECT_FALSE(Matches(flags, "[true,true]"));
+  auto colors = Must(json::parse(R"({"$defs": {"Color": {"enum": ["red", "green"], "type": "string"}},
+      "type": "array", "items": {"$ref": "#/$defs/Color"}, "uniqueItems": true, "minItems": 2})"));
+  EXPECT_TRUE(Matches(colors, R"(["green","red"])"));
+  EXPECT_FALSE(Matches(colors, R"(["green"])"));
+  EXPECT_FALSE(IsPrefix(colors, R"(["green","green")"));
+  // More distinct items required than values: nothing satisfies it.
+  GrammarBuilder builder;
+  auto impossible = builder.JsonValue(
+      {{"type", "array"}, {"items", {{"enum", {1, 2}}}}, {"uniqueItems", true}, {"minItems", 3}}, "schema");
+  ASSERT_TRUE(impossible.ok());
+  builder.UpdateNeeds();
+  EXPECT_FALSE(builder.Satisfiable(*impossible));
+  // Other items cannot be compared by a grammar; at most one item is always unique.
+  EXPECT_EQ(ErrorOf({{"type", "array"}, {"items", {{"type", "string"}}}, {"uniqueItems", true}}),
+            "schema: uniqueItems is enforced only for items that are an enum, const or boolean of at most 32 "
+            "values (a grammar cannot compare arbitrary items) at #/uniqueItems");
+  EXPECT_EQ(
+      ErrorOf({{"type", "array"}, {"items", {{"type", "string"}}}, {"uniqueItems", true}, {"maxItems", 1}}),
+      "(compiled)");
+  EXPECT_EQ(ErrorOf({{"type", "array"}, {"uniqueItems", "yes"}}),
+            "schema: must be a boolean at #/uniqueItems");
+}
+
 TEST(ObjectKeywords, PropertyCounts) {
   auto two =
       Must({{"type", "object"},
