@@ -10,8 +10,9 @@
 // generated without escapes), for numbers minimum, maximum, exclusiveMinimum, exclusiveMaximum and
 // multipleOf (number_schema.h: exact, bounded numbers in plain decimal notation), for objects
 // minProperties, maxProperties and patternProperties (object_keys.h: a key matches one pattern only;
-// without additionalProperties beside them only pattern keys are written). uniqueItems true and not
-// are refused (no grammar enforces them in general). Anything
+// without additionalProperties beside them only pattern keys are written), uniqueItems for items that
+// are an enum / const / boolean of at most 32 values (other items, and `not`, are refused: no grammar
+// enforces them in general). Anything
 // else is ignored (accepted as annotation) unless it would make the grammar unsound, which is an
 // InvalidArgument naming the keyword and its JSON pointer. Nesting deeper than kMaxSchemaDepth is an
 // error. Strings allow every JSON escape; the generated text is always valid JSON for the schema.
