@@ -10,9 +10,11 @@
 //                string whose content (written without escapes) is accepted by `dfa`; kRegexRaw mode:
 //                the raw text of a tool argument accepted by `dfa`, ended by the next markup special
 //   kRawText     free UTF-8 text up to the next markup special (reasoning, raw string tool arguments)
-//   kNumber      a JSON number or integer (bounded digit counts, so every value is a finite double)
-//   kObject      a JSON object (or, in args mode, the XTML argument list of a tool call)
-//   kArray       a JSON array with minItems / maxItems
+//   kNumber      a JSON number or integer (bounded digit counts, so every value is a finite double); with
+//                `dfa`, a number in plain notation accepted by it (numeric keywords, number_schema.h)
+//   kObject      a JSON object (or, in args mode, the XTML argument list of a tool call) with
+//                minProperties / maxProperties; additional members may be a union (patternProperties)
+//   kArray       a JSON array with prefixItems (tuple positions), items, minItems / maxItems
 //   kUnion       any one of its children (anyOf / oneOf / type lists / $ref forwarding)
 //   kSeq         its children one after another
 //   kCallList    one or more tool calls (up to max_calls), the call index counted in the frame
@@ -85,9 +87,14 @@ struct Node {
   // null) let grammar_compile re-derive the raw-string form for tool arguments.
   SymbolTrie literals;
   std::vector<nlohmann::json> values;
+  // kLiteralSet that is the items of a uniqueItems array (IndexLiterals): per trie node, the literal
+  // ending there (-1: none) and the bits of the literals at or below it.
+  std::vector<int32_t> literal_index;
+  std::vector<uint32_t> literal_below;
   // kString
   StringMode string_mode = StringMode::kJson;
   SymbolTrie excluded;  // kJsonKey / kAttr: names the key must differ from (raw bytes)
+  // kNumber with numeric keywords: the accepted number texts (never empty, no dead ends).
   // kRegex / kRegexRaw: JSON-safe (no '"', '\\', control bytes), marker-filtered, never empty.
   std::shared_ptr<const regex::ByteDfa> dfa;
   // kNumber
@@ -101,14 +108,22 @@ struct Node {
   std::vector<Member> members;
   std::vector<uint32_t> next_required;  // [i]: first required member index >= i, or members.size()
   int64_t extra_member = -1;            // node of an additional-property member, -1: none allowed
-  bool args_mode = false;               // XTML <|open|>argument ...<|close|>argument<|sep|> list
-  // kArray
+  uint32_t min_properties = 0;          // members a complete object has at least / at most
+  uint32_t max_properties = std::numeric_limits<uint32_t>::max();
+  bool args_mode = false;  // XTML <|open|>argument ...<|close|>argument<|sep|> list
+  // kArray: item i matches prefix_items[i] (prefixItems, tuple positions), later ones `items`.
+  std::vector<uint32_t> prefix_items;
   uint32_t items = 0;
+  // uniqueItems: `items` is an indexed kLiteralSet of at most kMaxUniqueLiterals values; the array frame
+  // keeps the bits of the values written so far in Frame::count.
+  bool unique_literals = false;
   uint32_t min_items = 0;
   uint32_t max_items = std::numeric_limits<uint32_t>::max();
   // kUnion / kSeq children; kCallList: children[0] is one call
   std::vector<uint32_t> children;
   uint32_t max_calls = 1;
+  // kArray: the node of item `index`.
+  uint32_t Item(uint32_t index) const { return index < prefix_items.size() ? prefix_items[index] : items; }
   // Fewest nested containers a complete value needs (kInfiniteNeed: none exists); computed last.
   int need = kInfiniteNeed;
 };
@@ -121,6 +136,13 @@ struct Grammar {
     return nodes[node].kind == NodeKind::kObject || nodes[node].kind == NodeKind::kArray;
   }
 };
+
+// Most values of an enum whose array has uniqueItems (one bit each in a frame).
+inline constexpr uint32_t kMaxUniqueLiterals = 32;
+
+// Numbers the literals of a kLiteralSet (Node::literal_index / literal_below); false when it has more than
+// kMaxUniqueLiterals.
+bool IndexLiterals(Node& node);
 
 // Fills Node::need for every node (fixed point over the graph, so recursive schemas are handled).
 void ComputeNeeds(Grammar& grammar);

@@ -5,6 +5,8 @@
 
 #include "src/chat/grammar_marker_filter.h"
 #include "src/chat/json_text.h"
+#include "src/chat/number_schema.h"
+#include "src/chat/object_keys.h"
 #include "src/chat/string_schema.h"
 
 namespace k3::chat::grammar {
@@ -45,24 +47,13 @@ const std::map<std::string, json>& UnsupportedKeywords() {
   static const std::map<std::string, json> keywords = {
       {"not", json()},
       {"if", json()},
-      {"patternProperties", json::object()},
       {"propertyNames", json()},
       {"dependentRequired", json::object()},
       {"dependentSchemas", json::object()},
       {"dependencies", json::object()},
-      {"minimum", json()},
-      {"maximum", json()},
-      {"exclusiveMinimum", json()},
-      {"exclusiveMaximum", json()},
-      {"multipleOf", json()},
-      {"uniqueItems", false},
       {"contains", json()},
       {"minContains", json()},
       {"maxContains", json()},
-      {"minProperties", 0},
-      {"maxProperties", json()},
-      {"prefixItems", json()},
-      {"additionalItems", json()},
       {"unevaluatedProperties", true},
       {"unevaluatedItems", true},
       {"$dynamicRef", json()},
@@ -72,10 +63,28 @@ const std::map<std::string, json>& UnsupportedKeywords() {
 }
 
 // Keywords that constrain the value (so they cannot sit beside $ref / anyOf, which we do not intersect).
-constexpr std::string_view kConstraining[] = {"type",  "properties", "required", "additionalProperties",
-                                              "items", "minItems",   "maxItems", "enum",
-                                              "const", "anyOf",      "oneOf",    "$ref",
-                                              "allOf"};
+constexpr std::string_view kConstraining[] = {"type",
+                                              "properties",
+                                              "required",
+                                              "additionalProperties",
+                                              "items",
+                                              "minItems",
+                                              "maxItems",
+                                              "enum",
+                                              "const",
+                                              "anyOf",
+                                              "oneOf",
+                                              "$ref",
+                                              "allOf",
+                                              "minimum",
+                                              "maximum",
+                                              "exclusiveMinimum",
+                                              "exclusiveMaximum",
+                                              "multipleOf",
+                                              "prefixItems",
+                                              "minProperties",
+                                              "maxProperties",
+                                              "patternProperties"};
 
 constexpr std::string_view kTypes[] = {"null", "boolean", "object", "array", "number", "integer", "string"};
 
@@ -167,6 +176,11 @@ class SchemaCompiler {
         Node node;
         node.kind = NodeKind::kNumber;
         node.integer = type == "integer";
+        if (HasNumberKeywords(s)) {
+          auto dfa = CompileNumberKeywords(s, node.integer, "#" + ptr);
+          if (!dfa.ok()) return dfa.status().WithPrefix(where_);
+          node.dfa = std::move(dfa).value();
+        }
         alternatives.push_back(b_.Add(std::move(node)));
       } else if (type == "string") {
         Node node;
@@ -206,9 +220,45 @@ class SchemaCompiler {
         required.insert(name.get<std::string>());
       }
     }
+    // patternProperties: keys matching a pattern take its schema (patterns, pattern_values).
+    std::vector<std::string> patterns;
+    std::vector<uint32_t> pattern_values;
+    std::vector<regex::ByteDfa> pattern_matchers;  // unfiltered, to test declared names
+    if (s.contains("patternProperties")) {
+      const json& pp = s["patternProperties"];
+      if (!pp.is_object()) return Error(ptr + "/patternProperties", "must be an object");
+      for (const auto& [pattern, sub] : pp.items()) {
+        const std::string at = ptr + "/patternProperties/" + PointerToken(pattern);
+        regex::RegexOptions options;
+        options.max_dfa_states = kMaxStringDfaStates;
+        auto matcher = regex::CompileRegex(pattern, options);
+        if (!matcher.ok())
+          return matcher.status().WithPrefix(fmt::format("{}: patternProperties at #{}", where_, at));
+        K3_ASSIGN_OR_RETURN(uint32_t value, Compile(sub, at, depth + 1));
+        patterns.push_back(pattern);
+        pattern_values.push_back(value);
+        pattern_matchers.push_back(std::move(matcher).value());
+      }
+    }
+    // The pattern a declared name matches (-1: none); two or more cannot be intersected.
+    const auto pattern_of = [&](const std::string& name, const std::string& at) -> Result<int> {
+      int found = -1;
+      for (size_t i = 0; i < patterns.size(); ++i) {
+        if (!pattern_matchers[i].Matches(name)) continue;
+        if (found >= 0) {
+          return Error(at, fmt::format("'{}' matches the patternProperties '{}' and '{}', whose schemas "
+                                       "constrained output does not intersect",
+                                       name, patterns[static_cast<size_t>(found)], patterns[i]));
+        }
+        found = static_cast<int>(i);
+      }
+      return found;
+    };
     int64_t extra_value = -1;
     if (!s.contains("additionalProperties")) {
-      extra_value = b_.AnyValue();
+      // Beside patternProperties only keys matching a pattern are generated (a subset of what the
+      // schema allows, the one a dict with a key pattern means).
+      if (patterns.empty()) extra_value = b_.AnyValue();
     } else {
       const json& a = s["additionalProperties"];
       if (!a.is_boolean() && !a.is_object()) {
@@ -224,16 +274,39 @@ class SchemaCompiler {
       const json& properties = s["properties"];
       if (!properties.is_object()) return Error(ptr + "/properties", "must be an object");
       for (const auto& [name, sub] : properties.items()) {
-        K3_ASSIGN_OR_RETURN(uint32_t value,
-                            Compile(sub, ptr + "/properties/" + PointerToken(name), depth + 1));
+        const std::string at = ptr + "/properties/" + PointerToken(name);
+        K3_ASSIGN_OR_RETURN(uint32_t value, Compile(sub, at, depth + 1));
+        K3_ASSIGN_OR_RETURN(int pattern, pattern_of(name, at));
+        if (pattern >= 0) {
+          return Error(at, fmt::format("property '{}' also matches patternProperties '{}', whose schemas "
+                                       "constrained output does not intersect",
+                                       name, patterns[static_cast<size_t>(pattern)]));
+        }
         values.emplace_back(name, value);
         declared.insert(name);
       }
     }
     for (const std::string& name : required) {
       if (declared.count(name) > 0) continue;
-      values.emplace_back(name, extra_value >= 0 ? static_cast<uint32_t>(extra_value) : b_.Never());
+      K3_ASSIGN_OR_RETURN(int pattern, pattern_of(name, ptr + "/required"));
+      if (pattern >= 0) {
+        values.emplace_back(name, pattern_values[static_cast<size_t>(pattern)]);
+      } else {
+        values.emplace_back(name, extra_value >= 0 ? static_cast<uint32_t>(extra_value) : b_.Never());
+      }
       declared.insert(name);
+    }
+    for (std::string_view key : {"minProperties", "maxProperties"}) {
+      if (!s.contains(key)) continue;
+      const json& v = s[key];
+      if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > 0xFFFFFFFFll) {
+        return Error(ptr + "/" + std::string(key), "must be a non-negative integer");
+      }
+      (key == "minProperties" ? node.min_properties : node.max_properties) = v.get<uint32_t>();
+    }
+    if (node.min_properties > node.max_properties) {
+      return Error(ptr + "/minProperties", fmt::format("minProperties {} is above maxProperties {}",
+                                                       node.min_properties, node.max_properties));
     }
     for (auto& [name, value] : values) {
       Node::Member member;
@@ -248,7 +321,35 @@ class SchemaCompiler {
       }
       node.members.push_back(std::move(member));
     }
-    if (extra_value >= 0) {
+    std::vector<uint32_t> extras;  // additional-member alternatives
+    SymbolTrie declared_names;
+    for (const std::string& name : declared) declared_names.Insert(TextSymbols(name));
+    // Keys as kRegex strings (with their quotes); in args mode after `key=`, before ` type="`.
+    const auto regex_member = [&](std::shared_ptr<const regex::ByteDfa> dfa, uint32_t value) {
+      Node key;
+      key.kind = NodeKind::kString;
+      key.string_mode = StringMode::kRegex;
+      key.dfa = std::move(dfa);
+      const uint32_t key_node = b_.Add(std::move(key));
+      if (!args_mode) return b_.Seq({key_node, b_.Literal(TextSymbols(":")), value});
+      std::vector<int> open = {kSymOpen};
+      for (int c : TextSymbols("argument key=")) open.push_back(c);
+      return b_.Seq({b_.Literal(std::move(open)), key_node, b_.Literal(TextSymbols(" type=\"")),
+                     b_.ArgumentValue(value)});
+    };
+    for (int i = 0; i <= static_cast<int>(patterns.size()); ++i) {
+      const bool additional = i == static_cast<int>(patterns.size());
+      if (additional && (patterns.empty() || extra_value < 0)) break;
+      const std::string at = ptr + (additional ? "/additionalProperties" : "/patternProperties");
+      auto dfa = ObjectKeyDfa(patterns, additional ? -1 : i, declared_names, args_mode, "keys at #" + at);
+      if (!dfa.ok()) return dfa.status().WithPrefix(where_);
+      if ((*dfa)->Empty()) continue;  // no key can be written (e.g. only with escapes)
+      extras.push_back(regex_member(std::move(dfa).value(), additional
+                                                                ? static_cast<uint32_t>(extra_value)
+                                                                : pattern_values[static_cast<size_t>(i)]));
+    }
+    if (!extras.empty()) node.extra_member = extras.size() == 1 ? extras[0] : b_.Union(std::move(extras));
+    if (extra_value >= 0 && patterns.empty()) {
       Node key;
       key.kind = NodeKind::kString;
       key.string_mode = args_mode ? StringMode::kAttr : StringMode::kJsonKey;
@@ -359,9 +460,25 @@ class SchemaCompiler {
   Result<uint32_t> Array(const json& s, const std::string& ptr, int depth) {
     Node node;
     node.kind = NodeKind::kArray;
-    if (s.contains("items")) {
-      if (s["items"].is_array()) return Error(ptr + "/items", "tuple items (an array) are not supported");
-      K3_ASSIGN_OR_RETURN(node.items, Compile(s["items"], ptr + "/items", depth + 1));
+    // Tuples: prefixItems (2020-12), or items as an array with additionalItems for the rest (draft 4-7).
+    const bool tuple_items = s.contains("items") && s["items"].is_array();
+    const char* prefix_key = tuple_items ? "items" : "prefixItems";
+    const char* rest_key = tuple_items ? "additionalItems" : "items";
+    if (tuple_items && s.contains("prefixItems")) {
+      return Error(ptr + "/items",
+                   "items as an array beside prefixItems is ambiguous (use items as a schema)");
+    }
+    if (s.contains(prefix_key)) {
+      const json& prefix = s[prefix_key];
+      const std::string at = ptr + "/" + prefix_key;
+      if (!prefix.is_array()) return Error(at, "must be an array of schemas");
+      for (size_t i = 0; i < prefix.size(); ++i) {
+        K3_ASSIGN_OR_RETURN(uint32_t item, Compile(prefix[i], at + "/" + std::to_string(i), depth + 1));
+        node.prefix_items.push_back(item);
+      }
+    }
+    if (s.contains(rest_key)) {
+      K3_ASSIGN_OR_RETURN(node.items, Compile(s[rest_key], ptr + "/" + rest_key, depth + 1));
     } else {
       node.items = b_.AnyValue();
     }
@@ -372,6 +489,29 @@ class SchemaCompiler {
         return Error(ptr + "/" + std::string(key), "must be a non-negative integer");
       }
       (key == "minItems" ? node.min_items : node.max_items) = v.get<uint32_t>();
+    }
+    if (s.contains("uniqueItems")) {
+      const json& unique = s["uniqueItems"];
+      const std::string at = ptr + "/uniqueItems";
+      if (!unique.is_boolean()) return Error(at, "must be a boolean");
+      if (unique.get<bool>() && node.max_items > 1) {
+        // Enforced for enumerated items only: the frame remembers which values were written.
+        uint32_t item = node.items;
+        while (b_.grammar_.nodes[item].kind == NodeKind::kUnion &&
+               b_.grammar_.nodes[item].children.size() == 1) {
+          item = b_.grammar_.nodes[item].children[0];
+        }
+        Node& literal = b_.grammar_.nodes[item];
+        if (!node.prefix_items.empty() || literal.kind != NodeKind::kLiteralSet || literal.values.empty() ||
+            !IndexLiterals(literal)) {
+          return Error(
+              at, fmt::format("uniqueItems is enforced only for items that are an enum, const or boolean "
+                              "of at most {} values (a grammar cannot compare arbitrary items)",
+                              kMaxUniqueLiterals));
+        }
+        node.items = item;
+        node.unique_literals = true;
+      }
     }
     return b_.Add(std::move(node));
   }

@@ -8,7 +8,10 @@
 //   without escapes, never equal to a declared name). Required members are mandatory, optional ones
 //   may be left out, so any subset in that order is possible.
 // - Numbers: at most 15 integer and 15 fraction digits and a 2-digit exponent (always a finite double;
-//   integers exact). Strings: every JSON escape, valid UTF-8, surrogate pairs only as pairs.
+//   integers exact); with numeric keywords (number_schema.h) plain notation without an exponent.
+//   Strings: every JSON escape, valid UTF-8, surrogate pairs only as pairs.
+// - Additional-property keys (additionalProperties, patternProperties) are not checked against each
+//   other, so two may repeat a key (minProperties then counts both).
 // - enum / const values are written as compact JSON; `type` next to them filters the values, other
 //   sibling keywords are not checked against them.
 // - oneOf is treated as anyOf (overlapping oneOf branches can yield a value that matches several).

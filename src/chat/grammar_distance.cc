@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace k3::chat::grammar {
 namespace {
@@ -46,8 +47,49 @@ int64_t RawTextRemaining(const Frame& f) {
 }
 
 // Number states (grammar_matcher.cc): 2, 3, 5 and 8 may end; the others need one digit.
-int64_t NumberRemaining(const Frame& f) {
+// A bounded number: the DFA's shortest path to acceptance.
+int64_t NumberRemaining(const Node& node, const Frame& f) {
+  if (node.dfa != nullptr) {
+    return node.dfa->min_to_accept[f.pos == 0 ? node.dfa->start : static_cast<int32_t>(f.b)];
+  }
   return (f.pos == 2 || f.pos == 3 || f.pos == 5 || f.pos == 8) ? 0 : 1;
+}
+
+// Items first .. first + k - 1 of an array (each its node's shortest match) and a separator after each
+// (the commas between them and the closing ']').
+template <typename LengthOf>
+int64_t ItemsCost(const Node& node, uint32_t first, int64_t k, const LengthOf& of) {
+  int64_t sum = 0;
+  int64_t i = first;
+  for (; i < first + k && i < static_cast<int64_t>(node.prefix_items.size()); ++i) {
+    sum = Add(sum, Add(of(node.prefix_items[static_cast<size_t>(i)]), 1));
+  }
+  return Add(sum, Add(Mul(of(node.items), first + k - i), first + k - i));
+}
+
+// Members an object still needs for minProperties beyond `have` (members written plus required ones to
+// come): the cheapest optional members from index `first` on, each once, or additional members, each
+// with `separator` symbols. A lower bound when optional members are cheaper than they can be combined.
+template <typename LengthOf>
+int64_t MinPropertiesCost(const Node& node, uint32_t first, int64_t have, int64_t separator,
+                          const LengthOf& of) {
+  if (have >= node.min_properties) return 0;
+  std::vector<int64_t> optional;
+  for (size_t j = first; j < node.members.size(); ++j) {
+    if (!node.members[j].required) optional.push_back(of(node.members[j].node));
+  }
+  std::sort(optional.begin(), optional.end());
+  const int64_t extra = node.extra_member >= 0 ? of(static_cast<uint32_t>(node.extra_member)) : kUnreachable;
+  int64_t sum = 0;
+  size_t next = 0;
+  for (int64_t missing = node.min_properties - have; missing > 0; --missing) {
+    if (next < optional.size() && optional[next] <= extra) {
+      sum = Add(sum, Add(optional[next++], separator));
+    } else {
+      return Add(sum, Mul(Add(extra, separator), missing));
+    }
+  }
+  return sum;
 }
 
 }  // namespace
@@ -116,6 +158,8 @@ CompletionDistance::CompletionDistance(std::shared_ptr<const Grammar> shared, co
           length = 0;
           break;
         case NodeKind::kNumber:
+          length = NumberRemaining(node, Frame{static_cast<uint32_t>(i), 0, 0, 0, 0});
+          break;
         case NodeKind::kCallIndex:
           length = 1;
           break;
@@ -127,14 +171,15 @@ CompletionDistance::CompletionDistance(std::shared_ptr<const Grammar> shared, co
             length = Add(length, of(member.node));
             ++required;
           }
+          length = Add(length, MinPropertiesCost(node, 0, required, 0, of));  // separators below
+          required = std::max<int64_t>(required, node.min_properties);
           // '{' '}' and the commas between members; the args-mode list has no separators.
           if (!node.args_mode) length = Add(length, 2 + std::max<int64_t>(0, required - 1));
           break;
         }
         case NodeKind::kArray:
           if (node.min_items > node.max_items) break;
-          length =
-              node.min_items == 0 ? 2 : Add(Mul(of(node.items), node.min_items), 1 + int64_t{node.min_items});
+          length = node.min_items == 0 ? 2 : Add(ItemsCost(node, 0, node.min_items, of), 1);
           break;
         case NodeKind::kUnion:
           for (uint32_t child : node.children) length = std::min(length, of(child));
@@ -181,17 +226,22 @@ int64_t CompletionDistance::Remaining(const Frame* frames, size_t index, const F
     case NodeKind::kRawText:
       return RawTextRemaining(f);
     case NodeKind::kNumber:
-      return NumberRemaining(f);
+      return NumberRemaining(node, f);
     case NodeKind::kObject: {
       if (node.args_mode) {
         const uint32_t first = f.pos == kObjAfter ? std::min(f.a + 1, n) : (f.pos == kObjOpen ? 0 : f.a);
-        return required_from(first, 0, &count);
+        const int64_t required = required_from(first, 0, &count);
+        return Add(required, MinPropertiesCost(node, first, f.count + count, 0, of));
       }
       switch (f.pos) {
         case kObjOpen:
           return of(f.node);
         case kObjMembers: {
-          const int64_t required = required_from(f.a, 1, &count);
+          int64_t required = required_from(f.a, 1, &count);
+          if (f.count + count < node.min_properties) {
+            required = Add(required, MinPropertiesCost(node, f.a, f.count + count, 1, of));
+            count = node.min_properties - f.count;
+          }
           if (count > 0) return required;   // count - 1 commas + '}' == count separators
           if (f.b == 0) return 1;           // '}'
           int64_t shortest = kUnreachable;  // after a comma: some member, then '}'
@@ -201,16 +251,19 @@ int64_t CompletionDistance::Remaining(const Frame* frames, size_t index, const F
           return Add(shortest, 1);
         }
         case kObjIn:
-        case kObjAfter:
-          return Add(required_from(f.a >= n ? n : f.a + 1, 1, &count), 1);  // ",member"... then '}'
+        case kObjAfter: {
+          const uint32_t next = f.a >= n ? n : f.a + 1;
+          const int64_t required = required_from(next, 1, &count);
+          // ",member"... then '}'
+          return Add(Add(required, MinPropertiesCost(node, next, f.count + count, 1, of)), 1);
+        }
         default:
           return 0;
       }
     }
     case NodeKind::kArray: {
-      const int64_t item = of(node.items);
-      // k items, the k - 1 commas between them and ']'.
-      const auto items = [&](int64_t k) { return Add(Mul(item, k), k); };
+      // k items from index f.a on, the k - 1 commas between them and ']'.
+      const auto items = [&](int64_t k) { return ItemsCost(node, f.a, k, of); };
       switch (f.pos) {
         case kArrOpen:
           return of(f.node);

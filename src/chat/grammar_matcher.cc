@@ -2,6 +2,8 @@
 #include "src/chat/grammar_matcher.h"
 
 #include <algorithm>
+#include <bit>
+#include <limits>
 #include <string>
 
 #include "src/chat/grammar_marker_filter.h"
@@ -189,7 +191,18 @@ bool RawTextStep(Frame& f, int symbol) {
 
 // Number states: 0 start, 1 after '-', 2 after a leading 0, 3 integer digits, 4 after '.', 5 fraction
 // digits, 6 after e/E, 7 after the exponent sign, 8 exponent digits. a counts digits of the current part.
+// A bounded number (Node::dfa, number_schema.h) instead runs its DFA: pos 0 before the first byte, 1 after
+// it with the DFA state in b.
 bool NumberStep(const Node& node, Frame& f, int symbol) {
+  if (node.dfa != nullptr) {
+    if (symbol > 255) return false;
+    const int32_t next = node.dfa->Step(f.pos == 0 ? node.dfa->start : static_cast<int32_t>(f.b),
+                                        static_cast<uint8_t>(symbol));
+    if (next == regex::ByteDfa::kDead) return false;
+    f.pos = 1;
+    f.b = static_cast<uint32_t>(next);
+    return true;
+  }
   const bool digit = IsDigit(symbol);
   const bool fraction_ok = !node.integer;
   switch (f.pos) {
@@ -252,6 +265,25 @@ uint32_t FirstCandidate(const Node& node, const Frame& f) {
   return f.a;
 }
 
+// Whether member j of an object (j == members.size(): an additional one) may start after `count`
+// members: the required members after it still fit maxProperties and minProperties stays reachable
+// with the satisfiable members after it (additional ones are unlimited), so no object dead-ends.
+bool MemberMayStart(const Grammar& grammar, const Node& node, uint32_t j, uint32_t count) {
+  if (node.min_properties == 0 && node.max_properties == std::numeric_limits<uint32_t>::max()) return true;
+  const uint64_t with_it = uint64_t{count} + 1;
+  if (with_it > node.max_properties) return false;
+  uint64_t required_after = 0;
+  uint64_t available_after = 0;
+  for (size_t k = j + 1; k < node.members.size(); ++k) {
+    if (node.members[k].required) ++required_after;
+    if (grammar.nodes[node.members[k].node].need < kInfiniteNeed) ++available_after;
+  }
+  if (with_it + required_after > node.max_properties) return false;
+  const bool extras =
+      node.extra_member >= 0 && grammar.nodes[static_cast<size_t>(node.extra_member)].need < kInfiniteNeed;
+  return extras || with_it + available_after >= node.min_properties;
+}
+
 }  // namespace
 
 bool StepLeaf(const Node& node, Frame& frame, int symbol) {
@@ -294,8 +326,9 @@ void Matcher::Settle(MatchState& state) const {
       const Node& node = grammar_->nodes[top.node];
       if (t.size() >= 2 && node.kind == NodeKind::kLiteralSet && node.literals.nodes[top.pos].terminal &&
           node.literals.nodes[top.pos].children.empty()) {
+        const Frame literal = t.back();
         t.pop_back();
-        ChildDone(t.back());
+        ChildDone(t.back(), &literal);
         changed = true;
       } else if (node.kind == NodeKind::kSeq && top.pos % 2 == 0 && top.pos / 2 < node.children.size() &&
                  grammar_->nodes[node.children[top.pos / 2]].kind == NodeKind::kRawText) {
@@ -318,10 +351,16 @@ void Matcher::Emit(const Thread& thread, MatchState& out) {
   out.ends.push_back(static_cast<uint32_t>(out.frames.size()));
 }
 
-void Matcher::ChildDone(Frame& parent) const {
-  switch (grammar_->nodes[parent.node].kind) {
+void Matcher::ChildDone(Frame& parent, const Frame* child) const {
+  const Node& node = grammar_->nodes[parent.node];
+  if (node.kind == NodeKind::kArray && node.unique_literals && child != nullptr) {
+    const int32_t index = grammar_->nodes[child->node].literal_index[child->pos];
+    if (index >= 0) parent.count |= uint32_t{1} << index;
+  }
+  switch (node.kind) {
     case NodeKind::kObject:
       parent.pos = kObjAfter;
+      ++parent.count;
       break;
     case NodeKind::kArray:
       parent.pos = kArrAfter;
@@ -339,6 +378,17 @@ void Matcher::ChildDone(Frame& parent) const {
   }
 }
 
+uint32_t Matcher::UnusedBelow(const Frame* frames, size_t size, uint32_t trie_node) const {
+  const Node& literal = grammar_->nodes[frames[size - 1].node];
+  if (literal.literal_index.empty() || size < 2) return ~uint32_t{0};
+  const Frame& parent = frames[size - 2];
+  const Node& array = grammar_->nodes[parent.node];
+  if (array.kind != NodeKind::kArray || !array.unique_literals || array.items != frames[size - 1].node) {
+    return ~uint32_t{0};
+  }
+  return literal.literal_below[trie_node] & ~parent.count;
+}
+
 bool Matcher::Accepting(const Frame* frames, size_t size, int guard) const {
   const Frame& f = frames[size - 1];
   const Node& node = grammar_->nodes[f.node];
@@ -346,7 +396,9 @@ bool Matcher::Accepting(const Frame* frames, size_t size, int guard) const {
     case NodeKind::kNever:
       return false;
     case NodeKind::kLiteralSet:
-      return node.literals.nodes[f.pos].terminal;
+      if (!node.literals.nodes[f.pos].terminal) return false;
+      return node.literal_index.empty() ||
+             (UnusedBelow(frames, size, f.pos) & uint32_t{1} << node.literal_index[f.pos]) != 0;
     case NodeKind::kString:
       if (node.string_mode == StringMode::kRegexRaw) {
         return node.dfa->accepting[f.pos == 0 ? node.dfa->start : static_cast<int32_t>(f.b)] != 0;
@@ -355,10 +407,12 @@ bool Matcher::Accepting(const Frame* frames, size_t size, int guard) const {
     case NodeKind::kRawText:
       return f.pos <= 1;
     case NodeKind::kNumber:
+      if (node.dfa != nullptr) return f.pos == 1 && node.dfa->accepting[f.b] != 0;
       return f.pos == 2 || f.pos == 3 || f.pos == 5 || f.pos == 8;
     case NodeKind::kObject:
       if (!node.args_mode) return f.pos == kObjDone;
-      return f.pos != kObjIn && node.next_required[FirstCandidate(node, f)] == node.members.size();
+      return f.pos != kObjIn && node.next_required[FirstCandidate(node, f)] == node.members.size() &&
+             f.count >= node.min_properties;
     case NodeKind::kArray:
       return f.pos == kArrDone;
     case NodeKind::kUnion:
@@ -382,7 +436,7 @@ void Matcher::PopAndStep(const Frame* frames, size_t size, int symbol, int level
   if (size <= 1 || level >= kMaxLevel) return;  // the whole output is complete: nothing may follow
   Thread& t = Scratch(level);
   t.assign(frames, frames + size - 1);
-  ChildDone(t.back());
+  ChildDone(t.back(), &frames[size - 1]);
   Step(t.data(), t.size(), symbol, level + 1, out);
 }
 
@@ -430,7 +484,7 @@ void Matcher::Step(const Frame* frames, size_t size, int symbol, int level, Matc
     }
     case NodeKind::kLiteralSet: {
       const uint32_t child = node.literals.Child(top.pos, symbol);
-      if (child != SymbolTrie::kNone) {
+      if (child != SymbolTrie::kNone && UnusedBelow(frames, size, child) != 0) {
         copy().pos = child;
         Emit(Scratch(level), out);
       }
@@ -463,7 +517,8 @@ void Matcher::Step(const Frame* frames, size_t size, int symbol, int level, Matc
         Emit(Scratch(level), out);
       } else if (members_may_start) {
         const uint32_t first = FirstCandidate(node, top);
-        if (!node.args_mode && symbol == '}' && top.b == 0 && node.next_required[first] == n) {
+        if (!node.args_mode && symbol == '}' && top.b == 0 && node.next_required[first] == n &&
+            top.count >= node.min_properties) {
           Frame& f = copy();
           f.pos = kObjDone;
           Emit(Scratch(level), out);
@@ -473,10 +528,10 @@ void Matcher::Step(const Frame* frames, size_t size, int symbol, int level, Matc
           Frame updated = top;
           updated.pos = kObjIn;
           updated.a = j;
-          push_child(updated, node.members[j].node);
+          if (MemberMayStart(*grammar_, node, j, top.count)) push_child(updated, node.members[j].node);
           if (node.members[j].required) break;
         }
-        if (j >= n && node.extra_member >= 0) {
+        if (j >= n && node.extra_member >= 0 && MemberMayStart(*grammar_, node, n, top.count)) {
           Frame updated = top;
           updated.pos = kObjIn;
           updated.a = n;
@@ -484,7 +539,7 @@ void Matcher::Step(const Frame* frames, size_t size, int symbol, int level, Matc
         }
       } else if (!node.args_mode && top.pos == kObjAfter) {
         const uint32_t next = FirstCandidate(node, top);
-        if (symbol == '}' && node.next_required[next] == n) {
+        if (symbol == '}' && node.next_required[next] == n && top.count >= node.min_properties) {
           Frame& f = copy();
           f.pos = kObjDone;
           Emit(Scratch(level), out);
@@ -495,9 +550,11 @@ void Matcher::Step(const Frame* frames, size_t size, int symbol, int level, Matc
             const int64_t member = j < n ? static_cast<int64_t>(node.members[j].node) : node.extra_member;
             if (member >= 0 &&
                 static_cast<int64_t>(top.depth) + grammar_->nodes[static_cast<size_t>(member)].need <=
-                    kMaxNesting) {
+                    kMaxNesting &&
+                MemberMayStart(*grammar_, node, j, top.count)) {
               possible = true;
             }
+            if (j < n && node.members[j].required) break;  // members after it cannot come first
           }
           if (possible) {
             Frame& f = copy();
@@ -512,7 +569,7 @@ void Matcher::Step(const Frame* frames, size_t size, int symbol, int level, Matc
     }
     case NodeKind::kArray: {
       const bool item_fits =
-          static_cast<int64_t>(top.depth) + grammar_->nodes[node.items].need <= kMaxNesting;
+          static_cast<int64_t>(top.depth) + grammar_->nodes[node.Item(top.a)].need <= kMaxNesting;
       if (top.pos == kArrOpen && symbol == '[') {
         copy().pos = kArrFirst;
         Emit(Scratch(level), out);
@@ -524,13 +581,15 @@ void Matcher::Step(const Frame* frames, size_t size, int symbol, int level, Matc
         if (top.a < node.max_items) {
           Frame updated = top;
           updated.pos = kArrIn;
-          push_child(updated, node.items);
+          push_child(updated, node.Item(top.a));
         }
       } else if (top.pos == kArrAfter) {
         if (symbol == ']' && top.a >= node.min_items) {
           copy().pos = kArrDone;
           Emit(Scratch(level), out);
-        } else if (symbol == ',' && top.a < node.max_items && item_fits) {
+        } else if (symbol == ',' && top.a < node.max_items && item_fits &&
+                   (!node.unique_literals ||
+                    std::popcount(top.count) < std::popcount(grammar_->nodes[node.items].literal_below[0]))) {
           copy().pos = kArrNext;
           Emit(Scratch(level), out);
         }
@@ -614,8 +673,9 @@ bool Matcher::IsComplete(const MatchState& state) const {
     Thread t(state.frames.begin() + begin, state.frames.begin() + end);
     begin = end;
     while (!t.empty() && Accepting(t.data(), t.size(), 0)) {
+      const Frame child = t.back();
       t.pop_back();
-      if (!t.empty()) ChildDone(t.back());
+      if (!t.empty()) ChildDone(t.back(), &child);
     }
     if (t.empty()) return true;
   }

@@ -22,6 +22,7 @@ struct Frame {
   uint32_t a = 0;      // per kind: member index, item count, digit count, marker-filter state
   uint32_t b = 0;      // per kind: excluded-name trie node, "after comma"
   uint32_t depth = 0;  // containers open in this thread up to and including this frame
+  uint32_t count = 0;  // kObject: members written so far; kArray with unique_literals: values written
   bool operator==(const Frame&) const = default;
 };
 
@@ -71,8 +72,8 @@ class Matcher {
 
   const Grammar& grammar() const { return *grammar_; }
   const std::shared_ptr<const Grammar>& shared_grammar() const { return grammar_; }
-  // What a parent frame becomes once the child on top of it has finished.
-  void ChildDone(Frame& parent) const;
+  // What a parent frame becomes once the child on top of it (`child`, when known) has finished.
+  void ChildDone(Frame& parent, const Frame* child = nullptr) const;
 
  private:
   using Thread = std::vector<Frame>;
@@ -81,6 +82,9 @@ class Matcher {
   // Pushes node on a copy of frames (if it fits the nesting limit) and steps the symbol into it.
   void PushAndStep(const Frame* frames, size_t size, uint32_t node, int symbol, int level, MatchState& out);
   bool Accepting(const Frame* frames, size_t size, int guard) const;
+  // The literal frame on top (frames[size - 1]): the bits of the values at or below `trie_node` that its
+  // uniqueItems array has not written yet (every bit when it is not such an item).
+  uint32_t UnusedBelow(const Frame* frames, size_t size, uint32_t trie_node) const;
   Thread& Scratch(int level);
   static void Emit(const Thread& thread, MatchState& out);
 

@@ -256,8 +256,8 @@ std::string ErrorOf(const json& schema) {
 }
 
 TEST(GrammarMatcher, InvalidSchemasNameThePointer) {
-  EXPECT_EQ(ErrorOf({{"properties", {{"a", {{"type", "integer"}, {"minimum", 0}}}}}}),
-            "schema: keyword 'minimum' is not supported in constrained output at #/properties/a");
+  EXPECT_EQ(ErrorOf({{"properties", {{"a", {{"type", "integer"}, {"minimum", 5}, {"maximum", 1}}}}}}),
+            "schema: minimum: above maximum (5 > 1), so no number satisfies both at #/properties/a");
   EXPECT_EQ(ErrorOf({{"type", "strng"}}), "schema: unknown type \"strng\" at #/type");
   EXPECT_EQ(ErrorOf({{"$ref", "#/$defs/missing"}}),
             "schema: $ref '#/$defs/missing' does not resolve at #/$ref");
@@ -265,12 +265,13 @@ TEST(GrammarMatcher, InvalidSchemasNameThePointer) {
       ErrorOf({{"$ref", "other.json#/a"}}).find("only references into this schema") != std::string::npos,
       true);
   EXPECT_EQ(ErrorOf({{"items", json::array({json{{"type", "string"}}, json{{"type", "number"}}})},
+                     {"prefixItems", json::array()},
                      {"type", "array"}}),
-            "schema: tuple items (an array) are not supported at #/items");
+            "schema: items as an array beside prefixItems is ambiguous (use items as a schema) at #/items");
   EXPECT_EQ(ErrorOf({{"type", "object"}, {"anyOf", {{{"type", "null"}}}}}),
             "schema: 'type' beside 'anyOf' is not supported (move it into the subschemas) at #");
-  EXPECT_EQ(ErrorOf({{"properties", {{"a/b~", {{"uniqueItems", true}}}}}}),
-            "schema: keyword 'uniqueItems' is not supported in constrained output at #/properties/a~1b~0");
+  EXPECT_EQ(ErrorOf({{"properties", {{"a/b~", {{"not", {{"type", "null"}}}}}}}}),
+            "schema: keyword 'not' is not supported in constrained output at #/properties/a~1b~0");
   EXPECT_EQ(ErrorOf({{"properties", {{"a/b~", {{"pattern", "x(?=y)"}}}}}}),
             "schema: pattern at #/properties/a~1b~0/pattern: regex /x(?=y)/: lookahead '(?=' / '(?!' (not "
             "supported) at offset 2");

@@ -3,10 +3,16 @@
 // Supported schema keywords: type (object, array, string, number, integer, boolean, null, and lists of
 // types), properties, required, additionalProperties (bool or schema), items, enum, const, anyOf, oneOf
 // (treated as anyOf), $ref into #/$defs (and #/definitions, or any local JSON pointer), allOf with one
-// subschema, minItems / maxItems, and for strings pattern, format, minLength, maxLength (string_schema.h:
-// `pattern` is unanchored as the spec says; formats date-time, date, time, email, uuid, ipv4, ipv6, uri and
-// hostname are built-in regexes accepting a valid subset, other formats are annotations; lengths count
-// code points; such strings are generated without escapes). Anything
+// subschema, minItems / maxItems, prefixItems (and draft-7 items arrays with additionalItems), for
+// strings pattern, format, minLength, maxLength (string_schema.h: `pattern` is unanchored as the spec
+// says; formats date-time, date, time, email, uuid, ipv4, ipv6, uri and hostname are built-in regexes
+// accepting a valid subset, other formats are annotations; lengths count code points; such strings are
+// generated without escapes), for numbers minimum, maximum, exclusiveMinimum, exclusiveMaximum and
+// multipleOf (number_schema.h: exact, bounded numbers in plain decimal notation), for objects
+// minProperties, maxProperties and patternProperties (object_keys.h: a key matches one pattern only;
+// without additionalProperties beside them only pattern keys are written), uniqueItems for items that
+// are an enum / const / boolean of at most 32 values (other items, and `not`, are refused: no grammar
+// enforces them in general). Anything
 // else is ignored (accepted as annotation) unless it would make the grammar unsound, which is an
 // InvalidArgument naming the keyword and its JSON pointer. Nesting deeper than kMaxSchemaDepth is an
 // error. Strings allow every JSON escape; the generated text is always valid JSON for the schema.
@@ -25,8 +31,8 @@
 //   [reasoning text]<|close|>think<|sep|><|open|>response<|sep|>   (only with allow_reasoning)
 //   JSON:  VALUE<|close|>response<|sep|><|close|>message<|sep|>     then one of end_ids
 //   tools: <|close|>response<|sep|><|open|>tools<|sep|>CALL...<|close|>tools<|sep|><|close|>message<|sep|>
-//          CALL = <|open|>call tool="NAME" index="N"<|sep|>ARGS<|close|>call<|sep|>, N = 1, 2, ... (at most 32
-//          calls with parallel_tool_calls, else exactly one); ARGS = one
+//          CALL = <|open|>call tool="NAME" index="N"<|sep|>ARGS<|close|>call<|sep|>, N = 1, 2, ... (at most
+//          32 calls with parallel_tool_calls, else exactly one); ARGS = one
 //          <|open|>argument key="K" type="T"<|sep|>VALUE<|close|>argument<|sep|> per argument (strings raw,
 //          other types as JSON), the encoding the renderer writes.
 // Reasoning and strings are free text (valid UTF-8) that never spells an XTML marker name; special tokens
@@ -51,9 +57,9 @@ namespace k3::chat {
 inline constexpr int kMaxSchemaDepth = 32;
 
 struct ConstraintOptions {
-  std::vector<int32_t> end_ids;   // allowed once the value is complete (e.g. <|end_of_msg|>)
-  bool allow_reasoning = false;   // thinking on: a reasoning section may come first
-  int64_t max_tokens = 0;         // the output's token budget, end id included (0: none); see below
+  std::vector<int32_t> end_ids;  // allowed once the value is complete (e.g. <|end_of_msg|>)
+  bool allow_reasoning = false;  // thinking on: a reasoning section may come first
+  int64_t max_tokens = 0;        // the output's token budget, end id included (0: none); see below
 };
 
 // response_format json_schema (schema) or json_object (schema null: any JSON object).

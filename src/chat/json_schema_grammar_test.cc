@@ -270,6 +270,57 @@ TEST(JsonConstraint, StringKeywordCorpusWalksValidate) {
   }
 }
 
+// The schema with 2020-12 tuples (prefixItems, then items) in the draft-7 form valijson checks (items as
+// an array, then additionalItems), everywhere in the document.
+json Draft7Tuples(const json& schema) {
+  if (schema.is_array()) {
+    json out = json::array();
+    for (const json& item : schema) out.push_back(Draft7Tuples(item));
+    return out;
+  }
+  if (!schema.is_object()) return schema;
+  json out = json::object();
+  for (const auto& [key, value] : schema.items()) out[key] = Draft7Tuples(value);
+  if (out.contains("prefixItems")) {
+    if (out.contains("items")) out["additionalItems"] = out["items"];
+    out["items"] = out["prefixItems"];
+    out.erase("prefixItems");
+  }
+  return out;
+}
+
+// The corpus of numeric, tuple and object-count keywords (minimum / maximum / exclusive bounds,
+// multipleOf, prefixItems, minItems / maxItems, minProperties / maxProperties, patternProperties) in
+// Pydantic-like shapes: every schema compiles and random walks give JSON that valijson accepts.
+TEST(JsonConstraint, NumericKeywordCorpusWalksValidate) {
+  std::ifstream file(std::string(K3_SOURCE_DIR) + "/tests/data/schemas/numeric_keywords.json");
+  ASSERT_TRUE(file.good());
+  const json corpus = json::parse(file);
+  ASSERT_GE(corpus.size(), 12u);
+  const Tokenizer& tok = TinyK3();
+  ConstraintOptions options = Options(tok, false);
+  options.max_tokens = 160;
+  std::mt19937_64 rng(4242);
+  for (size_t i = 0; i < corpus.size(); ++i) {
+    const json& schema = corpus[i];
+    auto made = MakeJsonConstraint(tok, schema, options);
+    ASSERT_TRUE(made.ok()) << i << ": " << made.status().ToString();
+    std::set<std::string> distinct;
+    for (int w = 0; w < 6; ++w) {
+      auto constraint = (*made)->Clone();
+      Walk walk = RandomWalk(*constraint, tok, options, rng, 16 + w * 4);
+      ASSERT_TRUE(walk.ended) << i << ": " << walk.text;
+      EXPECT_LE(walk.ids.size(), 160u) << i << ": " << walk.text;
+      const ParsedOutput parsed = ParseOutput(walk.text, ParserOptions{false, false});
+      const json value = json::parse(parsed.content, nullptr, false);
+      ASSERT_FALSE(value.is_discarded()) << i << ": not JSON: " << parsed.content;
+      EXPECT_EQ(Validate(Draft7Tuples(schema), value), "") << i << ": " << parsed.content;
+      distinct.insert(parsed.content);
+    }
+    EXPECT_GT(distinct.size(), 1u) << i << ": the walks all wrote " << *distinct.begin();
+  }
+}
+
 TEST(JsonConstraint, StringKeywordErrorsNameTheKeyword) {
   const Tokenizer& tok = TinyK3();
   const auto error = [&](const json& schema) {
@@ -394,11 +445,12 @@ TEST(JsonConstraint, ReasoningAllowsOnlyTheThinkClose) {
 
 TEST(JsonConstraint, Errors) {
   const Tokenizer& tok = TinyK3();
-  auto bad = MakeJsonConstraint(tok, json{{"type", "integer"}, {"maximum", 3}}, Options(tok, false));
+  auto bad =
+      MakeJsonConstraint(tok, json{{"type", "array"}, {"contains", {{"type", "null"}}}}, Options(tok, false));
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(bad.status().message(),
-            "response_format schema: keyword 'maximum' is not supported in constrained output at #");
+            "response_format schema: keyword 'contains' is not supported in constrained output at #");
   const json endless =
       json::parse(R"({"type": "object", "properties": {"a": {"$ref": "#"}}, "required": ["a"]})");
   auto unsat = MakeJsonConstraint(tok, endless, Options(tok, false));
@@ -558,6 +610,36 @@ TEST(ToolCallConstraint, StringKeywordsInArguments) {
 }
 
 // guided_regex: every walk's reply text fully matches the pattern (std::regex as the reference).
+// Bounded numbers, tuples and pattern keys in tool-call arguments (numbers as JSON text, pattern keys as
+// XTML attribute values).
+TEST(ToolCallConstraint, NumericAndPatternKeywordsInArguments) {
+  const json tools = json::parse(R"([{"type": "function", "function": {"name": "stock", "parameters": {
+    "type": "object",
+    "properties": {"qty": {"type": "integer", "minimum": 1, "maximum": 99},
+                   "ratio": {"type": "number", "exclusiveMinimum": 0, "maximum": 1, "multipleOf": 0.125},
+                   "pair": {"type": "array", "prefixItems": [{"type": "integer", "maximum": -1}, {"type": "boolean"}],
+                            "items": false, "minItems": 2}},
+    "patternProperties": {"^tag_[a-z]{1,4}$": {"type": "integer", "minimum": 10, "maximum": 20}},
+    "required": ["qty", "pair"], "additionalProperties": false, "maxProperties": 4}}}])");
+  const Tokenizer& tok = TinyK3();
+  const ConstraintOptions options = Options(tok, false);
+  auto made = MakeToolCallConstraint(tok, tools, "stock", false, options);
+  ASSERT_TRUE(made.ok()) << made.status().ToString();
+  std::mt19937_64 rng(37);
+  for (int w = 0; w < 20; ++w) {
+    auto constraint = (*made)->Clone();
+    Walk walk = RandomWalk(*constraint, tok, options, rng, 16 + w % 24);
+    ASSERT_TRUE(walk.ended) << walk.text;
+    const ParsedOutput parsed = ParseOutput(walk.text, ParserOptions{false, true});
+    ASSERT_EQ(parsed.tool_calls.size(), 1u) << walk.text;
+    EXPECT_FALSE(parsed.tool_calls[0].used_fallback) << walk.text;
+    const json arguments = json::parse(parsed.tool_calls[0].arguments, nullptr, false);
+    ASSERT_TRUE(arguments.is_object()) << parsed.tool_calls[0].arguments;
+    const json& parameters = tools[0]["function"]["parameters"];
+    EXPECT_EQ(Validate(Draft7Tuples(parameters), arguments), "") << parsed.tool_calls[0].arguments;
+  }
+}
+
 TEST(RegexConstraint, RepliesFullyMatch) {
   const Tokenizer& tok = TinyK3();
   const char* kPatterns[] = {
@@ -620,12 +702,11 @@ TEST(ToolCallConstraint, Errors) {
   ASSERT_FALSE(missing.ok());
   EXPECT_EQ(missing.status().message(), "tool_choice names function 'nope', which is not in tools");
   const json bad = json::parse(R"([{"type": "function", "function": {"name": "f", "parameters":
-      {"type": "object", "properties": {"n": {"type": "number", "multipleOf": 2}}}}}])");
+      {"type": "object", "properties": {"n": {"type": "number", "multipleOf": 0}}}}}])");
   auto unsupported = MakeToolCallConstraint(tok, bad, "", false, Options(tok, false));
   ASSERT_FALSE(unsupported.ok());
   EXPECT_EQ(unsupported.status().message(),
-            "tools[0].function.parameters: keyword 'multipleOf' is not supported in constrained output at "
-            "#/properties/n");
+            "tools[0].function.parameters: multipleOf: must be greater than 0 at #/properties/n/multipleOf");
   auto not_object = MakeToolCallConstraint(
       tok, json::parse(R"([{"type":"function","function":{"name":"f","parameters":{"type":"array"}}}])"), "",
       false, Options(tok, false));
