@@ -8,6 +8,7 @@
 #include "src/api/errors.h"
 #include "src/api/json_fields.h"
 #include "src/api/openai.h"
+#include "src/api/prompt_list.h"
 #include "src/api/sampling_fields.h"
 #include "src/api/vllm_fields.h"
 
@@ -15,77 +16,6 @@ namespace k3::api {
 namespace {
 
 constexpr int64_t kDefaultMaxTokens = 16;  // OpenAI's and vLLM's default for text completions
-
-// One prompt: a string or an array of token ids. `path` names it in errors.
-std::optional<CompletionPrompt> ReadOnePrompt(FieldReader& fields, const nlohmann::json& prompt,
-                                              const std::string& path,
-                                              const tokenizer::Tokenizer& tokenizer) {
-  CompletionPrompt out;
-  if (prompt.is_string()) {
-    out.text = prompt.get<std::string>();
-    for (tokenizer::TokenId id : tokenizer.Encode(out.text, tokenizer::SpecialTokens::kAllowed))
-      out.ids.push_back(static_cast<int32_t>(id));
-  } else if (prompt.is_array()) {
-    const auto max_id = static_cast<int64_t>(tokenizer.vocab_size()) - 1;
-    std::vector<tokenizer::TokenId> ids;
-    for (size_t i = 0; i < prompt.size(); ++i) {
-      const auto id = IntegerValue(prompt[i], 0, max_id);
-      if (!id) {
-        fields.Fail(fmt::format("{}[{}]", path, i),
-                    fmt::format("expected a token id in [0, {}], got {}", max_id, prompt[i].dump()));
-        return std::nullopt;
-      }
-      ids.push_back(static_cast<tokenizer::TokenId>(*id));
-      out.ids.push_back(static_cast<int32_t>(*id));
-    }
-    Result<std::string> text = tokenizer.Decode(ids);
-    if (text.ok()) out.text = std::move(*text);
-  } else {
-    fields.Fail(path, std::string("expected a string or an array of token ids, got ") + JsonTypeName(prompt));
-    return std::nullopt;
-  }
-  if (out.ids.empty()) {
-    fields.Fail(path, "must not be empty");
-    return std::nullopt;
-  }
-  return out;
-}
-
-// prompt: a string, an array of token ids, or a list of strings / token-id arrays (OpenAI's batch form:
-// one set of choices per prompt).
-void ReadPrompts(FieldReader& fields, const tokenizer::Tokenizer& tokenizer, CompletionPlan* plan) {
-  const nlohmann::json* prompt = fields.Get("prompt");
-  if (!fields.ok()) return;
-  if (prompt == nullptr) {
-    fields.Fail("prompt", "required (a string, an array of token ids, or a list of either)");
-    return;
-  }
-  const bool batch =
-      prompt->is_array() && !prompt->empty() && ((*prompt)[0].is_string() || (*prompt)[0].is_array());
-  if (!batch) {
-    if (auto one = ReadOnePrompt(fields, *prompt, "prompt", tokenizer))
-      plan->prompts.push_back(std::move(*one));
-    return;
-  }
-  if (prompt->size() > kMaxCompletionPrompts) {
-    fields.Fail("prompt", fmt::format("at most {} prompts per request, got {}; split the batch",
-                                      kMaxCompletionPrompts, prompt->size()));
-    return;
-  }
-  for (size_t i = 0; i < prompt->size(); ++i) {
-    const nlohmann::json& item = (*prompt)[i];
-    const std::string path = fmt::format("prompt[{}]", i);
-    if (!item.is_string() && !item.is_array()) {
-      fields.Fail(path, std::string("expected a string or an array of token ids (every prompt of a list "
-                                    "has one of these forms), got ") +
-                            JsonTypeName(item));
-      return;
-    }
-    auto one = ReadOnePrompt(fields, item, path, tokenizer);
-    if (!one) return;
-    plan->prompts.push_back(std::move(*one));
-  }
-}
 
 }  // namespace
 
@@ -106,7 +36,8 @@ std::optional<CompletionPlan> ParseCompletion(std::string_view body, const Serve
     return std::nullopt;
   }
 
-  ReadPrompts(fields, *ctx.tokenizer, &plan);
+  // OpenAI's batch form: one set of choices per prompt.
+  plan.prompts = ReadPromptList(fields, "prompt", "prompt", *ctx.tokenizer, /*keep_text=*/true);
   engine::SamplingParams& sampling = plan.request.sampling;
   ApplySamplingDefaults(ctx.sampling_defaults, &sampling);
   ReadSamplingFields(fields, ctx.tokenizer->vocab_size(), ctx.max_n, &sampling);

@@ -8,79 +8,9 @@
 #include "src/api/embeddings.h"
 #include "src/api/errors.h"
 #include "src/api/json_fields.h"
+#include "src/api/prompt_list.h"
 
 namespace k3::api {
-namespace {
-
-// One input: a string or an array of token ids. `path` names it in errors.
-std::optional<std::vector<int32_t>> ReadOneInput(FieldReader& fields, const nlohmann::json& input,
-                                                 const std::string& path,
-                                                 const tokenizer::Tokenizer& tokenizer) {
-  std::vector<int32_t> ids;
-  if (input.is_string()) {
-    for (tokenizer::TokenId id :
-         tokenizer.Encode(input.get<std::string>(), tokenizer::SpecialTokens::kAllowed))
-      ids.push_back(static_cast<int32_t>(id));
-  } else if (input.is_array()) {
-    const auto max_id = static_cast<int64_t>(tokenizer.vocab_size()) - 1;
-    for (size_t i = 0; i < input.size(); ++i) {
-      const auto id = IntegerValue(input[i], 0, max_id);
-      if (!id) {
-        fields.Fail(fmt::format("{}[{}]", path, i),
-                    fmt::format("expected a token id in [0, {}], got {}", max_id, input[i].dump()));
-        return std::nullopt;
-      }
-      ids.push_back(static_cast<int32_t>(*id));
-    }
-  } else {
-    fields.Fail(path, std::string("expected a string or an array of token ids, got ") + JsonTypeName(input));
-    return std::nullopt;
-  }
-  if (ids.empty()) {
-    fields.Fail(path, "must not be empty");
-    return std::nullopt;
-  }
-  return ids;
-}
-
-// input: a string, an array of token ids, or a list of strings / token-id arrays.
-void ReadInputs(FieldReader& fields, const tokenizer::Tokenizer& tokenizer, EmbeddingPlan* plan) {
-  const nlohmann::json* input = fields.Get("input");
-  if (!fields.ok()) return;
-  if (input == nullptr) {
-    fields.Fail("input", "required (a string, an array of token ids, or a list of either)");
-    return;
-  }
-  if (input->is_array() && input->empty()) {
-    fields.Fail("input", "must not be empty");
-    return;
-  }
-  const bool batch = input->is_array() && ((*input)[0].is_string() || (*input)[0].is_array());
-  if (!batch) {
-    if (auto one = ReadOneInput(fields, *input, "input", tokenizer)) plan->inputs.push_back(std::move(*one));
-    return;
-  }
-  if (input->size() > kMaxCompletionPrompts) {
-    fields.Fail("input", fmt::format("at most {} inputs per request, got {}; split the batch",
-                                     kMaxCompletionPrompts, input->size()));
-    return;
-  }
-  for (size_t i = 0; i < input->size(); ++i) {
-    const nlohmann::json& item = (*input)[i];
-    const std::string path = fmt::format("input[{}]", i);
-    if (!item.is_string() && !item.is_array()) {
-      fields.Fail(path, std::string("expected a string or an array of token ids (every input of a list has "
-                                    "one of these forms), got ") +
-                            JsonTypeName(item));
-      return;
-    }
-    auto one = ReadOneInput(fields, item, path, tokenizer);
-    if (!one) return;
-    plan->inputs.push_back(std::move(*one));
-  }
-}
-
-}  // namespace
 
 std::optional<EmbeddingPlan> ParseEmbedding(std::string_view body, const ServerContext& ctx,
                                             ApiError* error) {
@@ -98,7 +28,9 @@ std::optional<EmbeddingPlan> ParseEmbedding(std::string_view body, const ServerC
     *error = ModelNotFound(plan.model, ctx);
     return std::nullopt;
   }
-  ReadInputs(fields, *ctx.tokenizer, &plan);
+  for (CompletionPrompt& input :
+       ReadPromptList(fields, "input", "input", *ctx.tokenizer, /*keep_text=*/false))
+    plan.inputs.push_back(std::move(input.ids));
   if (const auto format = fields.String("encoding_format")) {
     if (*format == "base64") {
       plan.base64 = true;
