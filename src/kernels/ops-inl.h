@@ -67,8 +67,20 @@ HWY_INLINE V Sigmoid(D d, V v) {
   return hn::Div(one, hn::Add(one, hn::Exp(d, hn::Min(hn::Neg(v), hn::Set(d, 100.0f)))));
 }
 
-// sum_i a[i] * b[i] with four accumulators over whole vectors, then the remainder in order.
-HWY_INLINE float DotImpl(const float* a, const float* b, size_t n) {
+// Lanes(d) floats from p, or bf16 widened to fp32: the row loads of the dot products.
+template <class D>
+HWY_INLINE hn::Vec<D> LoadRow(D d, const float* p) {
+  return hn::LoadU(d, p);
+}
+template <class D>
+HWY_INLINE hn::Vec<D> LoadRow(D d, const bf16* p) {
+  return LoadBf16(d, p);
+}
+
+// sum_i a[i] * b[i] over the whole vectors of n (four accumulators, then single vectors), for b in fp32 or
+// bf16 (widened exactly, so both sum alike); *end is where the remainder starts.
+template <class B>
+HWY_INLINE float DotWholeVectors(const float* a, const B* b, size_t n, size_t* end) {
   const DFull d;
   const size_t L = hn::Lanes(d);
   auto sum0 = hn::Zero(d);
@@ -77,35 +89,28 @@ HWY_INLINE float DotImpl(const float* a, const float* b, size_t n) {
   auto sum3 = hn::Zero(d);
   size_t i = 0;
   for (; i + 4 * L <= n; i += 4 * L) {
-    sum0 = hn::MulAdd(hn::LoadU(d, a + i), hn::LoadU(d, b + i), sum0);
-    sum1 = hn::MulAdd(hn::LoadU(d, a + i + L), hn::LoadU(d, b + i + L), sum1);
-    sum2 = hn::MulAdd(hn::LoadU(d, a + i + 2 * L), hn::LoadU(d, b + i + 2 * L), sum2);
-    sum3 = hn::MulAdd(hn::LoadU(d, a + i + 3 * L), hn::LoadU(d, b + i + 3 * L), sum3);
+    sum0 = hn::MulAdd(hn::LoadU(d, a + i), LoadRow(d, b + i), sum0);
+    sum1 = hn::MulAdd(hn::LoadU(d, a + i + L), LoadRow(d, b + i + L), sum1);
+    sum2 = hn::MulAdd(hn::LoadU(d, a + i + 2 * L), LoadRow(d, b + i + 2 * L), sum2);
+    sum3 = hn::MulAdd(hn::LoadU(d, a + i + 3 * L), LoadRow(d, b + i + 3 * L), sum3);
   }
-  for (; i + L <= n; i += L) sum0 = hn::MulAdd(hn::LoadU(d, a + i), hn::LoadU(d, b + i), sum0);
-  float total = hn::GetLane(hn::SumOfLanes(d, hn::Add(hn::Add(sum0, sum1), hn::Add(sum2, sum3))));
+  for (; i + L <= n; i += L) sum0 = hn::MulAdd(hn::LoadU(d, a + i), LoadRow(d, b + i), sum0);
+  *end = i;
+  return hn::GetLane(hn::SumOfLanes(d, hn::Add(hn::Add(sum0, sum1), hn::Add(sum2, sum3))));
+}
+
+// sum_i a[i] * b[i]: the whole vectors, then the remainder in order.
+HWY_INLINE float DotImpl(const float* a, const float* b, size_t n) {
+  size_t i = 0;
+  float total = DotWholeVectors(a, b, n, &i);
   for (; i < n; ++i) total += a[i] * b[i];
   return total;
 }
 
-// DotImpl with b in bf16 (the MLA scores over a bf16 latent cache): the same accumulators and order, each
-// b widened exactly, so whole vectors sum as DotImpl's do.
+// DotImpl with b in bf16 (the MLA scores over a bf16 latent cache): the same whole-vector sums.
 HWY_INLINE float DotBf16Impl(const float* a, const bf16* b, size_t n) {
-  const DFull d;
-  const size_t L = hn::Lanes(d);
-  auto sum0 = hn::Zero(d);
-  auto sum1 = hn::Zero(d);
-  auto sum2 = hn::Zero(d);
-  auto sum3 = hn::Zero(d);
   size_t i = 0;
-  for (; i + 4 * L <= n; i += 4 * L) {
-    sum0 = hn::MulAdd(hn::LoadU(d, a + i), LoadBf16(d, b + i), sum0);
-    sum1 = hn::MulAdd(hn::LoadU(d, a + i + L), LoadBf16(d, b + i + L), sum1);
-    sum2 = hn::MulAdd(hn::LoadU(d, a + i + 2 * L), LoadBf16(d, b + i + 2 * L), sum2);
-    sum3 = hn::MulAdd(hn::LoadU(d, a + i + 3 * L), LoadBf16(d, b + i + 3 * L), sum3);
-  }
-  for (; i + L <= n; i += L) sum0 = hn::MulAdd(hn::LoadU(d, a + i), LoadBf16(d, b + i), sum0);
-  float total = hn::GetLane(hn::SumOfLanes(d, hn::Add(hn::Add(sum0, sum1), hn::Add(sum2, sum3))));
+  float total = DotWholeVectors(a, b, n, &i);
   // The remainder as a one-lane product then sum, never fused (the compiler contracts plain expressions
   // into FMAs where it sees fit, so DotImpl's remainder may differ from this one in the last bit).
   const DOne d1;
