@@ -173,11 +173,11 @@ class CaptureServer {
         "Content-Length: " + std::to_string(request.method == "HEAD" ? 10 : body.size()) + "\r\n";
     std::string reply = "HTTP/1.1 " + status + "\r\n" + extra + length_header + "Connection: close\r\n\r\n";
     if (request.method != "HEAD") reply += body;
-    ::send(client, reply.data(), reply.size(), MSG_NOSIGNAL);
-    {
+    {  // recorded before the reply goes out: the client may ask for requests() as soon as it has the reply
       std::lock_guard<std::mutex> lock(mu_);
       requests_.push_back(std::move(request));
     }
+    ::send(client, reply.data(), reply.size(), MSG_NOSIGNAL);
     ::close(client);
   }
 
