@@ -107,9 +107,11 @@ struct ChatResponder::Impl {
     return StopReasonJson(choice.stop_reason, plan.stop_token_ids, plan.stop);
   }
 
-  // The end check of a choice that ended normally: its JSON reply, or each of its tool calls.
+  // The end check of a choice that ended normally: its JSON reply, or each of its tool calls. A reply cut
+  // by a stop string or stop token id is not a finished value and is not checked.
   std::optional<std::string> EndCheck(const Choice& choice) const {
     if (plan.schema_check == nullptr || choice.finish != engine::FinishReason::kStop) return std::nullopt;
+    if (!StopReasonJson(choice.stop_reason, plan.stop_token_ids, plan.stop).is_null()) return std::nullopt;
     if (choice.tool_calls.empty()) return plan.schema_check->CheckJson(choice.content);
     for (size_t i = 0; i < choice.tool_calls.size(); ++i) {
       const nlohmann::json& function = choice.tool_calls[i]["function"];

@@ -440,6 +440,15 @@ TEST(ChatResponderTest, SchemaViolationIsTheFinishReason) {
     EXPECT_EQ(chunks.back()["choices"][0]["finish_reason"], reason) << text;
     EXPECT_EQ(chunks.back()["choices"][0]["stop_reason"], stop_reason) << text;
   }
+  // Cut by a stop string (or stop token id): not a finished value, not checked.
+  plan.stop = {"X"};
+  ChatResponder cut(plan, ctx, "c", 0);
+  engine::Event event = Ev(0, R"(["a","a"])", FinishReason::kStop, true);
+  event.stop_reason = "X";
+  cut.OnEvent(event);
+  const json body = json::parse(cut.FinalBody());
+  EXPECT_EQ(body["choices"][0]["finish_reason"], "stop");
+  EXPECT_EQ(body["choices"][0]["stop_reason"], "X");
 }
 
 // Forced tool calls: each call's arguments are checked against its function's parameters; a violation
