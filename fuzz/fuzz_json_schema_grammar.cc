@@ -2,7 +2,9 @@
 // compiles or fails with InvalidArgument; when it compiles, a bounded random walk through the allowed
 // masks (seeded from the input) never meets an empty mask or a refused allowed token, and a walk that
 // completes parses (chat::ParseOutput) into JSON content, or into tool calls whose arguments are JSON
-// objects decoded without fallback.
+// objects decoded without fallback. The end check's validator (schema_validator.h) then reads each value
+// against the schema, without crashing or running away on $ref cycles, and a violation's message starts
+// with its keyword (seeds not_* and unique_* reach `not` and `uniqueItems`).
 #include <cstddef>
 #include <cstdint>
 #include <random>
@@ -14,6 +16,7 @@
 
 #include "src/chat/json_schema_grammar.h"
 #include "src/chat/output_parser.h"
+#include "src/chat/schema_validator.h"
 #include "src/tokenizer/bpe_trainer.h"
 
 namespace {
@@ -78,14 +81,24 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const auto text = tok.Decode(ids);
   const k3::chat::ParsedOutput parsed =
       k3::chat::ParseOutput(*text, k3::chat::ParserOptions{options.allow_reasoning, tools});
+  std::vector<std::string> values;  // the JSON texts the schema applies to
   if (tools) {
     if (parsed.tool_calls.empty()) __builtin_trap();
     for (const k3::chat::ParsedToolCall& call : parsed.tool_calls) {
       if (call.used_fallback || call.name != "f") __builtin_trap();
       if (!nlohmann::json::parse(call.arguments, nullptr, false).is_object()) __builtin_trap();
+      values.push_back(call.arguments);
     }
   } else if (nlohmann::json::parse(parsed.content, nullptr, false).is_discarded()) {
     __builtin_trap();
+  } else {
+    values.push_back(parsed.content);
+  }
+  for (const std::string& text : values) {
+    const auto violation = k3::chat::FindSchemaViolation(
+        tools && schema.is_null() ? nlohmann::json::object() : schema, nlohmann::json::parse(text));
+    if (!violation) continue;
+    if (violation->Message().rfind(violation->keyword + ": ", 0) != 0) __builtin_trap();
   }
   return 0;
 }

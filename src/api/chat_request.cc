@@ -53,7 +53,9 @@ std::optional<ChatPlan> ParseChatCompletion(std::string_view body, const ServerC
   if (fields.ok() && plan.top_logprobs > 0 && !plan.logprobs)
     fields.Fail("top_logprobs", "requires `logprobs` to be true");
   plan.stream = fields.Bool("stream").value_or(false);
-  plan.include_usage = ReadStreamOptions(fields, plan.stream);
+  const StreamOptions stream_options = ReadStreamOptions(fields, plan.stream);
+  plan.include_usage = stream_options.include_usage;
+  plan.continuous_usage = stream_options.continuous_usage;
   plan.prompt_logprobs = ReadPromptLogprobs(fields, plan.stream, ctx.max_logprobs);
   if (!fields.ok()) {
     *error = fields.error();
@@ -77,6 +79,14 @@ std::optional<ChatPlan> ParseChatCompletion(std::string_view body, const ServerC
                                         &plan.request.constraint)) {
     *error = std::move(*failure);
     return std::nullopt;
+  }
+
+  // The same precedence as MakeChatConstraint: a plain-text constraint, a JSON value, forced tool calls.
+  const bool plain_text = options.guided_regex.has_value() || options.guided_choice.has_value();
+  if (!plain_text && options.json_output && !options.json_schema.is_null()) {
+    plan.schema_check = chat::OutputSchemaCheck::ForJson(options.json_schema);
+  } else if (!plain_text && options.tool_call_required && !options.json_output) {
+    plan.schema_check = chat::OutputSchemaCheck::ForToolCalls(options.render.tools, options.forced_function);
   }
 
   sampling.logprobs = plan.logprobs ? plan.top_logprobs : -1;

@@ -160,7 +160,8 @@ TEST(ChatRequestTest, MalformedRequestsNameTheField) {
       {WithUser(R"("max_tokens": 5000)"), 400, "max_tokens", "maximum context length is 4096"},
       {WithUser(R"("max_tokens": 10, "min_tokens": 11)"), 400, "min_tokens", "must not exceed max_tokens"},
       // vLLM's own fields: none is silently ignored.
-      {WithUser(R"("guided_regex": "(?=a)b")"), 400, "guided_regex", "guided_regex: regex /(?=a)b/: lookahead"},
+      {WithUser(R"("guided_regex": "(?=a)b")"), 400, "guided_regex",
+       "guided_regex: regex /(?=a)b/: lookahead"},
       {WithUser(R"("guided_regex": "")"), 400, "guided_regex", "non-empty regular expression"},
       {WithUser(R"("guided_choice": [])"), 400, "guided_choice", "non-empty array of strings"},
       {WithUser(R"("guided_choice": ["yes", 5])"), 400, "guided_choice[1]", "expected a string"},
@@ -179,8 +180,8 @@ TEST(ChatRequestTest, MalformedRequestsNameTheField) {
       {WithUser(R"("guided_json": {"type": "string", "pattern": "("})"), 400, "guided_json", ""},
       {WithUser(R"("stream_options": {"include_usage": true})"), 400, "stream_options",
        "only be given when `stream` is true"},
-      {WithUser(R"("stream": true, "stream_options": {"continuous_usage_stats": true})"), 400,
-       "stream_options.continuous_usage_stats", "not supported"},
+      {WithUser(R"("stream": true, "stream_options": {"continuous_usage_stats": 1})"), 400,
+       "stream_options.continuous_usage_stats", "expected a boolean"},
   };
   const ServerContext ctx = TestContext();
   for (const BadCase& c : cases) {
@@ -216,7 +217,59 @@ TEST(ChatRequestTest, GuidedJsonConstrainsTheOutput) {
                                   TestContext(), &error);
   ASSERT_TRUE(plan.has_value()) << error.message;
   EXPECT_TRUE(plan->include_usage);
+  EXPECT_FALSE(plan->continuous_usage);
   EXPECT_EQ(plan->request.constraint, nullptr);
+  EXPECT_EQ(plan->schema_check, nullptr);
+}
+
+// stream_options.continuous_usage_stats counts only beside include_usage (vLLM).
+TEST(ChatRequestTest, ContinuousUsageStatsNeedsIncludeUsage) {
+  for (const auto& [options, continuous] : std::vector<std::pair<std::string, bool>>{
+           {R"({"include_usage": true, "continuous_usage_stats": true})", true},
+           {R"({"include_usage": false, "continuous_usage_stats": true})", false},
+           {R"({"continuous_usage_stats": true})", false},
+           {R"({"include_usage": true, "continuous_usage_stats": false})", false}}) {
+    ApiError error;
+    auto plan = ParseChatCompletion(WithUser(R"("stream": true, "stream_options": )" + options),
+                                    TestContext(), &error);
+    ASSERT_TRUE(plan.has_value()) << options << " -> " << error.message;
+    EXPECT_EQ(plan->continuous_usage, continuous) << options;
+  }
+}
+
+// Schemas with `not` or `uniqueItems` (any subschema, any items) compile; their plan carries the end
+// check. Response formats, guided_json and forced tool calls alike; the others have none.
+TEST(ChatRequestTest, NotAndUniqueItemsGetAnEndCheck) {
+  for (
+      const std::string fields : {
+          R"("response_format": {"type": "json_schema", "json_schema": {"name": "t", "schema": {"type": "array",
+               "items": {"type": "object"}, "uniqueItems": true}}})",
+          R"("guided_json": {"type": "object", "properties": {"name": {"type": "string",
+               "not": {"pattern": "^admin"}}}})",
+          R"("tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": "object",
+               "properties": {"ids": {"type": "array", "items": {"type": "integer"}, "uniqueItems": true}}}}}],
+               "tool_choice": "required")"}) {
+    ApiError error;
+    auto plan = ParseChatCompletion(WithUser(fields), TestContext(), &error);
+    ASSERT_TRUE(plan.has_value()) << fields << " -> " << error.message;
+    EXPECT_NE(plan->request.constraint, nullptr) << fields;
+    EXPECT_NE(plan->schema_check, nullptr) << fields;
+  }
+  for (const std::string fields : {R"("guided_json": {"type": "array", "items": {"enum": [1, 2]},
+                                       "uniqueItems": true}, "guided_regex": null)",
+                                   R"("guided_regex": "a+")"}) {
+    ApiError error;
+    auto plan = ParseChatCompletion(WithUser(fields), TestContext(), &error);
+    ASSERT_TRUE(plan.has_value()) << fields << " -> " << error.message;
+    // Unique enum items are the grammar's; the end check still runs (it finds nothing there).
+    EXPECT_EQ(plan->schema_check != nullptr, fields.find("uniqueItems") != std::string::npos) << fields;
+  }
+  // A `not` subschema is held to the keywords constrained output knows.
+  ApiError error;
+  EXPECT_FALSE(ParseChatCompletion(WithUser(R"("guided_json": {"not": {"if": {"type": "null"}}})"),
+                                   TestContext(), &error));
+  EXPECT_EQ(error.param, "guided_json");
+  EXPECT_NE(error.message.find("'if'"), std::string::npos) << error.message;
 }
 
 TEST(ChatRequestTest, SeedExampleOfTheGuideIsAccepted) {

@@ -2,7 +2,9 @@
 //
 // Each choice has its own chat::StreamParser over the event text, so streaming deltas and the final
 // body come from the same parse: the concatenated deltas equal the body. Logprobs of tokens whose text
-// the parser still holds back ride on the next chunk of that choice, so none is lost.
+// the parser still holds back ride on the next chunk of that choice, so none is lost. A choice that ends
+// normally is checked against what its schema left to the end (plan.schema_check): a violation finishes it
+// with "schema_violation" and the violation as stop_reason.
 #include <utility>
 
 #include "src/api/errors.h"
@@ -23,6 +25,8 @@ struct ChatResponder::Impl {
     nlohmann::json unsent_logprobs = nlohmann::json::array();
     engine::FinishReason finish = engine::FinishReason::kNone;
     std::string stop_reason;
+    std::optional<std::string> violation;  // the end check's finding (finish_reason "schema_violation")
+    int64_t completion_tokens = 0;         // generated so far (continuous usage)
   };
 
   // Copies of what the responder needs: the plan's request is moved to the engine and the plan itself
@@ -32,16 +36,21 @@ struct ChatResponder::Impl {
         : model(p.model),
           stream(p.stream),
           include_usage(p.include_usage),
+          continuous_usage(p.continuous_usage),
+          prompt_tokens(p.prompt_tokens),
           parser(p.parser),
           logprobs(p.logprobs),
           n(p.n),
           include_reasoning(p.include_reasoning),
           prompt_logprobs(p.prompt_logprobs),
           stop_token_ids(p.stop_token_ids),
-          stop(p.stop) {}
+          stop(p.stop),
+          schema_check(p.schema_check) {}
     std::string model;
     bool stream;
     bool include_usage;
+    bool continuous_usage;
+    int64_t prompt_tokens;
     chat::ParserOptions parser;
     bool logprobs;
     int32_t n;
@@ -49,6 +58,7 @@ struct ChatResponder::Impl {
     int32_t prompt_logprobs;
     std::vector<int32_t> stop_token_ids;
     std::vector<std::string> stop;
+    std::shared_ptr<const chat::OutputSchemaCheck> schema_check;
   };
   struct ContextCopy {
     const tokenizer::Tokenizer* tokenizer;
@@ -71,14 +81,46 @@ struct ChatResponder::Impl {
     for (int32_t n = 0; n < std::max(plan.n, 1); ++n) choices.emplace_back(plan.parser);
   }
 
-  nlohmann::json Chunk(nlohmann::json choice_list) const {
+  // A chunk; with continuous usage it carries the usage so far of the choice it is about (vLLM: the
+  // prompt and that choice's tokens).
+  nlohmann::json Chunk(nlohmann::json choice_list, const Choice* about = nullptr) const {
     nlohmann::json chunk = {{"id", id},
                             {"object", "chat.completion.chunk"},
                             {"created", created},
                             {"model", plan.model},
                             {"choices", std::move(choice_list)}};
     if (plan.include_usage) chunk["usage"] = nullptr;
+    if (plan.continuous_usage && about != nullptr) {
+      chunk["usage"] = {{"prompt_tokens", plan.prompt_tokens},
+                        {"completion_tokens", about->completion_tokens},
+                        {"total_tokens", plan.prompt_tokens + about->completion_tokens}};
+    }
     return chunk;
+  }
+
+  nlohmann::json FinishJson(const Choice& choice) const {
+    if (choice.violation) return "schema_violation";
+    return FinishReasonJson(choice.finish, !choice.tool_calls.empty());
+  }
+  nlohmann::json StopJson(const Choice& choice) const {
+    if (choice.violation) return *choice.violation;
+    return StopReasonJson(choice.stop_reason, plan.stop_token_ids, plan.stop);
+  }
+
+  // The end check of a choice that ended normally: its JSON reply, or each of its tool calls. A reply cut
+  // by a stop string or stop token id is not a finished value and is not checked.
+  std::optional<std::string> EndCheck(const Choice& choice) const {
+    if (plan.schema_check == nullptr || choice.finish != engine::FinishReason::kStop) return std::nullopt;
+    if (!StopReasonJson(choice.stop_reason, plan.stop_token_ids, plan.stop).is_null()) return std::nullopt;
+    if (choice.tool_calls.empty()) return plan.schema_check->CheckJson(choice.content);
+    for (size_t i = 0; i < choice.tool_calls.size(); ++i) {
+      const nlohmann::json& function = choice.tool_calls[i]["function"];
+      if (auto found = plan.schema_check->CheckToolCall(function["name"].get<std::string>(),
+                                                        function["arguments"].get<std::string>(), i)) {
+        return found;
+      }
+    }
+    return std::nullopt;
   }
 
   nlohmann::json ToolCallJson(const chat::ParsedToolCall& call, int32_t choice, size_t number) const {
@@ -124,10 +166,12 @@ struct ChatResponder::Impl {
             DumpJson(Chunk(nlohmann::json::array({{{"index", i},
                                                    {"delta", {{"role", "assistant"}, {"content", ""}}},
                                                    {"logprobs", nullptr},
-                                                   {"finish_reason", nullptr}}}))));
+                                                   {"finish_reason", nullptr}}}),
+                           &choices[i])));
       }
     }
     Choice& choice = choices[event.choice];
+    choice.completion_tokens += static_cast<int64_t>(event.tokens.size());
     if (plan.logprobs && !event.logprobs.empty()) {
       for (auto& entry : ChatLogprobEntries(*ctx.tokenizer, event.logprobs)) {
         choice.logprobs.push_back(entry);
@@ -145,6 +189,7 @@ struct ChatResponder::Impl {
       choice.stop_reason = event.stop_reason;
     }
     nlohmann::json delta_json = Apply(choice, event.choice, delta);
+    if (finished) choice.violation = EndCheck(choice);
     if (event.finish == engine::FinishReason::kError && !failure) {
       failure = EngineFailure(event.error, event.unavailable);
       if (plan.stream) out.push_back(ErrorBody(*failure));
@@ -153,13 +198,13 @@ struct ChatResponder::Impl {
       nlohmann::json entry = {{"index", event.choice},
                               {"delta", std::move(delta_json)},
                               {"logprobs", nullptr},
-                              {"finish_reason", FinishReasonJson(choice.finish, !choice.tool_calls.empty())}};
+                              {"finish_reason", FinishJson(choice)}};
       if (plan.logprobs) {
         entry["logprobs"] = {{"content", std::move(choice.unsent_logprobs)}};
         choice.unsent_logprobs = nlohmann::json::array();
       }
-      if (finished) entry["stop_reason"] = StopReasonJson(choice.stop_reason, plan.stop_token_ids, plan.stop);
-      out.push_back(DumpJson(Chunk(nlohmann::json::array({std::move(entry)}))));
+      if (finished) entry["stop_reason"] = StopJson(choice);
+      out.push_back(DumpJson(Chunk(nlohmann::json::array({std::move(entry)}), &choice)));
     }
     if (event.request_done) {
       usage = event.usage;
@@ -188,12 +233,11 @@ struct ChatResponder::Impl {
         if (ctx.reasoning_alias) message["reasoning"] = choice.reasoning;
       }
       if (!choice.tool_calls.empty()) message["tool_calls"] = choice.tool_calls;
-      nlohmann::json entry = {
-          {"index", i},
-          {"message", std::move(message)},
-          {"logprobs", nullptr},
-          {"finish_reason", FinishReasonJson(choice.finish, !choice.tool_calls.empty())},
-          {"stop_reason", StopReasonJson(choice.stop_reason, plan.stop_token_ids, plan.stop)}};
+      nlohmann::json entry = {{"index", i},
+                              {"message", std::move(message)},
+                              {"logprobs", nullptr},
+                              {"finish_reason", FinishJson(choice)},
+                              {"stop_reason", StopJson(choice)}};
       if (plan.logprobs) entry["logprobs"] = {{"content", choice.logprobs}};
       choice_list.push_back(std::move(entry));
     }

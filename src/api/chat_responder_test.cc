@@ -3,6 +3,7 @@
 // way of splitting the output into events, the merged streaming deltas equal the non-streaming body.
 #include <random>
 #include <string>
+#include <tuple>
 
 #include <gtest/gtest.h>
 
@@ -403,6 +404,115 @@ TEST(ChatResponderTest, StreamingEqualsNonStreamingForEveryChunking) {
       EXPECT_EQ(BodyAsMerged(json::parse(split.FinalBody()), 0), expected) << text;
     }
   }
+}
+
+// The end check: a choice that stops normally with a value that breaks what the grammar left to the end
+// (`uniqueItems` here) finishes with "schema_violation" and the violation as stop_reason, streaming (on
+// the final chunk) and not; a valid value, or one cut at length, keeps its finish reason.
+TEST(ChatResponderTest, SchemaViolationIsTheFinishReason) {
+  const ServerContext ctx = TestContext();
+  ChatPlan plan = Plan(false, /*thinking=*/false);
+  plan.schema_check = chat::OutputSchemaCheck::ForJson(
+      {{"type", "array"}, {"items", {{"type", "string"}}}, {"uniqueItems", true}});
+  ASSERT_NE(plan.schema_check, nullptr);
+  const std::string end = "<|close|>response<|sep|><|close|>message<|sep|>";
+  for (const auto& [text, finish, reason, stop_reason] :
+       std::vector<std::tuple<std::string, FinishReason, json, json>>{
+           {R"(["a","b","a"])", FinishReason::kStop, "schema_violation",
+            "uniqueItems: / items 0 and 2 are equal"},
+           {R"(["a","b"])", FinishReason::kStop, "stop", nullptr},
+           {R"(["a","a")", FinishReason::kLength, "length", nullptr}}) {
+    ChatResponder whole(plan, ctx, "c", 0);
+    Feed(whole, {text.substr(0, 5), text.substr(5) + (finish == FinishReason::kStop ? end : "")}, finish);
+    const json body = json::parse(whole.FinalBody());
+    EXPECT_EQ(body["choices"][0]["message"]["content"], text);
+    EXPECT_EQ(body["choices"][0]["finish_reason"], reason) << text;
+    EXPECT_EQ(body["choices"][0]["stop_reason"], stop_reason) << text;
+
+    plan.stream = true;
+    ChatResponder streaming(plan, ctx, "c", 0);
+    plan.stream = false;
+    const auto chunks = ParseAll(Feed(
+        streaming, {text.substr(0, 5), text.substr(5) + (finish == FinishReason::kStop ? end : "")}, finish));
+    ASSERT_GE(chunks.size(), 2u);
+    for (size_t i = 0; i + 1 < chunks.size(); ++i)
+      EXPECT_TRUE(chunks[i]["choices"][0]["finish_reason"].is_null());
+    EXPECT_EQ(chunks.back()["choices"][0]["finish_reason"], reason) << text;
+    EXPECT_EQ(chunks.back()["choices"][0]["stop_reason"], stop_reason) << text;
+  }
+  // Cut by a stop string (or stop token id): not a finished value, not checked.
+  plan.stop = {"X"};
+  ChatResponder cut(plan, ctx, "c", 0);
+  engine::Event event = Ev(0, R"(["a","a"])", FinishReason::kStop, true);
+  event.stop_reason = "X";
+  cut.OnEvent(event);
+  const json body = json::parse(cut.FinalBody());
+  EXPECT_EQ(body["choices"][0]["finish_reason"], "stop");
+  EXPECT_EQ(body["choices"][0]["stop_reason"], "X");
+}
+
+// Forced tool calls: each call's arguments are checked against its function's parameters; a violation
+// replaces finish_reason "tool_calls" and names the call.
+TEST(ChatResponderTest, ToolCallArgumentsAreCheckedAtTheEnd) {
+  const ServerContext ctx = TestContext();
+  ChatPlan plan = Plan(false, /*thinking=*/false, /*tools=*/true);
+  plan.schema_check = chat::OutputSchemaCheck::ForToolCalls(json::parse(R"([{"type": "function", "function": {
+      "name": "tag", "parameters": {"type": "object", "properties": {"ids": {"type": "array",
+      "items": {"type": "integer"}, "uniqueItems": true}}}}}])"),
+                                                            "tag");
+  ASSERT_NE(plan.schema_check, nullptr);
+  const auto call = [](const std::string& ids) {
+    return "<|close|>response<|sep|><|open|>tools<|sep|><|open|>call tool=\"tag\" index=\"1\"<|sep|>"
+           "<|open|>argument key=\"ids\" type=\"array\"<|sep|>" +
+           ids + "<|close|>argument<|sep|><|close|>call<|sep|><|close|>tools<|sep|><|close|>message<|sep|>";
+  };
+  ChatResponder duplicate(plan, ctx, "c", 0);
+  Feed(duplicate, {call("[4,4]")});
+  json body = json::parse(duplicate.FinalBody());
+  ASSERT_EQ(body["choices"][0]["message"]["tool_calls"].size(), 1u);
+  EXPECT_EQ(body["choices"][0]["finish_reason"], "schema_violation");
+  EXPECT_EQ(body["choices"][0]["stop_reason"],
+            "uniqueItems: /ids items 0 and 1 are equal (arguments of tool call 0, tag)");
+  ChatResponder distinct(plan, ctx, "c", 0);
+  Feed(distinct, {call("[4,5]")});
+  body = json::parse(distinct.FinalBody());
+  EXPECT_EQ(body["choices"][0]["finish_reason"], "tool_calls");
+  EXPECT_TRUE(body["choices"][0]["stop_reason"].is_null());
+}
+
+// stream_options.continuous_usage_stats: every chunk carries the prompt tokens and the tokens its choice
+// generated so far (the role chunks 0); the last usage chunk is the request's, as with include_usage.
+TEST(ChatResponderTest, ContinuousUsageOnEveryChunk) {
+  const ServerContext ctx = TestContext();
+  ChatPlan plan = Plan(true, /*thinking=*/false, false, /*n=*/2);
+  plan.include_usage = true;
+  plan.continuous_usage = true;
+  plan.prompt_tokens = 12;
+  ChatResponder responder(plan, ctx, "c", 0);
+  std::vector<engine::Event> events = {Ev(0, "ab"), Ev(1, "x"), Ev(0, "c", FinishReason::kStop),
+                                       Ev(1, "yz", FinishReason::kStop, true)};
+  events[0].tokens = {'a', 'b'};
+  events[1].tokens = {'x'};
+  events[2].tokens = {'c'};
+  events[3].tokens = {'y', 'z'};
+  events[3].usage = {12, 0, 6};
+  std::vector<std::string> payloads;
+  for (const auto& event : events) {
+    for (auto& p : responder.OnEvent(event)) payloads.push_back(std::move(p));
+  }
+  const auto chunks = ParseAll(payloads);
+  ASSERT_EQ(chunks.size(), 7u);  // 2 role chunks, 4 event chunks, the usage chunk
+  const auto usage = [](int64_t completion) {
+    return json{{"prompt_tokens", 12}, {"completion_tokens", completion}, {"total_tokens", 12 + completion}};
+  };
+  EXPECT_EQ(chunks[0]["usage"], usage(0));
+  EXPECT_EQ(chunks[1]["usage"], usage(0));
+  EXPECT_EQ(chunks[2]["usage"], usage(2));  // choice 0 after "ab"
+  EXPECT_EQ(chunks[3]["usage"], usage(1));  // choice 1 after "x"
+  EXPECT_EQ(chunks[4]["usage"], usage(3));
+  EXPECT_EQ(chunks[5]["usage"], usage(3));
+  EXPECT_EQ(chunks[6]["choices"], json::array());
+  EXPECT_EQ(chunks[6]["usage"]["completion_tokens"], 6);
 }
 
 }  // namespace

@@ -48,7 +48,9 @@ std::optional<CompletionPlan> ParseCompletion(std::string_view body, const Serve
     fields.Fail("suffix", "is not supported (Kimi K3 has no fill-in-the-middle format)");
   fields.Int("best_of", 1, ctx.max_n);
   plan.stream = fields.Bool("stream").value_or(false);
-  plan.include_usage = ReadStreamOptions(fields, plan.stream);
+  const StreamOptions stream_options = ReadStreamOptions(fields, plan.stream);
+  plan.include_usage = stream_options.include_usage;
+  plan.continuous_usage = stream_options.continuous_usage;
   plan.prompt_logprobs = ReadPromptLogprobs(fields, plan.stream, ctx.max_logprobs);
   ReadVllmGuidedFields(fields, /*chat=*/false);
   if (!fields.ok()) {

@@ -18,12 +18,14 @@ struct CompletionResponder::Impl {
     std::vector<engine::TokenLogprob> prompt_logprobs;  // from the choice's first event
     engine::FinishReason finish = engine::FinishReason::kNone;
     std::string stop_reason;
+    int64_t completion_tokens = 0;  // generated so far (continuous usage)
   };
 
   // Copies, so the plan need not outlive the responder.
   std::string model;
   bool stream;
   bool include_usage;
+  bool continuous_usage;
   bool echo;
   std::vector<CompletionPrompt> prompts;
   int32_t n;
@@ -42,6 +44,7 @@ struct CompletionResponder::Impl {
       : model(plan.model),
         stream(plan.stream),
         include_usage(plan.include_usage),
+        continuous_usage(plan.continuous_usage),
         echo(plan.echo),
         prompts(plan.prompts),
         n(std::max(plan.n, 1)),
@@ -123,6 +126,7 @@ struct CompletionResponder::Impl {
     std::vector<std::string> out;
     if (event.choice < 0 || event.choice >= static_cast<int32_t>(choices.size())) return out;
     Choice& choice = choices[event.choice];
+    choice.completion_tokens += static_cast<int64_t>(event.tokens.size());
     if (!event.prompt_logprobs.empty()) choice.prompt_logprobs = event.prompt_logprobs;
     std::string text;
     nlohmann::json logprob_json = nullptr;
@@ -161,8 +165,16 @@ struct CompletionResponder::Impl {
     if (stream && (!text.empty() || finished || !event.logprobs.empty() || echo_now)) {
       // json::array(...) spelled out: a braced list holding one json initialises a json parameter as a
       // copy of that element under clang and as a one-element array under g++.
-      out.push_back(DumpJson(Body(nlohmann::json::array(
-          {ChoiceJson(event.choice, std::move(text), std::move(logprob_json), choice, false)}))));
+      nlohmann::json body = Body(nlohmann::json::array(
+          {ChoiceJson(event.choice, std::move(text), std::move(logprob_json), choice, false)}));
+      if (continuous_usage) {  // vLLM: this choice's prompt and its tokens so far
+        const auto prompt_tokens =
+            prompts.empty() ? int64_t{0} : static_cast<int64_t>(PromptOf(event.choice).ids.size());
+        body["usage"] = {{"prompt_tokens", prompt_tokens},
+                         {"completion_tokens", choice.completion_tokens},
+                         {"total_tokens", prompt_tokens + choice.completion_tokens}};
+      }
+      out.push_back(DumpJson(body));
     }
     if (event.request_done) {
       usage = event.usage;

@@ -169,6 +169,34 @@ TEST(CompletionResponderTest, StreamingChunksConcatenateToTheBody) {
   EXPECT_FALSE(body.contains("system_fingerprint"));
 }
 
+// stream_options.continuous_usage_stats: every chunk carries its prompt's tokens and its choice's tokens
+// so far (vLLM); the final usage chunk stays the request's.
+TEST(CompletionResponderTest, ContinuousUsageOnEveryChunk) {
+  const ServerContext ctx = TestContext();
+  CompletionPlan plan = Plan(true);
+  plan.include_usage = true;
+  plan.continuous_usage = true;
+  CompletionResponder responder(plan, ctx, "cmpl-1", 3);
+  std::vector<engine::Event> events = {Ev(0, "ab"), Ev(0, "c", FinishReason::kStop, true)};
+  events[0].tokens = {'a', 'b'};
+  events[1].tokens = {'c'};
+  events[1].usage = {3, 0, 3};
+  std::vector<std::string> payloads;
+  for (const auto& event : events) {
+    for (auto& p : responder.OnEvent(event)) payloads.push_back(std::move(p));
+  }
+  const auto chunks = ParseAll(payloads);
+  ASSERT_EQ(chunks.size(), 3u);
+  EXPECT_EQ(chunks[0]["usage"], json({{"prompt_tokens", 3}, {"completion_tokens", 2}, {"total_tokens", 5}}));
+  EXPECT_EQ(chunks[1]["usage"], json({{"prompt_tokens", 3}, {"completion_tokens", 3}, {"total_tokens", 6}}));
+  EXPECT_EQ(chunks[2]["choices"], json::array());
+  EXPECT_EQ(chunks[2]["usage"]["total_tokens"], 6);
+  // Without it the chunks carry "usage": null, as before.
+  plan.continuous_usage = false;
+  CompletionResponder plain(plan, ctx, "cmpl-1", 3);
+  EXPECT_TRUE(json::parse(plain.OnEvent(events[0]).at(0))["usage"].is_null());
+}
+
 // Several prompts: choice index = prompt * n + i, each echoing its own prompt; vLLM's prompt_logprobs per
 // choice, {id: {logprob, rank, decoded_token}} with the prompt token and the top k.
 TEST(CompletionResponderTest, SeveralPromptsAndPromptLogprobs) {

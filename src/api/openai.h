@@ -24,6 +24,7 @@
 
 #include "src/api/generation_config.h"
 #include "src/chat/output_parser.h"
+#include "src/chat/output_schema_check.h"
 #include "src/chat/stream_parser.h"
 #include "src/engine/engine.h"
 #include "src/tokenizer/incremental_decoder.h"
@@ -70,8 +71,9 @@ struct ChatPlan {
   engine::Request request;
   std::string model;
   bool stream = false;
-  bool include_usage = false;  // stream_options.include_usage
-  chat::ParserOptions parser;  // thinking on/off, tools enabled
+  bool include_usage = false;     // stream_options.include_usage
+  bool continuous_usage = false;  // stream_options.continuous_usage_stats: usage so far in every chunk
+  chat::ParserOptions parser;     // thinking on/off, tools enabled
   bool logprobs = false;
   int32_t top_logprobs = 0;
   int32_t n = 1;
@@ -80,6 +82,9 @@ struct ChatPlan {
   int32_t prompt_logprobs = -1;         // vLLM's prompt_logprobs (k), -1: none
   std::vector<int32_t> stop_token_ids;  // copies of request.sampling's (the request is moved to
   std::vector<std::string> stop;        // Submit), to type stop_reason as a number or a string
+  // What the grammar left to the end of generation (`not`, `uniqueItems`), or null: a finished choice
+  // that breaks it gets finish_reason "schema_violation" and the violation as stop_reason.
+  std::shared_ptr<const chat::OutputSchemaCheck> schema_check;
 };
 std::optional<ChatPlan> ParseChatCompletion(std::string_view body, const ServerContext& ctx, ApiError* error);
 
@@ -97,6 +102,7 @@ struct CompletionPlan {
   std::string model;
   bool stream = false;
   bool include_usage = false;
+  bool continuous_usage = false;  // as in ChatPlan
   bool echo = false;
   int32_t logprobs = -1;                // legacy integer logprobs (with echo: the prompt tokens' too)
   int32_t prompt_logprobs = -1;         // vLLM's prompt_logprobs (k), -1: none

@@ -112,20 +112,20 @@ int32_t ReadPromptLogprobs(FieldReader& fields, bool stream, int32_t max_logprob
   return static_cast<int32_t>(*k);
 }
 
-bool ReadStreamOptions(FieldReader& fields, bool stream) {
+StreamOptions ReadStreamOptions(FieldReader& fields, bool stream) {
+  StreamOptions read;
   const nlohmann::json* options = fields.Object("stream_options");
-  if (options == nullptr) return false;
+  if (options == nullptr) return read;
   if (!stream) {
     fields.Fail("stream_options", "can only be given when `stream` is true");
-    return false;
+    return read;
   }
   FieldReader reader = fields.Nested(*options, "stream_options");
-  const bool include_usage = reader.Bool("include_usage").value_or(false);
-  if (reader.Bool("continuous_usage_stats").value_or(false)) {
-    reader.Fail(reader.Path("continuous_usage_stats"),
-                "is not supported: usage is sent in the last chunk (include_usage)");
-  }
-  return include_usage;
+  read.include_usage = reader.Bool("include_usage").value_or(false);
+  // vLLM: include_continuous_usage = include_usage and continuous_usage_stats.
+  const bool continuous = reader.Bool("continuous_usage_stats").value_or(false);
+  read.continuous_usage = read.include_usage && continuous;
+  return read;
 }
 
 }  // namespace k3::api

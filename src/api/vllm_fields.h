@@ -12,7 +12,8 @@
 //                                                      vLLM's shape (chat: top level; completions: per
 //                                                      choice); 400 with stream, as vLLM
 //   stream_options without stream: true              400, as vLLM
-//   stream_options.continuous_usage_stats: true      400: usage comes in the last chunk only
+//   stream_options.continuous_usage_stats: true      with include_usage, every chunk carries the usage
+//                                                      so far (vLLM's meaning); alone, no effect (as vLLM)
 // Errors go to `fields` (the first one is kept).
 #pragma once
 
@@ -44,7 +45,12 @@ std::optional<GuidedOutput> ReadVllmGuidedFields(FieldReader& fields, bool chat)
 // prompt_logprobs: k, or -1 when absent or null; errors (range, stream) go to `fields`.
 int32_t ReadPromptLogprobs(FieldReader& fields, bool stream, int32_t max_logprobs);
 
-// stream_options: include_usage (returned), the refusals above. `stream`: the request's stream flag.
-bool ReadStreamOptions(FieldReader& fields, bool stream);
+// stream_options: include_usage, continuous_usage_stats; the refusal above. `stream`: the request's
+// stream flag.
+struct StreamOptions {
+  bool include_usage = false;     // a last chunk with the request's usage
+  bool continuous_usage = false;  // every chunk carries the usage so far (needs include_usage, as vLLM)
+};
+StreamOptions ReadStreamOptions(FieldReader& fields, bool stream);
 
 }  // namespace k3::api

@@ -35,7 +35,11 @@ bool IndexLiterals(Node& node) {
   int32_t count = 0;
   for (size_t i = 0; i < trie.nodes.size(); ++i) {
     if (!trie.nodes[i].terminal) continue;
-    if (count >= static_cast<int32_t>(kMaxUniqueLiterals)) return false;
+    if (count >= static_cast<int32_t>(kMaxUniqueLiterals)) {  // not indexed: the node stays as it was
+      node.literal_index.clear();
+      node.literal_below.clear();
+      return false;
+    }
     node.literal_index[i] = count++;
   }
   // Children have larger indices than their parents (Insert appends): a reverse pass sees them first.

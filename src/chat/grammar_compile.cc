@@ -7,6 +7,7 @@
 #include "src/chat/json_text.h"
 #include "src/chat/number_schema.h"
 #include "src/chat/object_keys.h"
+#include "src/chat/schema_validator.h"
 #include "src/chat/string_schema.h"
 
 namespace k3::chat::grammar {
@@ -45,7 +46,6 @@ std::string PointerToken(std::string_view key) {
 // Keywords whose constraints the grammar cannot express; value = the value that constrains nothing.
 const std::map<std::string, json>& UnsupportedKeywords() {
   static const std::map<std::string, json> keywords = {
-      {"not", json()},
       {"if", json()},
       {"propertyNames", json()},
       {"dependentRequired", json::object()},
@@ -133,6 +133,12 @@ class SchemaCompiler {
         return Error(ptr, fmt::format("keyword '{}' is not supported in constrained output", keyword));
       }
     }
+    if (s.contains("not")) {
+      // The grammar enforces `not` where it is exact (ExcludeNotTypes, NotExcludedValues); the rest is the
+      // end check's (schema_validator.h). Compiling the subschema checks that it uses only the keywords and
+      // patterns constrained output knows, so the end check reads it with the meaning it has.
+      K3_RETURN_IF_ERROR(Compile(s["not"], ptr + "/not", depth + 1).status());
+    }
     for (std::string_view combinator : {"$ref", "allOf", "anyOf", "oneOf"}) {
       if (!s.contains(combinator)) continue;
       for (std::string_view other : kConstraining) {
@@ -164,14 +170,16 @@ class SchemaCompiler {
       return b_.Union(std::move(children));
     }
     K3_ASSIGN_OR_RETURN(std::vector<std::string> types, Types(s, ptr));
+    ExcludeNotTypes(s, &types);
+    if (types.empty()) return b_.Never();
     if (s.contains("const") || s.contains("enum")) return Literals(s, ptr, types);
     std::vector<uint32_t> alternatives;
     const bool has_number = std::find(types.begin(), types.end(), "number") != types.end();
     for (const std::string& type : types) {
       if (type == "null") {
-        alternatives.push_back(LiteralValues({json()}));
+        alternatives.push_back(NotExcludedValues(s, {json()}));
       } else if (type == "boolean") {
-        alternatives.push_back(LiteralValues({json(true), json(false)}));
+        alternatives.push_back(NotExcludedValues(s, {json(true), json(false)}));
       } else if (type == "number" || (type == "integer" && !has_number)) {
         Node node;
         node.kind = NodeKind::kNumber;
@@ -446,7 +454,37 @@ class SchemaCompiler {
         }
       }
     }
-    return typed.empty() ? b_.Never() : LiteralValues(std::move(typed));
+    return NotExcludedValues(s, std::move(typed));
+  }
+
+  // A `not` whose subschema is only a type (or list of types) excludes those types exactly: they are
+  // dropped here (integer with number, as integers are numbers).
+  static void ExcludeNotTypes(const json& s, std::vector<std::string>* types) {
+    if (!s.contains("not") || !s["not"].is_object() || !s["not"].contains("type")) return;
+    for (const auto& [key, value] : s["not"].items()) {
+      if (key != "type" && key != "title" && key != "description" && key != "$comment") return;
+    }
+    const json& t = s["not"]["type"];
+    for (const json& type : t.is_array() ? t : json::array({t})) {
+      if (!type.is_string()) return;
+    }
+    std::erase_if(*types, [&t](const std::string& type) {
+      const auto excluded = [&t](std::string_view name) {
+        return t.is_array() ? std::find(t.begin(), t.end(), name) != t.end() : t == name;
+      };
+      return excluded(type) || (type == "integer" && excluded("number"));
+    });
+  }
+
+  // The literal set of `values` less those the schema's `not` excludes (exact: each value is checked
+  // against the subschema), or Never when none is left.
+  uint32_t NotExcludedValues(const json& s, std::vector<json> values) {
+    if (s.contains("not")) {
+      std::erase_if(values, [&](const json& value) {
+        return !FindSchemaViolation(document_, s["not"], value).has_value();
+      });
+    }
+    return values.empty() ? b_.Never() : LiteralValues(std::move(values));
   }
 
   uint32_t LiteralValues(std::vector<json> values) {
@@ -502,15 +540,13 @@ class SchemaCompiler {
           item = b_.grammar_.nodes[item].children[0];
         }
         Node& literal = b_.grammar_.nodes[item];
-        if (!node.prefix_items.empty() || literal.kind != NodeKind::kLiteralSet || literal.values.empty() ||
-            !IndexLiterals(literal)) {
-          return Error(
-              at, fmt::format("uniqueItems is enforced only for items that are an enum, const or boolean "
-                              "of at most {} values (a grammar cannot compare arbitrary items)",
-                              kMaxUniqueLiterals));
+        // Other items (and tuples) are left to the end check (schema_validator.h): a grammar cannot
+        // compare arbitrary items.
+        if (node.prefix_items.empty() && literal.kind == NodeKind::kLiteralSet && !literal.values.empty() &&
+            IndexLiterals(literal)) {
+          node.items = item;
+          node.unique_literals = true;
         }
-        node.items = item;
-        node.unique_literals = true;
       }
     }
     return b_.Add(std::move(node));

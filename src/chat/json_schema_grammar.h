@@ -10,9 +10,11 @@
 // generated without escapes), for numbers minimum, maximum, exclusiveMinimum, exclusiveMaximum and
 // multipleOf (number_schema.h: exact, bounded numbers in plain decimal notation), for objects
 // minProperties, maxProperties and patternProperties (object_keys.h: a key matches one pattern only;
-// without additionalProperties beside them only pattern keys are written), uniqueItems for items that
-// are an enum / const / boolean of at most 32 values (other items, and `not`, are refused: no grammar
-// enforces them in general). Anything
+// without additionalProperties beside them only pattern keys are written), uniqueItems (enforced for
+// items that are an enum / const / boolean of at most 32 values), not (enforced when its subschema is
+// only a type, and beside a finite value set, whose values it matches are dropped; its subschema may use
+// the keywords listed here). What the grammar cannot enforce (uniqueItems over other items, any other
+// `not`) compiles and is left to the end check of output_schema_check.h. Anything
 // else is ignored (accepted as annotation) unless it would make the grammar unsound, which is an
 // InvalidArgument naming the keyword and its JSON pointer. Nesting deeper than kMaxSchemaDepth is an
 // error. Strings allow every JSON escape; the generated text is always valid JSON for the schema.

@@ -3,6 +3,7 @@
 // calls) valid against the schema (checked with valijson); masks agree with Accept; special tokens only
 // where the grammar places them; errors; FillAllowed timings on tiny-k3 and on a 163,584-rank vocabulary.
 #include "src/chat/json_schema_grammar.h"
+#include "src/chat/output_schema_check.h"
 
 #include <gtest/gtest.h>
 
@@ -319,6 +320,53 @@ TEST(JsonConstraint, NumericKeywordCorpusWalksValidate) {
     }
     EXPECT_GT(distinct.size(), 1u) << i << ": the walks all wrote " << *distinct.begin();
   }
+}
+
+// The corpus of `not` and `uniqueItems` schemas in Pydantic-like shapes (also sent to a real server by
+// tests/compat/vllm_parity): every schema compiles, and the value of each random walk either holds
+// (valijson) and the end check finds nothing, or breaks the schema and the end check names `not` or
+// `uniqueItems` (the grammar enforces every other keyword). Where the grammar enforces the `not` /
+// `uniqueItems` itself (a not of types, an enum less a not, unique enum items) no walk breaks it.
+TEST(JsonConstraint, NotAndUniqueItemsCorpusEndCheck) {
+  std::ifstream file(std::string(K3_SOURCE_DIR) + "/tests/data/schemas/not_unique_keywords.json");
+  ASSERT_TRUE(file.good());
+  const json corpus = json::parse(file);
+  ASSERT_GE(corpus.size(), 12u);
+  const std::set<size_t> enforced_by_grammar = {3, 9, 10, 11};
+  const Tokenizer& tok = TinyK3();
+  ConstraintOptions options = Options(tok, false);
+  options.max_tokens = 160;
+  std::mt19937_64 rng(1717);
+  int held = 0;
+  int broken = 0;
+  for (size_t i = 0; i < corpus.size(); ++i) {
+    const json& schema = corpus[i];
+    auto made = MakeJsonConstraint(tok, schema, options);
+    ASSERT_TRUE(made.ok()) << i << ": " << made.status().ToString();
+    auto check = OutputSchemaCheck::ForJson(schema);
+    ASSERT_NE(check, nullptr) << i;
+    for (int w = 0; w < 8; ++w) {
+      auto constraint = (*made)->Clone();
+      Walk walk = RandomWalk(*constraint, tok, options, rng, 8 + w * 4);
+      ASSERT_TRUE(walk.ended) << i << ": " << walk.text;
+      const ParsedOutput parsed = ParseOutput(walk.text, ParserOptions{false, false});
+      const json value = json::parse(parsed.content, nullptr, false);
+      ASSERT_FALSE(value.is_discarded()) << i << ": not JSON: " << parsed.content;
+      const std::string why = Validate(schema, value);
+      const std::optional<std::string> violation = check->CheckJson(parsed.content);
+      EXPECT_EQ(why.empty(), !violation.has_value()) << i << ": " << parsed.content << " valijson: " << why;
+      if (violation) {
+        ++broken;
+        EXPECT_TRUE(violation->rfind("not: ", 0) == 0 || violation->rfind("uniqueItems: ", 0) == 0)
+            << i << ": " << *violation;
+        EXPECT_EQ(enforced_by_grammar.count(i), 0u) << i << ": " << parsed.content << ": " << *violation;
+      } else {
+        ++held;
+      }
+    }
+  }
+  EXPECT_GT(held, 0);
+  EXPECT_GT(broken, 0);  // random walks do write duplicates and excluded values
 }
 
 TEST(JsonConstraint, StringKeywordErrorsNameTheKeyword) {

@@ -329,10 +329,19 @@ TEST(TupleKeywords, UniqueItemsOfEnumeratedValues) {
   ASSERT_TRUE(impossible.ok());
   builder.UpdateNeeds();
   EXPECT_FALSE(builder.Satisfiable(*impossible));
-  // Other items cannot be compared by a grammar; at most one item is always unique.
-  EXPECT_EQ(ErrorOf({{"type", "array"}, {"items", {{"type", "string"}}}, {"uniqueItems", true}}),
-            "schema: uniqueItems is enforced only for items that are an enum, const or boolean of at most 32 "
-            "values (a grammar cannot compare arbitrary items) at #/uniqueItems");
+  // Other items cannot be compared by a grammar: they compile, and the end check compares them
+  // (output_schema_check.h); so do enums of more than 32 values and tuples.
+  auto strings = Must({{"type", "array"}, {"items", {{"type", "string"}}}, {"uniqueItems", true}});
+  EXPECT_TRUE(Matches(strings, R"(["a","a"])"));
+  json many = json::array();
+  for (int i = 0; i < 40; ++i) many.push_back(i);
+  EXPECT_TRUE(
+      Matches(Must({{"type", "array"}, {"items", {{"enum", many}}}, {"uniqueItems", true}}), "[3,3]"));
+  EXPECT_TRUE(Matches(Must({{"type", "array"},
+                            {"prefixItems", {{{"enum", {1, 2}}}}},
+                            {"items", {{"enum", {1, 2}}}},
+                            {"uniqueItems", true}}),
+                      "[1,1]"));
   EXPECT_EQ(
       ErrorOf({{"type", "array"}, {"items", {{"type", "string"}}}, {"uniqueItems", true}, {"maxItems", 1}}),
       "(compiled)");
@@ -420,6 +429,44 @@ TEST(ObjectKeywords, PatternProperties) {
             std::string::npos);
   EXPECT_EQ(ErrorOf({{"type", "object"}, {"patternProperties", 3}}),
             "schema: must be an object at #/patternProperties");
+}
+
+// `not` is enforced in the grammar where that is exact: a `not` of types drops those types, and a
+// finite value set (enum, const, boolean, null) loses the values the subschema matches. Any other `not`
+// compiles and is left to the end check; its subschema is held to the supported keywords.
+TEST(NotKeyword, ExcludedTypesAndValues) {
+  auto not_null = Must({{"type", {"string", "null"}}, {"not", {{"type", "null"}}}});
+  EXPECT_TRUE(Matches(not_null, R"("x")"));
+  EXPECT_FALSE(Matches(not_null, "null"));
+  auto not_number = Must({{"not", {{"type", "number"}, {"title", "no numbers"}}}});
+  EXPECT_FALSE(Matches(not_number, "1"));
+  EXPECT_FALSE(Matches(not_number, "1.5"));
+  EXPECT_TRUE(Matches(not_number, "true"));
+  auto colors = Must({{"enum", {"red", "green", "blue"}}, {"not", {{"const", "green"}}}});
+  EXPECT_TRUE(Matches(colors, R"("red")"));
+  EXPECT_FALSE(Matches(colors, R"("green")"));
+  auto small = Must({{"enum", {1, 5, 10}}, {"not", {{"type", "integer"}, {"minimum", 5}}}});
+  EXPECT_TRUE(Matches(small, "1"));
+  EXPECT_FALSE(Matches(small, "5"));
+  EXPECT_FALSE(Matches(small, "10"));
+  auto only_false = Must({{"type", "boolean"}, {"not", {{"const", true}}}});
+  EXPECT_TRUE(Matches(only_false, "false"));
+  EXPECT_FALSE(Matches(only_false, "true"));
+  // Every value excluded: nothing satisfies it.
+  GrammarBuilder builder;
+  auto none = builder.JsonValue({{"enum", {1, 2}}, {"not", {{"type", "integer"}}}}, "schema");
+  ASSERT_TRUE(none.ok());
+  builder.UpdateNeeds();
+  EXPECT_FALSE(builder.Satisfiable(*none));
+  // Not enforceable here: compiled, left to the end check.
+  auto not_empty = Must({{"type", "string"}, {"not", {{"const", ""}}}});
+  EXPECT_TRUE(Matches(not_empty, R"("")"));
+  EXPECT_EQ(ErrorOf({{"type", "string"}, {"not", {{"pattern", "a(?=b)"}}}}).find("#/not/pattern") !=
+                std::string::npos,
+            true);
+  EXPECT_EQ(ErrorOf({{"not", {{"contains", {{"type", "null"}}}}}}),
+            "schema: keyword 'contains' is not supported in constrained output at #/not");
+  EXPECT_EQ(ErrorOf({{"not", 3}}), "schema: a schema must be an object or a boolean at #/not");
 }
 
 }  // namespace

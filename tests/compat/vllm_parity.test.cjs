@@ -4,10 +4,15 @@
 // guided_grammar, prompt_logprobs with stream
 // and stream_options without stream are 400s naming the field, never ignored; prompt_logprobs and
 // completions' prompt lists with echo + logprobs (lm-eval's loglikelihood requests) are served;
-// --served-model-name takes a list; HEAD /health answers like GET.
+// --served-model-name takes a list; HEAD /health answers like GET. Structured output with `not` /
+// `uniqueItems` (a Pydantic-style schema and tests/data/schemas/not_unique_keywords.json, checked with
+// ajv or ending in finish_reason "schema_violation"), and stream_options.continuous_usage_stats.
 'use strict';
 const { test, before, after } = require('node:test');
 const assert = require('node:assert/strict');
+const fs = require('node:fs');
+const path = require('node:path');
+const Ajv = require('ajv');
 const OpenAI = require('openai');
 const { startServer, request, MODEL } = require('./common.cjs');
 
@@ -48,6 +53,102 @@ test('guided_json constrains the reply to the schema (object or JSON text)', asy
     assert.deepEqual(Object.keys(value).sort(), ['name', 'size'], text);
     assert.equal(typeof value.name, 'string');
     assert.ok(Number.isInteger(value.size), text);
+  }
+});
+
+// Structured output with `not` and `uniqueItems` (issue 17): the grammar enforces what it can and the rest
+// is checked when the reply ends. So every reply either validates (ajv) and finishes "stop", or breaks
+// the schema, finishes "schema_violation" and names the keyword and path in stop_reason; streaming ends
+// the same way on its final chunk.
+const ajv = new Ajv({ strict: false });
+// A finished reply against its schema: valid with "stop", or invalid with "schema_violation" and a
+// stop_reason naming the keyword and the path.
+function judge(validate, text, finishReason, stopReason) {
+  const valid = validate(JSON.parse(text));
+  if (finishReason === 'stop') {
+    assert.ok(valid, `${text}: ${ajv.errorsText(validate.errors)}`);
+    assert.equal(stopReason ?? null, null);
+  } else {
+    assert.equal(finishReason, 'schema_violation', text);
+    assert.ok(!valid, `${text} is valid, yet ${stopReason}`);
+    assert.match(stopReason, /^(not|uniqueItems): \//, text);
+  }
+}
+async function checkStructured(schema, seed, extra = {}) {
+  const validate = ajv.compile(schema);
+  const r = await client.chat.completions.create({
+    model: MODEL, messages: [{ role: 'user', content: 'Answer in JSON.' }], max_tokens: 200, temperature: 1, seed,
+    chat_template_kwargs: { thinking: false },
+    response_format: { type: 'json_schema', json_schema: { name: 'answer', schema } }, ...extra });
+  const choice = r.choices[0];
+  judge(validate, choice.message.content, choice.finish_reason, choice.stop_reason);
+  return choice;
+}
+
+test('structured output: a Pydantic-style schema with numeric bounds, not and uniqueItems', async () => {
+  const schema = {
+    title: 'Listing', type: 'object',
+    $defs: { Tag: { title: 'Tag', type: 'string', maxLength: 8 } },
+    properties: {
+      price: { title: 'Price', type: 'number', exclusiveMinimum: 0, maximum: 1000, multipleOf: 0.25 },
+      qty: { title: 'Qty', type: 'integer', minimum: 1, maximum: 20 },
+      rating: { title: 'Rating', type: 'integer', minimum: 0, maximum: 5, not: { const: 3 } },
+      status: { title: 'Status', enum: ['new', 'used', 'broken'], not: { const: 'broken' } },
+      tags: { title: 'Tags', type: 'array', items: { $ref: '#/$defs/Tag' }, uniqueItems: true, maxItems: 4 },
+      code: { title: 'Code', type: 'string', maxLength: 6, not: { pattern: '^x' } },
+    },
+    required: ['price', 'qty', 'rating', 'status', 'tags', 'code'],
+    additionalProperties: false,
+  };
+  for (let seed = 1; seed <= 6; ++seed) {
+    const choice = await checkStructured(schema, seed);
+    // The grammar itself keeps the enum's excluded value out.
+    assert.notEqual(JSON.parse(choice.message.content).status, 'broken');
+    // Streamed: the final chunk carries the finish reason (and the violation) of the streamed text.
+    const stream = await client.chat.completions.create({
+      model: MODEL, messages: [{ role: 'user', content: 'Answer in JSON.' }], max_tokens: 200, temperature: 1,
+      seed, chat_template_kwargs: { thinking: false }, stream: true,
+      response_format: { type: 'json_schema', json_schema: { name: 'answer', schema } } });
+    let text = '';
+    let last;
+    for await (const chunk of stream) {
+      if (chunk.choices.length === 0) continue;
+      text += chunk.choices[0].delta.content ?? '';
+      last = chunk.choices[0];
+    }
+    judge(ajv.compile(schema), text, last.finish_reason, last.stop_reason);
+  }
+});
+
+test('structured output: the not / uniqueItems schema corpus validates with ajv or ends in schema_violation',
+     async () => {
+  const corpus = JSON.parse(fs.readFileSync(path.join(__dirname, '../data/schemas/not_unique_keywords.json')));
+  assert.ok(corpus.length >= 12);
+  for (let i = 0; i < corpus.length; ++i) await checkStructured(corpus[i], 100 + i);
+  // guided_json takes the same schemas.
+  await checkStructured(corpus[1], 7, { response_format: undefined, guided_json: corpus[1] });
+});
+
+test('stream_options.continuous_usage_stats: every chunk carries the usage so far', async () => {
+  for (const kind of ['chat', 'completions']) {
+    const options = { include_usage: true, continuous_usage_stats: true };
+    const stream = kind === 'chat'
+      ? await client.chat.completions.create({ model: MODEL, messages: user, max_tokens: 12, stream: true,
+                                              stream_options: options, chat_template_kwargs: { thinking: false } })
+      : await client.completions.create({ model: MODEL, prompt: 'Once upon', max_tokens: 12, stream: true,
+                                          stream_options: options });
+    let chunks = 0;
+    let previous = 0;
+    for await (const chunk of stream) {
+      ++chunks;
+      assert.ok(chunk.usage, `${kind}: ${JSON.stringify(chunk)}`);
+      assert.ok(chunk.usage.prompt_tokens > 0);
+      assert.ok(chunk.usage.completion_tokens >= previous, JSON.stringify(chunk));
+      previous = chunk.usage.completion_tokens;
+      assert.equal(chunk.usage.total_tokens, chunk.usage.prompt_tokens + chunk.usage.completion_tokens);
+    }
+    assert.ok(chunks >= 3, kind);
+    assert.ok(previous > 0 && previous <= 12, `${kind}: ${previous}`);
   }
 });
 

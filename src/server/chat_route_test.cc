@@ -1,0 +1,254 @@
+// POST /v1/chat/completions and /v1/completions over a real loopback socket: OpenAiService's routes in
+// front of a scripted engine (ScriptedEngine below answers every request with a set reply text, in two
+// events), for what the routes add on top of the responders: the end check of structured output (a JSON
+// reply or forced tool call that breaks the schema's `not` / `uniqueItems` finishes with
+// "schema_violation" and a stop_reason naming the keyword and path, streaming and not; a valid one keeps
+// "stop") and stream_options.continuous_usage_stats (usage on every chunk). The real engine under the
+// openai SDK is tests/compat/vllm_parity.
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "src/api/api_test_util.h"
+#include "src/server/http_server.h"
+#include "src/server/openai_service.h"
+#include "src/server/testing/http_client.h"
+
+namespace k3::server {
+namespace {
+
+using nlohmann::json;
+
+// Answers each request at once, on its own thread, with reply(): the text in two events of one token
+// per byte, finish kStop.
+class ScriptedEngine final : public engine::Engine {
+ public:
+  ~ScriptedEngine() override { Join(); }
+  void SetReply(std::string reply) {
+    std::lock_guard<std::mutex> lock(mu_);
+    reply_ = std::move(reply);
+  }
+  Result<uint64_t> Submit(engine::Request request, engine::EventCallback on_event) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    const uint64_t id = ++submitted_;
+    threads_.emplace_back([reply = reply_, prompt = static_cast<int64_t>(request.prompt.size()),
+                           on_event = std::move(on_event)] {
+      const size_t half = reply.size() / 2;
+      const std::string parts[2] = {reply.substr(0, half), reply.substr(half)};
+      for (int i = 0; i < 2; ++i) {
+        engine::Event e;
+        e.text = parts[i];
+        e.tokens.assign(parts[i].size(), 'x');
+        if (i == 1) {
+          e.finish = engine::FinishReason::kStop;
+          e.request_done = true;
+          e.usage.prompt_tokens = prompt;
+          e.usage.completion_tokens = static_cast<int64_t>(reply.size());
+        }
+        on_event(e);
+      }
+    });
+    return id;
+  }
+  void Cancel(uint64_t) override {}
+  engine::EngineMetrics Metrics() const override { return {}; }
+  bool ResetPrefixCache(std::function<void(int64_t)>) override { return false; }
+  bool Sleep(std::function<void()>) override { return false; }
+  void WakeUp() override {}
+  bool IsSleeping() const override { return false; }
+  bool Alive() const override { return true; }
+  const engine::EngineOptions& options() const override { return options_; }
+  void Shutdown(bool) override {}
+  void Join() {
+    std::vector<std::thread> threads;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      threads.swap(threads_);
+    }
+    for (std::thread& t : threads) t.join();
+  }
+
+ private:
+  std::mutex mu_;
+  std::string reply_;
+  uint64_t submitted_ = 0;
+  std::vector<std::thread> threads_;
+  engine::EngineOptions options_;
+};
+
+// The end of a constrained JSON reply with thinking off (json_schema_grammar.h).
+const std::string kJsonEnd = "<|close|>response<|sep|><|close|>message<|sep|>";
+
+class ChatRouteTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    service_.SetReady(&engine_, api::testing::TestContext());
+    Router router;
+    service_.AddRoutes(&router);
+    ServerOptions options;
+    options.host = "127.0.0.1";
+    options.port = 0;
+    auto server = HttpServer::Start(options, std::move(router));
+    ASSERT_TRUE(server.ok()) << server.status().ToString();
+    server_ = std::move(*server);
+  }
+  void TearDown() override {
+    server_->Stop();
+    engine_.Join();
+  }
+  testing::TestResponse Post(const std::string& path, const json& body) {
+    auto r = testing::Fetch(server_->port(), "POST", path, body.dump(), {"Content-Type: application/json"});
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return r.ok() ? *r : testing::TestResponse{};
+  }
+  // The JSON payloads of an SSE body ("data: {...}" lines, [DONE] last).
+  static std::vector<json> Events(const std::string& body) {
+    std::vector<json> out;
+    size_t pos = 0;
+    bool done = false;
+    while ((pos = body.find("data: ", pos)) != std::string::npos) {
+      const size_t end = body.find("\n\n", pos);
+      const std::string payload = body.substr(pos + 6, end - pos - 6);
+      pos = end;
+      if (payload == "[DONE]") {
+        done = true;
+        continue;
+      }
+      out.push_back(json::parse(payload));
+    }
+    EXPECT_TRUE(done) << body;
+    return out;
+  }
+  static json ChatRequest(const json& schema) {
+    return {
+        {"messages", {{{"role", "user"}, {"content", "tags?"}}}},
+        {"chat_template_kwargs", {{"thinking", false}}},
+        {"response_format", {{"type", "json_schema"}, {"json_schema", {{"name", "t"}, {"schema", schema}}}}}};
+  }
+
+  ScriptedEngine engine_;
+  OpenAiService service_{"Kimi-K3", "test"};
+  std::unique_ptr<HttpServer> server_;
+};
+
+const json kTagsSchema = json::parse(R"({"type": "object", "properties": {"tags": {"type": "array",
+    "items": {"type": "string"}, "uniqueItems": true}, "name": {"type": "string", "not": {"const": ""}}},
+    "required": ["tags", "name"]})");
+
+TEST_F(ChatRouteTest, SchemaViolationFinishesTheChoice) {
+  engine_.SetReply(R"({"name":"n","tags":["a","b","a"]})" + kJsonEnd);
+  auto r = Post("/v1/chat/completions", ChatRequest(kTagsSchema));
+  ASSERT_EQ(r.status, 200) << r.body;
+  json body = json::parse(r.body);
+  EXPECT_EQ(body["choices"][0]["message"]["content"], R"({"name":"n","tags":["a","b","a"]})");
+  EXPECT_EQ(body["choices"][0]["finish_reason"], "schema_violation");
+  EXPECT_EQ(body["choices"][0]["stop_reason"], "uniqueItems: /tags items 0 and 2 are equal");
+
+  engine_.SetReply(R"({"name":"","tags":[]})" + kJsonEnd);
+  r = Post("/v1/chat/completions", ChatRequest(kTagsSchema));
+  ASSERT_EQ(r.status, 200) << r.body;
+  body = json::parse(r.body);
+  EXPECT_EQ(body["choices"][0]["finish_reason"], "schema_violation");
+  EXPECT_EQ(body["choices"][0]["stop_reason"],
+            "not: /name matches the schema it must not match (#/properties/name/not)");
+
+  engine_.SetReply(R"({"name":"n","tags":["a","b"]})" + kJsonEnd);
+  r = Post("/v1/chat/completions", ChatRequest(kTagsSchema));
+  ASSERT_EQ(r.status, 200) << r.body;
+  body = json::parse(r.body);
+  EXPECT_EQ(body["choices"][0]["finish_reason"], "stop");
+  EXPECT_TRUE(body["choices"][0]["stop_reason"].is_null());
+}
+
+TEST_F(ChatRouteTest, StreamingFinalChunkCarriesTheViolation) {
+  engine_.SetReply(R"({"name":"n","tags":["x","x"]})" + kJsonEnd);
+  json request = ChatRequest(kTagsSchema);
+  request["stream"] = true;
+  const auto r = Post("/v1/chat/completions", request);
+  ASSERT_EQ(r.status, 200) << r.body;
+  const std::vector<json> events = Events(r.body);
+  ASSERT_GE(events.size(), 2u);
+  std::string content;
+  for (size_t i = 0; i < events.size(); ++i) {
+    const json& choice = events[i]["choices"][0];
+    content += choice["delta"].value("content", "");
+    if (i + 1 < events.size()) {
+      EXPECT_TRUE(choice["finish_reason"].is_null()) << events[i];
+    }
+  }
+  EXPECT_EQ(content, R"({"name":"n","tags":["x","x"]})");
+  EXPECT_EQ(events.back()["choices"][0]["finish_reason"], "schema_violation");
+  EXPECT_EQ(events.back()["choices"][0]["stop_reason"], "uniqueItems: /tags items 0 and 1 are equal");
+}
+
+// A forced tool call (tool_choice named) whose arguments break uniqueItems.
+TEST_F(ChatRouteTest, ForcedToolCallArgumentsAreChecked) {
+  engine_.SetReply(
+      "<|close|>response<|sep|><|open|>tools<|sep|><|open|>call tool=\"tag\" "
+      "index=\"1\"<|sep|><|open|>argument key=\"ids\" "
+      "type=\"array\"<|sep|>[7,7]<|close|>argument<|sep|><|close|>call<|sep|><|close|>tools<|sep|>"
+      "<|close|>message<|sep|>");
+  const json request = {
+      {"messages", {{{"role", "user"}, {"content", "tag it"}}}},
+      {"chat_template_kwargs", {{"thinking", false}}},
+      {"tools",
+       {{{"type", "function"},
+         {"function",
+          {{"name", "tag"},
+           {"parameters", json::parse(R"({"type": "object", "properties": {"ids": {"type": "array",
+               "items": {"type": "integer"}, "uniqueItems": true}}, "required": ["ids"]})")}}}}}},
+      {"tool_choice", {{"type", "function"}, {"function", {{"name", "tag"}}}}}};
+  const auto r = Post("/v1/chat/completions", request);
+  ASSERT_EQ(r.status, 200) << r.body;
+  const json body = json::parse(r.body);
+  ASSERT_EQ(body["choices"][0]["message"]["tool_calls"].size(), 1u) << r.body;
+  EXPECT_EQ(body["choices"][0]["finish_reason"], "schema_violation");
+  EXPECT_EQ(body["choices"][0]["stop_reason"],
+            "uniqueItems: /ids items 0 and 1 are equal (arguments of tool call 0, tag)");
+}
+
+TEST_F(ChatRouteTest, ContinuousUsageStatsOnEveryChunk) {
+  engine_.SetReply("Hello there" + kJsonEnd);
+  for (const char* path : {"/v1/chat/completions", "/v1/completions"}) {
+    json request = {{"stream", true},
+                    {"stream_options", {{"include_usage", true}, {"continuous_usage_stats", true}}}};
+    if (std::string(path) == "/v1/completions") {
+      request["prompt"] = "Say hi";
+    } else {
+      request["messages"] = {{{"role", "user"}, {"content", "Say hi"}}};
+      request["chat_template_kwargs"] = {{"thinking", false}};
+    }
+    const auto r = Post(path, request);
+    ASSERT_EQ(r.status, 200) << path << ": " << r.body;
+    const std::vector<json> events = Events(r.body);
+    ASSERT_GE(events.size(), 3u) << path;
+    int64_t previous = -1;
+    int64_t prompt_tokens = -1;
+    for (const json& event : events) {
+      ASSERT_TRUE(event["usage"].is_object()) << path << ": " << event;
+      const json& usage = event["usage"];
+      if (prompt_tokens < 0) prompt_tokens = usage["prompt_tokens"];
+      EXPECT_EQ(usage["prompt_tokens"], prompt_tokens) << path;
+      EXPECT_GT(prompt_tokens, 0) << path;
+      EXPECT_GE(usage["completion_tokens"].get<int64_t>(), previous) << path;  // grows chunk by chunk
+      previous = usage["completion_tokens"];
+      EXPECT_EQ(usage["total_tokens"], usage["prompt_tokens"].get<int64_t>() + previous) << path;
+    }
+    const auto reply_tokens = static_cast<int64_t>(("Hello there" + kJsonEnd).size());
+    EXPECT_EQ(previous, reply_tokens) << path;  // the last (usage-only) chunk: the whole request's
+    EXPECT_EQ(events.back()["choices"], json::array()) << path;
+  }
+  // Without include_usage it has no effect (vLLM): no usage field at all.
+  const auto r =
+      Post("/v1/completions",
+           {{"prompt", "Say hi"}, {"stream", true}, {"stream_options", {{"continuous_usage_stats", true}}}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  for (const json& event : Events(r.body)) EXPECT_FALSE(event.contains("usage")) << event;
+}
+
+}  // namespace
+}  // namespace k3::server
