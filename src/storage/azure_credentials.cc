@@ -2,6 +2,7 @@
 #include "src/storage/azure_credentials.h"
 
 #include "src/storage/azure_shared_key.h"
+#include "src/storage/azure_workload_identity.h"
 
 namespace k3::storage {
 namespace {
@@ -95,10 +96,10 @@ Result<AzureAccess> ResolveAzureAccess(std::string_view account, const EnvLookup
       access.credentials.source = "env AZURE_STORAGE_SAS_TOKEN";
       access.credentials.sas_token = SasQuery(*sas);
     } else if (env("AZURE_FEDERATED_TOKEN_FILE")) {
-      return Unimplemented(
-          "az://{}: AZURE_FEDERATED_TOKEN_FILE is set (AKS workload identity), which k3 cannot use yet; "
-          "set AZURE_STORAGE_SAS_TOKEN, AZURE_STORAGE_KEY or AZURE_STORAGE_CONNECTION_STRING instead",
-          account);
+      K3_ASSIGN_OR_RETURN(AzureBearerToken token, ExchangeFederatedToken(env));
+      access.credentials.kind = AzureAuthKind::kBearer;
+      access.credentials.bearer_token = std::move(token.access_token);
+      access.credentials.source = std::move(token.source);
     } else {
       access.credentials.kind = AzureAuthKind::kAnonymous;
       access.credentials.source =

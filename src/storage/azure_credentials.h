@@ -5,14 +5,16 @@
 //      well-known dev account on http://127.0.0.1:10000). Its AccountName must be the URI's account.
 //   2. AZURE_STORAGE_KEY: Shared Key of the URI's account (Base64, as the portal shows it).
 //   3. AZURE_STORAGE_SAS_TOKEN: a SAS token ("sv=...&sig=...", with or without '?'), appended to URLs.
-//   4. AZURE_FEDERATED_TOKEN_FILE (AKS workload identity): not implemented yet, a clear Unimplemented.
+//   4. AZURE_FEDERATED_TOKEN_FILE + AZURE_CLIENT_ID + AZURE_TENANT_ID (AKS workload identity): exchanged
+//      for an OAuth access token (azure_workload_identity.h), sent as "Authorization: Bearer".
 //   5. otherwise anonymous (public containers).
 // Endpoint: AZURE_STORAGE_ENDPOINT, else the connection string's BlobEndpoint (or its
 // DefaultEndpointsProtocol + EndpointSuffix), else https://ACCOUNT.blob.core.windows.net. A path-style
 // endpoint carries the account in its path (azurite: http://127.0.0.1:PORT/devstoreaccount1).
 //
 // `source` names where the credentials came from ("env AZURE_STORAGE_KEY") for messages; the key and the
-// SAS signature never leave this struct except into the request signer and the URL.
+// SAS signature (and an access token) never leave this struct except into the request signer, the URL and
+// the Authorization header.
 #pragma once
 
 #include <map>
@@ -24,13 +26,14 @@
 
 namespace k3::storage {
 
-enum class AzureAuthKind { kSharedKey, kSas, kAnonymous };
+enum class AzureAuthKind { kSharedKey, kSas, kBearer, kAnonymous };
 
 struct AzureCredentials {
   AzureAuthKind kind = AzureAuthKind::kAnonymous;
-  std::string decoded_key;  // kSharedKey: the account key's bytes
-  std::string sas_token;    // kSas: the query string, without a leading '?'
-  std::string source;       // for messages
+  std::string decoded_key;   // kSharedKey: the account key's bytes
+  std::string sas_token;     // kSas: the query string, without a leading '?'
+  std::string bearer_token;  // kBearer: an OAuth access token for https://storage.azure.com
+  std::string source;        // for messages
 };
 
 struct AzureAccess {

@@ -1,6 +1,7 @@
 // Azure endpoint and credential resolution from a made-up environment: connection strings (azurite's and
 // the portal's), AZURE_STORAGE_KEY, SAS tokens, anonymous, the endpoint override, and the errors (account
-// mismatch, bad key, workload identity not implemented) that never repeat a secret.
+// mismatch, bad key, malformed connection string) that never repeat a secret. Workload identity:
+// azure_workload_identity_test.cc.
 #include "src/storage/azure_credentials.h"
 
 #include <gtest/gtest.h>
@@ -116,15 +117,11 @@ TEST(AzureCredentialsTest, ErrorsNameTheSourceButNeverTheSecret) {
   EXPECT_EQ(malformed.status().message().find(secret), std::string::npos);
 }
 
-TEST(AzureCredentialsTest, WorkloadIdentityIsNotImplementedAndSaysWhatToSetInstead) {
-  auto access = ResolveAzureAccess("acct", FakeEnv({{"AZURE_FEDERATED_TOKEN_FILE", "/var/run/token"}}));
-  ASSERT_FALSE(access.ok());
-  EXPECT_EQ(access.status().code(), StatusCode::kUnimplemented);
-  EXPECT_NE(access.status().message().find("AZURE_STORAGE_SAS_TOKEN"), std::string::npos);
-  // A key or SAS next to the token file is used.
-  EXPECT_TRUE(ResolveAzureAccess(
-                  "acct", FakeEnv({{"AZURE_FEDERATED_TOKEN_FILE", "/t"}, {"AZURE_STORAGE_SAS_TOKEN", kSas}}))
-                  .ok());
+TEST(AzureCredentialsTest, AKeyOrSasNextToAFederatedTokenFileIsUsedWithoutAnExchange) {
+  auto access = ResolveAzureAccess("acct", FakeEnv({{"AZURE_FEDERATED_TOKEN_FILE", "/nonexistent/token"},
+                                                    {"AZURE_STORAGE_SAS_TOKEN", kSas}}));
+  ASSERT_TRUE(access.ok()) << access.status().ToString();
+  EXPECT_EQ(access->credentials.kind, AzureAuthKind::kSas);
 }
 
 }  // namespace

@@ -202,6 +202,7 @@ std::string AzureStore::Redact(std::string text) const {
     }
   }
   if (!c.decoded_key.empty()) secrets.push_back(Base64Encode(c.decoded_key));
+  if (!c.bearer_token.empty()) secrets.push_back(c.bearer_token);
   for (const std::string& secret : secrets) {
     for (size_t pos = text.find(secret); pos != std::string::npos; pos = text.find(secret, pos)) {
       text.replace(pos, secret.size(), "[secret]");
@@ -249,6 +250,8 @@ Result<AzureStore::Reply> AzureStore::Execute(Request& request, const std::vecto
       SharedKeyRequest to_sign{request.method, url_path, request.query, signed_headers};
       headers.Add("Authorization: " + SharedKeyAuthorization(SharedKeyStringToSign(to_sign, uri_.account),
                                                              uri_.account, access_.credentials.decoded_key));
+    } else if (access_.credentials.kind == AzureAuthKind::kBearer) {
+      headers.Add("Authorization: Bearer " + access_.credentials.bearer_token);
     }
 
     Reply reply;
@@ -327,6 +330,9 @@ Result<AzureStore::Reply> AzureStore::Execute(Request& request, const std::vecto
         std::string hint;
         if (reply.status == 403 || reply.status == 401) {
           hint = "; check the account key or the SAS token (its expiry and permissions) and the account name";
+        } else if (error_code == "ContainerNotFound") {
+          hint = fmt::format("; create it first (az storage container create --account-name {} --name {})",
+                             uri_.account, uri_.bucket);
         }
         const std::string text =
             fmt::format("{} ({}, endpoint {}){}", last_error, context, access_.endpoint, hint);

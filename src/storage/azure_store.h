@@ -4,7 +4,8 @@
 // Requests: List Blobs (GET ?restype=container&comp=list, prefix, paged by NextMarker), Get Blob
 // Properties (HEAD), ranged Get Blob (Range header), Put Blob, Put Block, Put Block List, Get Block List,
 // Delete Blob, Create Container. Each carries x-ms-date and x-ms-version and, by the credential kind, a
-// Shared Key Authorization header (azure_shared_key.h), a SAS token appended to the URL, or nothing.
+// Shared Key Authorization header (azure_shared_key.h), a SAS token appended to the URL, a Bearer token
+// (workload identity, azure_workload_identity.h), or nothing.
 //
 // Every request is retried per RetryPolicy on 5xx (503 ServerBusy, 500 OperationTimedOut), 429 and broken
 // connections; a ranged read that breaks mid-body continues from the last byte received. Transfers have
@@ -17,7 +18,7 @@
 // reports (no journal object is needed). Azure drops uncommitted blocks after 7 days.
 //
 // Errors are one line naming the blob (az://account/container/key), the HTTP status, the Azure error
-// code and the credential source ("env AZURE_STORAGE_KEY"); never the key or the SAS signature.
+// code and the credential source ("env AZURE_STORAGE_KEY"); never the key, the SAS signature or a token.
 #pragma once
 
 #include <cstdint>
@@ -86,7 +87,8 @@ class AzureStore : public ObjectStore {
   AzureStore(ObjectUri uri, AzureOptions options, AzureAccess access);
   void* AcquireHandle();  // CURL*, from the pool or new
   void ReleaseHandle(void* handle);
-  // Replaces the SAS token and the key's Base64 form, wherever a server echoed them, with "[secret]".
+  // Replaces the SAS token (and its signature), the key's Base64 form and an access token, wherever a
+  // server echoed them, with "[secret]".
   std::string Redact(std::string text) const;
 
   ObjectUri uri_;

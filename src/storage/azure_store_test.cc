@@ -196,6 +196,25 @@ TEST_F(AzureStoreTest, WrongKeyGivesOneLineNamingAccountAndSourceWithoutTheSecre
   EXPECT_EQ(message.find("gave up"), std::string::npos) << "a 403 is not retried: " << message;
 }
 
+TEST_F(AzureStoreTest, AMissingContainerIsNamedWithHowToCreateIt) {
+  auto uri = ParseObjectUri("az://" + std::string(kAzuriteAccount) + "/no-such-container/p");
+  AzureOptions options;
+  options.access = AzuriteProcess::SharedKeyAccess(server_->endpoint());
+  auto store = AzureStore::Create(*uri, options);
+  ASSERT_TRUE(store.ok());
+  const Status written = (*store)->WriteAll("x", Bytes("x"));
+  ASSERT_FALSE(written.ok());
+  EXPECT_NE(written.message().find("az://devstoreaccount1/no-such-container/p/x: HTTP 404 ContainerNotFound"),
+            std::string::npos)
+      << written.message();
+  EXPECT_NE(written.message().find("az storage container create --account-name devstoreaccount1 --name "
+                                   "no-such-container"),
+            std::string::npos)
+      << written.message();
+  auto list = (*store)->List("");
+  EXPECT_EQ(list.status().code(), StatusCode::kNotFound) << list.status().ToString();
+}
+
 TEST_F(AzureStoreTest, SasTokenReadsAndWritesAndAForgedOneIsRefusedWithoutPrintingIt) {
   const std::string key = Base64Decode(kAzuriteAccountKey).value();
   AzureOptions options;
