@@ -203,9 +203,12 @@ std::string AzureStore::Redact(std::string text) const {
   }
   if (!c.decoded_key.empty()) secrets.push_back(Base64Encode(c.decoded_key));
   if (!c.bearer_token.empty()) secrets.push_back(c.bearer_token);
+  constexpr std::string_view kMask = "[secret]";
   for (const std::string& secret : secrets) {
-    for (size_t pos = text.find(secret); pos != std::string::npos; pos = text.find(secret, pos)) {
-      text.replace(pos, secret.size(), "[secret]");
+    // Each step moves past the mask, so the loop ends after at most text.size() steps.
+    for (size_t pos = text.find(secret); pos != std::string::npos;
+         pos = text.find(secret, pos + kMask.size())) {
+      text.replace(pos, secret.size(), kMask);
     }
   }
   return text;
