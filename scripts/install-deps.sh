@@ -18,7 +18,7 @@ build=(
   libcurl4-openssl-dev  # src/client: HTTP(S) for k3 verify / k3 bench / weights
   libssl-dev  # src/server: TLS (--ssl-certfile / --ssl-keyfile) through Boost.Asio's OpenSSL streams
   libgloo-dev  # src/dist: collectives of one model across rank processes (TCP transport)
-  libexpat1-dev  # src/storage: S3 XML replies (expat); SHA-256 of payloads and manifests via libssl-dev
+  libexpat1-dev  # src/storage: S3 and Azure XML replies (expat); SHA-256 and Azure's HMAC via libssl-dev
 )
 runtime=(
   # what `ldd k3` names beyond libc / libstdc++ (each pulls its own dependencies)

@@ -1,5 +1,6 @@
 // k3 run: one prompt (token ids) through the engine from the command line, for debugging and goldens.
-//   k3 run [--model DIR | s3://bucket/prefix] --prompt-ids 1,2,3 [--max-new N] [--threads N]
+//   k3 run [--model DIR | s3://bucket/prefix | az://account/container/prefix] --prompt-ids 1,2,3 [--max-new
+//   N] [--threads N]
 //          [--dump-logits FILE.npy] [--dump-hidden DIR]
 //          [--tensor-parallel-size T [--enable-expert-parallel] ...]
 // Prints, for every prompt position and every generated step, the token fed and the top-5 next tokens
@@ -109,7 +110,8 @@ void RegisterRunCommand(CLI::App& app) {
   CLI::App* cmd =
       app.add_subcommand("run", "Run one prompt (token ids) and print top-5 logits and greedy ids");
   cmd->add_option("--model", flags->model_dir,
-                  "checkpoint directory or s3://bucket/prefix (default: the embedded tiny-k3)");
+                  "checkpoint directory, s3://bucket/prefix or az://account/container/prefix (default: the "
+                  "embedded tiny-k3)");
   flags->s3.Add(cmd);
   cmd->add_option("--prompt-ids", flags->prompt_ids, "comma-separated token ids")->required();
   cmd->add_option("--max-new", flags->max_new, "greedy tokens to generate")->capture_default_str();
@@ -133,7 +135,8 @@ void RegisterRunCommand(CLI::App& app) {
     }
     auto group = ResolveGroupFromFlags(flags->group);
     if (!group.ok()) return FailCommand("run", group.status().message(), 2);
-    // A bucket (s3://...): read into memory and checked as a local directory would be (one process).
+    // A bucket (s3://..., az://...): read into memory and checked as a local directory would be (one
+    // process).
     std::optional<storage::ObjectUri> remote;
     if (dir.find("://") != std::string::npos) {
       auto uri = storage::ParseObjectUri(dir);

@@ -127,14 +127,15 @@ void RegisterServeCommand(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("serve", "OpenAI-compatible server (vLLM command line accepted)");
   cmd->add_option("model_dir", f->model_positional, "checkpoint directory (as `vllm serve MODEL`)");
   cmd->add_option("--model", f->model,
-                  "checkpoint directory or s3://bucket/prefix (default: the embedded tiny-k3)");
+                  "checkpoint directory, s3://bucket/prefix or az://account/container/prefix (default: the "
+                  "embedded tiny-k3)");
   f->s3.Add(cmd);
   cmd->add_option("--load-concurrency", f->load_concurrency,
-                  "ranged requests in flight when the model is a URI (s3://...)")
+                  "ranged requests in flight when the model is a URI (s3://..., az://...)")
       ->capture_default_str()
       ->check(CLI::Range(1, 1024));
   cmd->add_option("--load-max-inflight-mib", f->load_max_inflight_mib,
-                  "MiB requested but not yet read when the model is a URI (s3://...)")
+                  "MiB requested but not yet read when the model is a URI (s3://..., az://...)")
       ->capture_default_str()
       ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 20));
   cmd->add_option("--host", f->host, "address to listen on")->capture_default_str();

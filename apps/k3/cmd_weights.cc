@@ -1,4 +1,4 @@
-// k3 weights ls | sync | verify: checkpoints in object storage (file paths and s3:// today). Flags ->
+// k3 weights ls | sync | verify: checkpoints in object storage (file paths, s3:// and az:// today). Flags ->
 // storage::OpenObjectStore + weights::SyncWeights / VerifyWeights; prints what happened.
 #include <unistd.h>
 
@@ -18,10 +18,12 @@
 namespace k3::app {
 namespace {
 
-// Flags every weights subcommand shares: S3 settings (over the environment's) and read parallelism.
+// Flags every weights subcommand shares: S3 settings (over the environment's), the Azure block size and
+// read parallelism. Azure's endpoint and credentials come from the environment (azure_credentials.h).
 struct StoreFlags {
   S3Flags s3;
   uint64_t part_size_mib = 16;
+  uint64_t az_block_size_mib = 16;
   int concurrency = 8;
   uint64_t chunk_mib = 8;
   uint64_t max_inflight_mib = 256;
@@ -29,6 +31,8 @@ struct StoreFlags {
   void Add(CLI::App* cmd) {
     s3.Add(cmd);
     cmd->add_option("--s3-part-size-mib", part_size_mib, "multipart upload part size (S3 needs >= 5)")
+        ->capture_default_str();
+    cmd->add_option("--az-block-size-mib", az_block_size_mib, "Azure block size of large uploads (Put Block)")
         ->capture_default_str();
     cmd->add_option("--concurrency", concurrency, "ranged requests in flight")->capture_default_str();
     cmd->add_option("--chunk-mib", chunk_mib, "bytes per ranged request")->capture_default_str();
@@ -45,15 +49,20 @@ struct StoreFlags {
   }
 
   Result<std::unique_ptr<storage::ObjectStore>> Open(const std::string& text) const {
-    if (concurrency < 1 || chunk_mib < 1 || max_inflight_mib < 1 || part_size_mib < 1) {
+    if (concurrency < 1 || chunk_mib < 1 || max_inflight_mib < 1 || part_size_mib < 1 ||
+        az_block_size_mib < 1) {
       return InvalidArgument(
-          "--concurrency, --chunk-mib, --max-inflight-mib and --s3-part-size-mib must be >= 1");
+          "--concurrency, --chunk-mib, --max-inflight-mib, --s3-part-size-mib and --az-block-size-mib must "
+          "be "
+          ">= 1");
     }
     K3_ASSIGN_OR_RETURN(storage::ObjectUri uri, storage::ParseObjectUri(text));
     const storage::EnvLookup env = storage::ProcessEnvironment();
     storage::StoreOptions options;
     options.s3 = s3.Options(env);
     options.s3->part_size = part_size_mib << 20;
+    options.azure = storage::AzureOptions{};
+    options.azure->block_size = az_block_size_mib << 20;
     return storage::OpenObjectStore(uri, options, env);
   }
 };
@@ -65,7 +74,8 @@ void RegisterLs(CLI::App* weights) {
   };
   auto flags = std::make_shared<Flags>();
   CLI::App* cmd = weights->add_subcommand("ls", "List the objects below a location, with sizes");
-  cmd->add_option("uri", flags->uri, "local path, file://, s3://bucket/prefix")->required();
+  cmd->add_option("uri", flags->uri, "local path, file://, s3://bucket/prefix, az://account/container/prefix")
+      ->required();
   flags->store.Add(cmd);
   cmd->callback([flags] {
     auto store = flags->store.Open(flags->uri);
@@ -151,7 +161,8 @@ void RegisterVerify(CLI::App* weights) {
   CLI::App* cmd = weights->add_subcommand(
       "verify",
       "Check a synced checkpoint: manifest sizes, safetensors headers, the shard index (and checksums)");
-  cmd->add_option("uri", flags->uri, "local path, file://, s3://bucket/prefix")->required();
+  cmd->add_option("uri", flags->uri, "local path, file://, s3://bucket/prefix, az://account/container/prefix")
+      ->required();
   cmd->add_flag("--checksums", flags->checksums,
                 "also recompute every file's SHA-256 (reads the whole checkpoint)");
   flags->store.Add(cmd);

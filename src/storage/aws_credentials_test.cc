@@ -2,24 +2,19 @@
 // web identity through a loopback STS; what is not implemented says so; secrets never appear in messages.
 #include "src/storage/aws_credentials.h"
 
-#include <arpa/inet.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <poll.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <mutex>
 #include <string>
-#include <thread>
 #include <utility>
 #include <vector>
 
 #include "src/storage/aws_web_identity.h"
 #include "src/storage/s3_store.h"
+#include "src/storage/testing/canned_http_server.h"
 
 namespace k3::storage {
 namespace {
@@ -78,73 +73,11 @@ TEST(AwsCredentialsTest, SharedCredentialsFileAndProfiles) {
   EXPECT_NE(gone.status().message().find(path), std::string::npos);
 }
 
-// A loopback stand-in for STS (the cloud's boundary): answers each connection with the next canned
-// (status, body) and records the form bodies it was sent. Every wait is bounded.
-class FakeSts {
+// A loopback stand-in for STS (the cloud's boundary): canned replies, recorded form bodies.
+class FakeSts : public testing::CannedHttpServer {
  public:
-  explicit FakeSts(std::vector<std::pair<int, std::string>> replies) : replies_(std::move(replies)) {
-    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof(addr);
-    EXPECT_EQ(::bind(fd_, reinterpret_cast<sockaddr*>(&addr), len), 0);
-    EXPECT_EQ(::listen(fd_, 8), 0);
-    EXPECT_EQ(::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len), 0);
-    port_ = ntohs(addr.sin_port);
-    thread_ = std::thread([this] { Serve(); });
-  }
-  ~FakeSts() {
-    ::shutdown(fd_, SHUT_RDWR);
-    ::close(fd_);
-    thread_.join();
-  }
-  std::string endpoint() const { return "http://127.0.0.1:" + std::to_string(port_); }
-  std::vector<std::string> bodies() {
-    std::lock_guard lock(mu_);
-    return bodies_;
-  }
-
- private:
-  void Serve() {
-    for (const auto& [status, reply] : replies_) {
-      pollfd p{fd_, POLLIN, 0};
-      if (::poll(&p, 1, 10'000) <= 0) return;
-      const int client = ::accept(fd_, nullptr, nullptr);
-      if (client < 0) return;
-      std::string request;
-      char buf[4096];
-      size_t body_at = std::string::npos, length = 0;
-      while (body_at == std::string::npos || request.size() < body_at + length) {
-        pollfd c{client, POLLIN, 0};
-        if (::poll(&c, 1, 10'000) <= 0) break;
-        const ssize_t n = ::read(client, buf, sizeof(buf));
-        if (n <= 0) break;
-        request.append(buf, static_cast<size_t>(n));
-        if (body_at == std::string::npos && (body_at = request.find("\r\n\r\n")) != std::string::npos) {
-          body_at += 4;
-          const size_t cl = request.find("Content-Length: ");
-          if (cl != std::string::npos) length = std::stoul(request.substr(cl + 16));
-        }
-      }
-      {
-        std::lock_guard lock(mu_);
-        bodies_.push_back(body_at == std::string::npos ? "" : request.substr(body_at));
-      }
-      const std::string answer = "HTTP/1.1 " + std::to_string(status) +
-                                 " X\r\nContent-Type: text/xml\r\nConnection: close\r\nContent-Length: " +
-                                 std::to_string(reply.size()) + "\r\n\r\n" + reply;
-      (void)!::write(client, answer.data(), answer.size());
-      ::close(client);
-    }
-  }
-
-  std::vector<std::pair<int, std::string>> replies_;
-  int fd_ = -1;
-  int port_ = 0;
-  std::thread thread_;
-  std::mutex mu_;
-  std::vector<std::string> bodies_;
+  explicit FakeSts(std::vector<std::pair<int, std::string>> replies)
+      : CannedHttpServer(std::move(replies), "text/xml") {}
 };
 
 constexpr const char* kStsReply =

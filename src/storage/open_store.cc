@@ -15,12 +15,16 @@ Result<std::unique_ptr<ObjectStore>> OpenObjectStore(const ObjectUri& uri, const
                           S3Store::Create(uri, options.s3.value_or(S3OptionsFromEnvironment(env)), env));
       return std::unique_ptr<ObjectStore>(std::move(store));
     }
+    case UriScheme::kAzure: {
+      K3_ASSIGN_OR_RETURN(std::unique_ptr<AzureStore> store,
+                          AzureStore::Create(uri, options.azure.value_or(AzureOptions{}), env));
+      return std::unique_ptr<ObjectStore>(std::move(store));
+    }
     case UriScheme::kGcs:
-    case UriScheme::kAzure:
     case UriScheme::kOss:
     case UriScheme::kHuggingFace:
       return Unimplemented(
-          "'{}': {}:// storage is not implemented yet (file paths and s3:// are); copy the "
+          "'{}': {}:// storage is not implemented yet (file paths, s3:// and az:// are); copy the "
           "objects with the provider's CLI for now",
           uri.Describe(), UriSchemeName(uri.scheme));
     case UriScheme::kSentinel:

@@ -1,9 +1,10 @@
-// OpenObjectStore: the ObjectStore for a URI (file paths -> FileStore, s3:// -> S3Store). The other
-// schemes parse but are not implemented yet and say so.
+// OpenObjectStore: the ObjectStore for a URI (file paths -> FileStore, s3:// -> S3Store, az:// ->
+// AzureStore). The other schemes parse but are not implemented yet and say so.
 #pragma once
 
 #include <memory>
 
+#include "src/storage/azure_store.h"
 #include "src/storage/environment.h"
 #include "src/storage/object_store.h"
 #include "src/storage/object_uri.h"
@@ -14,6 +15,8 @@ namespace k3::storage {
 struct StoreOptions {
   // S3 settings; unset fields come from the environment (S3OptionsFromEnvironment).
   std::optional<S3Options> s3;
+  // Azure settings; unset: AzureOptions' defaults, with endpoint and credentials from the environment.
+  std::optional<AzureOptions> azure;
 };
 
 Result<std::unique_ptr<ObjectStore>> OpenObjectStore(const ObjectUri& uri, const StoreOptions& options = {},

@@ -20,7 +20,8 @@ std::chrono::milliseconds RetryPolicy::Backoff(int attempt) const {
 bool IsRetryableHttp(long status, std::string_view error_code) {
   if (status == 429 || status == 500 || status == 502 || status == 503 || status == 504) return true;
   return error_code == "SlowDown" || error_code == "RequestTimeout" || error_code == "InternalError" ||
-         error_code == "ServiceUnavailable";
+         error_code == "ServiceUnavailable" || error_code == "ServerBusy" ||
+         error_code == "OperationTimedOut";
 }
 
 bool IsRetryableTransport(int curl_code) {

@@ -1,6 +1,7 @@
 // k3 weights' library: sync of a generated sharded checkpoint local -> s3rver -> local (byte-identical,
-// a second sync transfers nothing), a sync stopped half way resumes with only the rest (measured in
-// bytes), and verify finds truncated, changed and inconsistent files and unfinished copies.
+// a second sync transfers nothing) and local -> s3rver -> azurite -> local, a sync stopped half way
+// resumes with only the rest (measured in bytes; files, S3 multipart, Azure blocks), and verify finds
+// truncated, changed and inconsistent files and unfinished copies.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -9,8 +10,10 @@
 
 #include "src/base/file.h"
 #include "src/io/checkpoint.h"
+#include "src/storage/azure_store.h"
 #include "src/storage/file_store.h"
 #include "src/storage/s3_store.h"
+#include "src/storage/testing/azurite_process.h"
 #include "src/storage/testing/s3rver_process.h"
 #include "src/weights/manifest.h"
 #include "src/weights/sync.h"
@@ -21,8 +24,10 @@ namespace k3::weights {
 namespace {
 
 namespace fs = std::filesystem;
+using storage::AzureStore;
 using storage::FileStore;
 using storage::S3Store;
+using storage::testing::AzuriteProcess;
 using storage::testing::S3rverProcess;
 
 // A deterministic checkpoint: two shards of f32 tensors, the index, a config.json.
@@ -86,6 +91,30 @@ class WeightsTest : public ::testing::Test {
     return true;
   }
 
+  std::unique_ptr<AzureStore> Azure(const std::string& prefix, uint64_t block_size = 16 << 20) {
+    storage::AzureOptions options;
+    options.access = AzuriteProcess::SharedKeyAccess(azurite_->endpoint());
+    options.block_size = block_size;
+    options.retry.base_delay = std::chrono::milliseconds(5);
+    auto store = AzureStore::Create(
+        *storage::ParseObjectUri("az://" + std::string(storage::kAzuriteAccount) + "/weights/" + prefix),
+        options);
+    EXPECT_TRUE(store.ok()) << store.status().ToString();
+    EXPECT_TRUE((*store)->CreateContainer().ok());
+    return std::move(store).value();
+  }
+  bool StartAzure() {
+    if (std::string why = AzuriteProcess::Unavailable(); !why.empty()) {
+      skip_ = why;
+      return false;
+    }
+    auto server = AzuriteProcess::Start();
+    EXPECT_TRUE(server.ok()) << server.status().ToString();
+    if (!server.ok()) return false;
+    azurite_ = std::move(server).value();
+    return true;
+  }
+
   SyncOptions Options() {
     SyncOptions options;
     options.read.chunk_bytes = 16 << 10;
@@ -96,6 +125,7 @@ class WeightsTest : public ::testing::Test {
 
   fs::path root_;
   std::unique_ptr<S3rverProcess> server_;
+  std::unique_ptr<AzuriteProcess> azurite_;
   std::string skip_;
 };
 
@@ -127,6 +157,35 @@ TEST_F(WeightsTest, LocalToS3ToLocalIsByteIdenticalAndASecondSyncTransfersNothin
   EXPECT_TRUE(io::Checkpoint::Open((root_ / "back").string()).ok());
 
   auto again = SyncWeights(source, *s3, Options());
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(again->bytes_transferred, 0u);
+  EXPECT_EQ(again->files_skipped, 4);
+}
+
+TEST_F(WeightsTest, LocalToS3ToAzureToLocalIsByteIdenticalAndASecondSyncTransfersNothing) {
+  if (!StartS3() || !StartAzure()) GTEST_SKIP() << skip_;
+  FileStore source((root_ / "src").string());
+  auto s3 = S3("chain");
+  auto azure = Azure("chain", 64 << 10);  // the shards (128 KiB each) go up as blocks
+  ASSERT_TRUE(SyncWeights(source, *s3, Options()).ok());
+  auto across = SyncWeights(*s3, *azure, Options());
+  ASSERT_TRUE(across.ok()) << across.status().ToString();
+  EXPECT_EQ(across->files_copied, 4);
+  auto verified = VerifyWeights(*azure, VerifyOptions{true, {}});
+  ASSERT_TRUE(verified.ok());
+  EXPECT_TRUE(verified->ok()) << verified->problems.front();
+  EXPECT_EQ(verified->headers_checked, 2);
+
+  FileStore back((root_ / "back").string());
+  auto down = SyncWeights(*azure, back, Options());
+  ASSERT_TRUE(down.ok()) << down.status().ToString();
+  auto got = ReadTree((root_ / "back").string());
+  ASSERT_EQ(got.count(kManifestName), 1u);
+  got.erase(kManifestName);
+  EXPECT_TRUE(got == ReadTree((root_ / "src").string()))
+      << "the files differ after local -> s3 -> az -> local";
+
+  auto again = SyncWeights(*s3, *azure, Options());
   ASSERT_TRUE(again.ok()) << again.status().ToString();
   EXPECT_EQ(again->bytes_transferred, 0u);
   EXPECT_EQ(again->files_skipped, 4);
@@ -218,6 +277,16 @@ TEST_F(WeightsTest, StoppedS3MultipartSyncResumesWithOnlyTheRest) {
   uint64_t total = 0;
   for (const auto& [name, bytes] : ReadTree((root_ / "src").string())) total += bytes.size();
   StopHalfWayThenResume(source, *s3, Options(), total, part);
+}
+
+TEST_F(WeightsTest, StoppedAzureBlockSyncResumesWithOnlyTheRest) {
+  if (!StartAzure()) GTEST_SKIP() << skip_;
+  FileStore source((root_ / "src").string());
+  const uint64_t block = 32 << 10;
+  auto azure = Azure("resume", block);
+  uint64_t total = 0;
+  for (const auto& [name, bytes] : ReadTree((root_ / "src").string())) total += bytes.size();
+  StopHalfWayThenResume(source, *azure, Options(), total, block);
 }
 
 TEST_F(WeightsTest, VerifyFindsTruncatedChangedAndInconsistentFiles) {

@@ -1,0 +1,436 @@
+// AzureStore: requests, signing, retries and the read side (azure_store.h). Writes are in
+// azure_writer.cc.
+#include "src/storage/azure_store.h"
+
+#include <curl/curl.h>
+
+#include <algorithm>
+#include <cctype>
+#include <ctime>
+#include <map>
+#include <thread>
+
+#include "src/base/curl_transport.h"
+#include "src/storage/azure_request.h"
+#include "src/storage/azure_shared_key.h"
+#include "src/storage/azure_xml.h"
+#include "src/storage/s3_store.h"  // AwsUriEncode: RFC 3986 encoding, which Azure paths and queries take too
+#include "src/storage/s3_xml.h"    // UnquoteEtag
+
+namespace k3::storage {
+
+Result<std::unique_ptr<ObjectWriter>> OpenAzureWriter(AzureStore* store, std::string_view key,
+                                                      const WriteOptions& options);
+
+namespace {
+
+struct HeaderList {
+  curl_slist* list = nullptr;
+  ~HeaderList() { curl_slist_free_all(list); }
+  void Add(const std::string& header) { list = curl_slist_append(list, header.c_str()); }
+};
+
+// One attempt's state, shared with libcurl's callbacks.
+struct Transfer {
+  CURL* curl = nullptr;
+  AzureStore::Reply* reply = nullptr;
+  std::span<uint8_t> dst;  // remaining destination of a ranged read (2xx bodies only)
+  size_t dst_written = 0;
+  bool overflow = false;  // the server sent more than the range
+  std::span<const uint8_t> upload;
+  size_t uploaded = 0;
+};
+
+long ResponseCode(CURL* curl) {
+  long status = 0;
+  curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
+  return status;
+}
+
+size_t OnBody(char* data, size_t size, size_t count, void* user) {
+  auto* t = static_cast<Transfer*>(user);
+  const size_t n = size * count;
+  const long status = ResponseCode(t->curl);
+  if (t->dst.data() != nullptr && status >= 200 && status < 300) {
+    if (n > t->dst.size() - t->dst_written) {
+      t->overflow = true;
+      return 0;  // aborts the transfer (CURLE_WRITE_ERROR)
+    }
+    std::copy(data, data + n, t->dst.data() + t->dst_written);
+    t->dst_written += n;
+    return n;
+  }
+  if (t->reply->body.size() + n > (size_t{64} << 20)) return 0;  // an error or listing body above 64 MiB
+  t->reply->body.append(data, n);
+  return n;
+}
+
+size_t OnUpload(char* buffer, size_t size, size_t count, void* user) {
+  auto* t = static_cast<Transfer*>(user);
+  const size_t n = std::min(size * count, t->upload.size() - t->uploaded);
+  std::copy(t->upload.data() + t->uploaded, t->upload.data() + t->uploaded + n, buffer);
+  t->uploaded += n;
+  return n;
+}
+
+// Rewinds the upload when libcurl resends the body.
+int OnSeek(void* user, curl_off_t offset, int origin) {
+  auto* t = static_cast<Transfer*>(user);
+  if (origin != SEEK_SET || offset < 0 || static_cast<size_t>(offset) > t->upload.size())
+    return CURL_SEEKFUNC_FAIL;
+  t->uploaded = static_cast<size_t>(offset);
+  return CURL_SEEKFUNC_OK;
+}
+
+std::string Trim(std::string_view s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
+  return std::string(s);
+}
+
+size_t OnHeader(char* data, size_t size, size_t count, void* user) {
+  auto* t = static_cast<Transfer*>(user);
+  const std::string_view line(data, size * count);
+  const size_t colon = line.find(':');
+  if (colon != std::string_view::npos) {
+    std::string name(line.substr(0, colon));
+    std::transform(name.begin(), name.end(), name.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    const std::string value = Trim(line.substr(colon + 1));
+    if (name == "etag") t->reply->etag = UnquoteEtag(value);
+    if (name == "last-modified") t->reply->last_modified = value;
+    if (name == "x-ms-error-code") t->reply->error_code = value;
+  }
+  return size * count;
+}
+
+// One line, at most 300 characters, of a server's message.
+std::string OneLine(std::string_view text) {
+  std::string out;
+  for (char c : text) {
+    if (out.size() >= 300) {
+      out += "...";
+      break;
+    }
+    out += (c == '\n' || c == '\r' || c == '\t') ? ' ' : c;
+  }
+  return Trim(out);
+}
+
+// "Sun, 06 Nov 1994 08:49:37 GMT" (RFC 1123), what x-ms-date takes.
+std::string HttpDateNow() {
+  const std::time_t now = std::time(nullptr);
+  std::tm utc{};
+  gmtime_r(&now, &utc);
+  static const char* kDays[] = {"Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"};
+  static const char* kMonths[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
+                                  "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+  return fmt::format("{}, {:02d} {} {} {:02d}:{:02d}:{:02d} GMT", kDays[utc.tm_wday], utc.tm_mday,
+                     kMonths[utc.tm_mon], utc.tm_year + 1900, utc.tm_hour, utc.tm_min, utc.tm_sec);
+}
+
+// The path part of an endpoint URL ("http://127.0.0.1:10000/devstoreaccount1" -> "/devstoreaccount1").
+std::string EndpointPath(const std::string& endpoint) {
+  const size_t scheme_end = endpoint.find("://");
+  const size_t slash = endpoint.find('/', scheme_end == std::string::npos ? 0 : scheme_end + 3);
+  return slash == std::string::npos ? "" : endpoint.substr(slash);
+}
+
+}  // namespace
+
+Result<std::unique_ptr<AzureStore>> AzureStore::Create(const ObjectUri& uri, AzureOptions options,
+                                                       const EnvLookup& env) {
+  if (uri.scheme != UriScheme::kAzure) return InvalidArgument("'{}' is not an az:// URI", uri.text);
+  AzureAccess access;
+  if (options.access) {
+    access = *options.access;
+  } else {
+    auto resolved = ResolveAzureAccess(uri.account, env);
+    if (!resolved.ok()) return resolved.status().WithPrefix(uri.Describe());
+    access = std::move(resolved).value();
+  }
+  if (options.block_size == 0 || options.block_size > (uint64_t{4000} << 20)) {
+    return InvalidArgument("{}: the block size must be between 1 byte and 4000 MiB", uri.Describe());
+  }
+  EnsureCurlInitialized();
+  return std::unique_ptr<AzureStore>(new AzureStore(uri, std::move(options), std::move(access)));
+}
+
+AzureStore::AzureStore(ObjectUri uri, AzureOptions options, AzureAccess access)
+    : uri_(std::move(uri)), options_(std::move(options)), access_(std::move(access)) {
+  root_ = uri_.prefix;
+  if (!root_.empty() && root_.back() != '/') root_ += '/';
+  endpoint_path_ = EndpointPath(access_.endpoint);
+}
+
+AzureStore::~AzureStore() {
+  for (void* handle : pool_) curl_easy_cleanup(static_cast<CURL*>(handle));
+}
+
+void* AzureStore::AcquireHandle() {
+  {
+    std::lock_guard<std::mutex> lock(pool_mu_);
+    if (!pool_.empty()) {
+      void* handle = pool_.back();
+      pool_.pop_back();
+      return handle;
+    }
+  }
+  return curl_easy_init();
+}
+
+void AzureStore::ReleaseHandle(void* handle) {
+  std::lock_guard<std::mutex> lock(pool_mu_);
+  pool_.push_back(handle);
+}
+
+std::string AzureStore::FullKey(std::string_view key) const { return root_ + std::string(key); }
+
+std::string AzureStore::Describe(std::string_view key) const { return uri_.Describe(key); }
+
+std::string AzureStore::Redact(std::string text) const {
+  const AzureCredentials& c = access_.credentials;
+  std::vector<std::string> secrets;
+  if (!c.sas_token.empty()) {
+    secrets.push_back(c.sas_token);
+    // The signature alone, as a server may quote it (sig=...&, URL-encoded or not).
+    const size_t sig = c.sas_token.find("sig=");
+    if (sig != std::string::npos) {
+      std::string value = c.sas_token.substr(sig + 4);
+      value = value.substr(0, value.find('&'));
+      if (!value.empty()) secrets.push_back(value);
+    }
+  }
+  if (!c.decoded_key.empty()) secrets.push_back(Base64Encode(c.decoded_key));
+  if (!c.bearer_token.empty()) secrets.push_back(c.bearer_token);
+  constexpr std::string_view kMask = "[secret]";
+  for (const std::string& secret : secrets) {
+    // Each step moves past the mask, so the loop ends after at most text.size() steps.
+    for (size_t pos = text.find(secret); pos != std::string::npos;
+         pos = text.find(secret, pos + kMask.size())) {
+      text.replace(pos, secret.size(), kMask);
+    }
+  }
+  return text;
+}
+
+Result<AzureStore::Reply> AzureStore::Execute(Request& request, const std::vector<long>& accepted) {
+  // The path as sent (and signed): [endpoint path]/container[/blob], blob names RFC 3986-encoded.
+  std::string url_path = endpoint_path_ + "/" + uri_.bucket;
+  if (!request.blob.empty()) url_path += "/" + AwsUriEncode(request.blob, /*keep_slash=*/true);
+  std::string query;
+  for (const auto& [name, value] : request.query) {
+    query += (query.empty() ? "" : "&") + AwsUriEncode(name, false) + "=" + AwsUriEncode(value, false);
+  }
+  if (access_.credentials.kind == AzureAuthKind::kSas) {
+    query += (query.empty() ? "" : "&") + access_.credentials.sas_token;
+  }
+  const std::string scheme_host = access_.endpoint.substr(0, access_.endpoint.size() - endpoint_path_.size());
+  const std::string url = scheme_host + url_path + (query.empty() ? "" : "?" + query);
+  const std::string context = fmt::format("credentials: {}", access_.credentials.source);
+
+  size_t dst_written = 0;  // a ranged read continues where a broken attempt stopped
+  std::string last_error;
+  for (int attempt = 1;; ++attempt) {
+    // Headers that are sent and signed (the date changes per attempt).
+    std::map<std::string, std::string> signed_headers = {{"x-ms-date", HttpDateNow()},
+                                                         {"x-ms-version", kAzureApiVersion}};
+    for (const auto& [name, value] : request.headers) signed_headers[name] = value;
+    if (request.method == "PUT") signed_headers["Content-Length"] = std::to_string(request.body.size());
+    std::string range;
+    if (request.range_offset) {
+      const uint64_t first = *request.range_offset + dst_written;
+      const uint64_t last = *request.range_offset + request.dst.size() - 1;
+      range = fmt::format("bytes={}-{}", first, last);
+      signed_headers["Range"] = range;
+    }
+    HeaderList headers;
+    for (const auto& [name, value] : signed_headers) {
+      if (name != "Content-Length") headers.Add(name + ": " + value);  // libcurl sends the length itself
+    }
+    headers.Add("Expect:");  // no 100-continue round trip before a block's body
+    if (access_.credentials.kind == AzureAuthKind::kSharedKey) {
+      SharedKeyRequest to_sign{request.method, url_path, request.query, signed_headers};
+      headers.Add("Authorization: " + SharedKeyAuthorization(SharedKeyStringToSign(to_sign, uri_.account),
+                                                             uri_.account, access_.credentials.decoded_key));
+    } else if (access_.credentials.kind == AzureAuthKind::kBearer) {
+      headers.Add("Authorization: Bearer " + access_.credentials.bearer_token);
+    }
+
+    Reply reply;
+    Transfer transfer;
+    CURL* curl = static_cast<CURL*>(AcquireHandle());
+    if (curl == nullptr) return Internal("{}: curl_easy_init failed", request.what);
+    curl_easy_reset(curl);
+    transfer.curl = curl;
+    transfer.reply = &reply;
+    transfer.upload = request.body;
+    if (request.range_offset) transfer.dst = request.dst.subspan(dst_written);
+    char errbuf[CURL_ERROR_SIZE] = {0};
+    curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
+    curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers.list);
+    curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, OnBody);
+    curl_easy_setopt(curl, CURLOPT_WRITEDATA, &transfer);
+    curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, OnHeader);
+    curl_easy_setopt(curl, CURLOPT_HEADERDATA, &transfer);
+    curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, errbuf);
+    curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(curl, CURLOPT_TCP_NODELAY, 1L);
+    curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(options_.connect_timeout_s * 1000));
+    curl_easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, 1024L);
+    curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME,
+                     std::max(1L, static_cast<long>(options_.low_speed_time_s)));
+    if (request.method == "HEAD") {
+      curl_easy_setopt(curl, CURLOPT_NOBODY, 1L);
+    } else if (request.method == "PUT") {
+      curl_easy_setopt(curl, CURLOPT_UPLOAD, 1L);
+      curl_easy_setopt(curl, CURLOPT_READFUNCTION, OnUpload);
+      curl_easy_setopt(curl, CURLOPT_READDATA, &transfer);
+      curl_easy_setopt(curl, CURLOPT_SEEKFUNCTION, OnSeek);
+      curl_easy_setopt(curl, CURLOPT_SEEKDATA, &transfer);
+      curl_easy_setopt(curl, CURLOPT_INFILESIZE_LARGE, static_cast<curl_off_t>(request.body.size()));
+    } else if (request.method != "GET") {
+      curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, request.method.c_str());
+    }
+    const CURLcode code = curl_easy_perform(curl);
+    curl_off_t total_us = 0, length = -1;
+    curl_easy_getinfo(curl, CURLINFO_TOTAL_TIME_T, &total_us);
+    curl_easy_getinfo(curl, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &length);
+    reply.status = ResponseCode(curl);
+    reply.content_length = length < 0 ? 0 : static_cast<uint64_t>(length);
+    ReleaseHandle(curl);
+    dst_written += transfer.dst_written;
+
+    bool retry = false;
+    if (transfer.overflow) {
+      return DataLoss("{}: the server sent more bytes than the requested range {} ({})", request.what, range,
+                      context);
+    }
+    if (code != CURLE_OK) {
+      const Status error = TransportError(code, errbuf, request.what, static_cast<double>(total_us) / 1e6);
+      last_error = Redact(error.message());
+      retry = IsRetryableTransport(code);
+      if (!retry) return Status(error.code(), fmt::format("{} ({})", last_error, context));
+    } else if (reply.status >= 200 && reply.status < 300) {
+      if (request.range_offset && dst_written < request.dst.size()) {
+        // The body ended early without a transport error (a proxy closed cleanly): ask for the rest.
+        last_error = fmt::format("the body of {} ended after {} of {} bytes", request.what, dst_written,
+                                 request.dst.size());
+        retry = true;
+      } else {
+        return reply;
+      }
+    } else if (std::find(accepted.begin(), accepted.end(), reply.status) != accepted.end()) {
+      return reply;
+    } else {
+      const AzureErrorReply error = ParseAzureError(reply.body);
+      const std::string error_code = error.code.empty() ? reply.error_code : error.code;
+      const std::string code_text = error_code.empty() ? "" : " " + error_code;
+      const std::string message = error.message.empty() ? "" : ": " + OneLine(error.message);
+      last_error = Redact(fmt::format("{}: HTTP {}{}{}", request.what, reply.status, code_text, message));
+      retry = IsRetryableHttp(reply.status, error_code);
+      if (!retry) {
+        std::string hint;
+        if (reply.status == 403 || reply.status == 401) {
+          hint = "; check the account key or the SAS token (its expiry and permissions) and the account name";
+        } else if (error_code == "ContainerNotFound") {
+          hint = fmt::format("; create it first (az storage container create --account-name {} --name {})",
+                             uri_.account, uri_.bucket);
+        }
+        const std::string text =
+            fmt::format("{} ({}, endpoint {}){}", last_error, context, access_.endpoint, hint);
+        if (reply.status == 404) return Status(StatusCode::kNotFound, text);
+        return Status(StatusCode::kIoError, text);
+      }
+    }
+    if (!retry || attempt >= options_.retry.max_attempts) {
+      return IoError("{} (gave up after {} attempts; {})", last_error, attempt, context);
+    }
+    std::this_thread::sleep_for(options_.retry.Backoff(attempt));
+  }
+}
+
+Status AzureStore::CreateContainer() {
+  Request request;
+  request.method = "PUT";
+  request.query = {{"restype", "container"}};
+  request.what = "az://" + uri_.account + "/" + uri_.bucket;
+  // 409 ContainerAlreadyExists: the container is there.
+  auto reply = Execute(request, {409});
+  return reply.ok() ? OkStatus() : reply.status();
+}
+
+Result<std::vector<ObjectInfo>> AzureStore::List(std::string_view prefix) {
+  std::vector<ObjectInfo> out;
+  std::string marker;
+  const std::string full_prefix = FullKey(prefix);
+  // Bounded: each page is a request; a store that hands back the same marker forever is an error.
+  for (int page_index = 0;; ++page_index) {
+    if (page_index >= 1'000'000)
+      return DataLoss("{}: listing did not end after 1,000,000 pages", Describe(prefix));
+    Request request;
+    request.what = Describe(prefix);
+    request.query = {
+        {"restype", "container"}, {"comp", "list"}, {"maxresults", std::to_string(options_.list_page_size)}};
+    if (!full_prefix.empty()) request.query.emplace_back("prefix", full_prefix);
+    if (!marker.empty()) request.query.emplace_back("marker", marker);
+    K3_ASSIGN_OR_RETURN(Reply reply, Execute(request));
+    K3_ASSIGN_OR_RETURN(ListBlobsPage page,
+                        ParseListBlobs(reply.body, "List Blobs reply for " + request.what));
+    for (ObjectInfo& info : page.objects) {
+      if (!info.key.starts_with(root_)) continue;
+      info.key.erase(0, root_.size());
+      if (info.key.empty() || info.key.back() == '/' || IsPartialStateKey(info.key))
+        continue;  // folder markers
+      out.push_back(std::move(info));
+    }
+    if (page.next_marker.empty()) break;
+    if (page.next_marker == marker) {
+      return DataLoss("{}: the store returned the same NextMarker twice", request.what);
+    }
+    marker = page.next_marker;
+  }
+  std::sort(out.begin(), out.end(), [](const ObjectInfo& a, const ObjectInfo& b) { return a.key < b.key; });
+  return out;
+}
+
+Result<ObjectInfo> AzureStore::Stat(std::string_view key) {
+  Request request;
+  request.method = "HEAD";
+  request.blob = FullKey(key);
+  request.what = Describe(key);
+  K3_ASSIGN_OR_RETURN(Reply reply, Execute(request));
+  return ObjectInfo{std::string(key), reply.content_length, reply.etag, reply.last_modified};
+}
+
+Status AzureStore::ReadRange(std::string_view key, uint64_t offset, std::span<uint8_t> dst) {
+  if (dst.empty()) return OkStatus();
+  Request request;
+  request.blob = FullKey(key);
+  request.what = Describe(key);
+  request.range_offset = offset;
+  request.dst = dst;
+  auto reply = Execute(request, {416});
+  if (!reply.ok()) return reply.status();
+  if (reply->status == 416) {
+    return DataLoss("{}: the range [{}, {}) is past the end of the object (HTTP 416)", request.what, offset,
+                    offset + dst.size());
+  }
+  return OkStatus();
+}
+
+Status AzureStore::Delete(std::string_view key) {
+  Request request;
+  request.method = "DELETE";
+  request.blob = FullKey(key);
+  request.what = Describe(key);
+  auto reply = Execute(request, {404});
+  return reply.ok() ? OkStatus() : reply.status();
+}
+
+Result<std::unique_ptr<ObjectWriter>> AzureStore::OpenWriter(std::string_view key,
+                                                             const WriteOptions& options) {
+  return OpenAzureWriter(this, key, options);
+}
+
+}  // namespace k3::storage
