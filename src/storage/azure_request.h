@@ -24,13 +24,4 @@ struct AzureStore::Request {
   std::string what;  // the blob or container URI for messages
 };
 
-struct AzureStore::Reply {
-  long status = 0;
-  std::string body;  // the body, unless it went into Request::dst
-  std::string etag;
-  std::string last_modified;
-  std::string error_code;  // x-ms-error-code (HEAD replies carry the code only there)
-  uint64_t content_length = 0;
-};
-
 }  // namespace k3::storage

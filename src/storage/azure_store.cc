@@ -15,7 +15,7 @@
 #include "src/storage/azure_shared_key.h"
 #include "src/storage/azure_xml.h"
 #include "src/storage/s3_store.h"  // AwsUriEncode: RFC 3986 encoding, which Azure paths and queries take too
-#include "src/storage/s3_xml.h"    // UnquoteEtag
+#include "src/storage/store_exchange.h"
 
 namespace k3::storage {
 
@@ -23,99 +23,6 @@ Result<std::unique_ptr<ObjectWriter>> OpenAzureWriter(AzureStore* store, std::st
                                                       const WriteOptions& options);
 
 namespace {
-
-struct HeaderList {
-  curl_slist* list = nullptr;
-  ~HeaderList() { curl_slist_free_all(list); }
-  void Add(const std::string& header) { list = curl_slist_append(list, header.c_str()); }
-};
-
-// One attempt's state, shared with libcurl's callbacks.
-struct Transfer {
-  CURL* curl = nullptr;
-  AzureStore::Reply* reply = nullptr;
-  std::span<uint8_t> dst;  // remaining destination of a ranged read (2xx bodies only)
-  size_t dst_written = 0;
-  bool overflow = false;  // the server sent more than the range
-  std::span<const uint8_t> upload;
-  size_t uploaded = 0;
-};
-
-long ResponseCode(CURL* curl) {
-  long status = 0;
-  curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
-  return status;
-}
-
-size_t OnBody(char* data, size_t size, size_t count, void* user) {
-  auto* t = static_cast<Transfer*>(user);
-  const size_t n = size * count;
-  const long status = ResponseCode(t->curl);
-  if (t->dst.data() != nullptr && status >= 200 && status < 300) {
-    if (n > t->dst.size() - t->dst_written) {
-      t->overflow = true;
-      return 0;  // aborts the transfer (CURLE_WRITE_ERROR)
-    }
-    std::copy(data, data + n, t->dst.data() + t->dst_written);
-    t->dst_written += n;
-    return n;
-  }
-  if (t->reply->body.size() + n > (size_t{64} << 20)) return 0;  // an error or listing body above 64 MiB
-  t->reply->body.append(data, n);
-  return n;
-}
-
-size_t OnUpload(char* buffer, size_t size, size_t count, void* user) {
-  auto* t = static_cast<Transfer*>(user);
-  const size_t n = std::min(size * count, t->upload.size() - t->uploaded);
-  std::copy(t->upload.data() + t->uploaded, t->upload.data() + t->uploaded + n, buffer);
-  t->uploaded += n;
-  return n;
-}
-
-// Rewinds the upload when libcurl resends the body.
-int OnSeek(void* user, curl_off_t offset, int origin) {
-  auto* t = static_cast<Transfer*>(user);
-  if (origin != SEEK_SET || offset < 0 || static_cast<size_t>(offset) > t->upload.size())
-    return CURL_SEEKFUNC_FAIL;
-  t->uploaded = static_cast<size_t>(offset);
-  return CURL_SEEKFUNC_OK;
-}
-
-std::string Trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-  return std::string(s);
-}
-
-size_t OnHeader(char* data, size_t size, size_t count, void* user) {
-  auto* t = static_cast<Transfer*>(user);
-  const std::string_view line(data, size * count);
-  const size_t colon = line.find(':');
-  if (colon != std::string_view::npos) {
-    std::string name(line.substr(0, colon));
-    std::transform(name.begin(), name.end(), name.begin(),
-                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-    const std::string value = Trim(line.substr(colon + 1));
-    if (name == "etag") t->reply->etag = UnquoteEtag(value);
-    if (name == "last-modified") t->reply->last_modified = value;
-    if (name == "x-ms-error-code") t->reply->error_code = value;
-  }
-  return size * count;
-}
-
-// One line, at most 300 characters, of a server's message.
-std::string OneLine(std::string_view text) {
-  std::string out;
-  for (char c : text) {
-    if (out.size() >= 300) {
-      out += "...";
-      break;
-    }
-    out += (c == '\n' || c == '\r' || c == '\t') ? ' ' : c;
-  }
-  return Trim(out);
-}
 
 // "Sun, 06 Nov 1994 08:49:37 GMT" (RFC 1123), what x-ms-date takes.
 std::string HttpDateNow() {
@@ -163,26 +70,7 @@ AzureStore::AzureStore(ObjectUri uri, AzureOptions options, AzureAccess access)
   endpoint_path_ = EndpointPath(access_.endpoint);
 }
 
-AzureStore::~AzureStore() {
-  for (void* handle : pool_) curl_easy_cleanup(static_cast<CURL*>(handle));
-}
-
-void* AzureStore::AcquireHandle() {
-  {
-    std::lock_guard<std::mutex> lock(pool_mu_);
-    if (!pool_.empty()) {
-      void* handle = pool_.back();
-      pool_.pop_back();
-      return handle;
-    }
-  }
-  return curl_easy_init();
-}
-
-void AzureStore::ReleaseHandle(void* handle) {
-  std::lock_guard<std::mutex> lock(pool_mu_);
-  pool_.push_back(handle);
-}
+AzureStore::~AzureStore() = default;
 
 std::string AzureStore::FullKey(std::string_view key) const { return root_ + std::string(key); }
 
@@ -244,70 +132,39 @@ Result<AzureStore::Reply> AzureStore::Execute(Request& request, const std::vecto
       range = fmt::format("bytes={}-{}", first, last);
       signed_headers["Range"] = range;
     }
-    HeaderList headers;
+    StoreExchange exchange;
+    std::vector<std::string>& headers = exchange.headers;
     for (const auto& [name, value] : signed_headers) {
-      if (name != "Content-Length") headers.Add(name + ": " + value);  // libcurl sends the length itself
+      if (name != "Content-Length") headers.push_back(name + ": " + value);  // libcurl sends the length
     }
-    headers.Add("Expect:");  // no 100-continue round trip before a block's body
+    headers.push_back("Expect:");  // no 100-continue round trip before a block's body
     if (access_.credentials.kind == AzureAuthKind::kSharedKey) {
       SharedKeyRequest to_sign{request.method, url_path, request.query, signed_headers};
-      headers.Add("Authorization: " + SharedKeyAuthorization(SharedKeyStringToSign(to_sign, uri_.account),
-                                                             uri_.account, access_.credentials.decoded_key));
+      headers.push_back("Authorization: " +
+                        SharedKeyAuthorization(SharedKeyStringToSign(to_sign, uri_.account), uri_.account,
+                                               access_.credentials.decoded_key));
     } else if (access_.credentials.kind == AzureAuthKind::kBearer) {
-      headers.Add("Authorization: Bearer " + access_.credentials.bearer_token);
+      headers.push_back("Authorization: Bearer " + access_.credentials.bearer_token);
     }
 
-    Reply reply;
-    Transfer transfer;
-    CURL* curl = static_cast<CURL*>(AcquireHandle());
-    if (curl == nullptr) return Internal("{}: curl_easy_init failed", request.what);
-    curl_easy_reset(curl);
-    transfer.curl = curl;
-    transfer.reply = &reply;
-    transfer.upload = request.body;
-    if (request.range_offset) transfer.dst = request.dst.subspan(dst_written);
-    char errbuf[CURL_ERROR_SIZE] = {0};
-    curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
-    curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers.list);
-    curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, OnBody);
-    curl_easy_setopt(curl, CURLOPT_WRITEDATA, &transfer);
-    curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, OnHeader);
-    curl_easy_setopt(curl, CURLOPT_HEADERDATA, &transfer);
-    curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, errbuf);
-    curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(curl, CURLOPT_TCP_NODELAY, 1L);
-    curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(options_.connect_timeout_s * 1000));
-    curl_easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, 1024L);
-    curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME,
-                     std::max(1L, static_cast<long>(options_.low_speed_time_s)));
-    if (request.method == "HEAD") {
-      curl_easy_setopt(curl, CURLOPT_NOBODY, 1L);
-    } else if (request.method == "PUT") {
-      curl_easy_setopt(curl, CURLOPT_UPLOAD, 1L);
-      curl_easy_setopt(curl, CURLOPT_READFUNCTION, OnUpload);
-      curl_easy_setopt(curl, CURLOPT_READDATA, &transfer);
-      curl_easy_setopt(curl, CURLOPT_SEEKFUNCTION, OnSeek);
-      curl_easy_setopt(curl, CURLOPT_SEEKDATA, &transfer);
-      curl_easy_setopt(curl, CURLOPT_INFILESIZE_LARGE, static_cast<curl_off_t>(request.body.size()));
-    } else if (request.method != "GET") {
-      curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, request.method.c_str());
-    }
-    const CURLcode code = curl_easy_perform(curl);
-    curl_off_t total_us = 0, length = -1;
-    curl_easy_getinfo(curl, CURLINFO_TOTAL_TIME_T, &total_us);
-    curl_easy_getinfo(curl, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &length);
-    reply.status = ResponseCode(curl);
-    reply.content_length = length < 0 ? 0 : static_cast<uint64_t>(length);
-    ReleaseHandle(curl);
-    dst_written += transfer.dst_written;
+    exchange.method = request.method;
+    exchange.url = url;
+    exchange.body = request.body;
+    if (request.range_offset) exchange.dst = request.dst.subspan(dst_written);
+    exchange.connect_timeout_s = options_.connect_timeout_s;
+    exchange.low_speed_time_s = options_.low_speed_time_s;
+    StoreExchangeOutcome attempted = RunStoreExchange(handles_, exchange);
+    const CURLcode code = attempted.code;
+    Reply& reply = attempted.reply;
+    dst_written += attempted.dst_written;
 
     bool retry = false;
-    if (transfer.overflow) {
+    if (attempted.overflow) {
       return DataLoss("{}: the server sent more bytes than the requested range {} ({})", request.what, range,
                       context);
     }
     if (code != CURLE_OK) {
-      const Status error = TransportError(code, errbuf, request.what, static_cast<double>(total_us) / 1e6);
+      const Status error = TransportError(code, attempted.curl_error, request.what, attempted.seconds);
       last_error = Redact(error.message());
       retry = IsRetryableTransport(code);
       if (!retry) return Status(error.code(), fmt::format("{} ({})", last_error, context));
@@ -318,15 +175,15 @@ Result<AzureStore::Reply> AzureStore::Execute(Request& request, const std::vecto
                                  request.dst.size());
         retry = true;
       } else {
-        return reply;
+        return std::move(reply);
       }
     } else if (std::find(accepted.begin(), accepted.end(), reply.status) != accepted.end()) {
-      return reply;
+      return std::move(reply);
     } else {
       const AzureErrorReply error = ParseAzureError(reply.body);
       const std::string error_code = error.code.empty() ? reply.error_code : error.code;
       const std::string code_text = error_code.empty() ? "" : " " + error_code;
-      const std::string message = error.message.empty() ? "" : ": " + OneLine(error.message);
+      const std::string message = error.message.empty() ? "" : ": " + OneLineMessage(error.message);
       last_error = Redact(fmt::format("{}: HTTP {}{}{}", request.what, reply.status, code_text, message));
       retry = IsRetryableHttp(reply.status, error_code);
       if (!retry) {

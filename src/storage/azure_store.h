@@ -23,7 +23,6 @@
 
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <utility>
@@ -34,6 +33,7 @@
 #include "src/storage/object_store.h"
 #include "src/storage/object_uri.h"
 #include "src/storage/retry_policy.h"
+#include "src/storage/store_exchange.h"
 
 namespace k3::storage {
 
@@ -76,7 +76,7 @@ class AzureStore : public ObjectStore {
 
   // Implementation types, public so azure_store.cc's and azure_writer.cc's helpers can name them.
   struct Request;
-  struct Reply;
+  using Reply = StoreReply;
   // Runs one request with retries. Non-2xx replies become errors naming `what`, except the statuses
   // listed in `accepted`, which come back as replies.
   Result<Reply> Execute(Request& request, const std::vector<long>& accepted = {});
@@ -85,8 +85,6 @@ class AzureStore : public ObjectStore {
 
  private:
   AzureStore(ObjectUri uri, AzureOptions options, AzureAccess access);
-  void* AcquireHandle();  // CURL*, from the pool or new
-  void ReleaseHandle(void* handle);
   // Replaces the SAS token (and its signature), the key's Base64 form and an access token, wherever a
   // server echoed them, with "[secret]".
   std::string Redact(std::string text) const;
@@ -96,8 +94,7 @@ class AzureStore : public ObjectStore {
   AzureOptions options_;
   AzureAccess access_;
   std::string endpoint_path_;  // the endpoint URL's path ("/devstoreaccount1" on azurite, "" on Azure)
-  std::mutex pool_mu_;
-  std::vector<void*> pool_;  // idle CURL* handles (each keeps its connection alive)
+  CurlHandlePool handles_;
 };
 
 }  // namespace k3::storage

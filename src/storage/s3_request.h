@@ -24,12 +24,4 @@ struct S3Store::Request {
   std::string what;  // the object or bucket URI for messages
 };
 
-struct S3Store::Reply {
-  long status = 0;
-  std::string body;  // the body, unless it went into Request::dst
-  std::string etag;
-  std::string last_modified;
-  uint64_t content_length = 0;
-};
-
 }  // namespace k3::storage

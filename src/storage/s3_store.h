@@ -25,7 +25,6 @@
 
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -35,6 +34,7 @@
 #include "src/storage/object_store.h"
 #include "src/storage/object_uri.h"
 #include "src/storage/retry_policy.h"
+#include "src/storage/store_exchange.h"
 
 namespace k3::storage {
 
@@ -83,7 +83,7 @@ class S3Store : public ObjectStore {
 
   // Implementation types, public so s3_store.cc's helpers can name them.
   struct Request;
-  struct Reply;
+  using Reply = StoreReply;
   // Runs one request with retries. Non-2xx replies become errors naming `what`, except the statuses
   // listed in `accepted`, which come back as replies.
   Result<Reply> Execute(Request& request, const std::vector<long>& accepted = {});
@@ -93,15 +93,12 @@ class S3Store : public ObjectStore {
  private:
   S3Store(ObjectUri uri, S3Options options, AwsCredentials credentials);
   std::string UrlOf(const std::string& full_key, const std::string& query) const;
-  void* AcquireHandle();  // CURL*, from the pool or new
-  void ReleaseHandle(void* handle);
 
   ObjectUri uri_;
   std::string root_;  // uri_.prefix with a trailing '/', or empty
   S3Options options_;
   AwsCredentials credentials_;
-  std::mutex pool_mu_;
-  std::vector<void*> pool_;  // idle CURL* handles (each keeps its connection alive)
+  CurlHandlePool handles_;
 };
 
 // RFC 3986 encoding as AWS Signature V4 wants it: unreserved characters kept, everything else %XX
