@@ -1,8 +1,13 @@
 // ResponsesResponder: engine events -> the Responses API's typed stream events or its response object
 // (responses.h). The output parser (src/chat) splits the text into reasoning, content and tool calls; each
 // becomes one output item, opened when its first text arrives and closed when the next item starts or the
-// output ends.
+// output ends. A response that ended normally is checked against what its text.format schema (or forced
+// tool's parameters) left to the end (plan.chat.schema_check, as chat completions do): a violation makes it
+// "incomplete" with incomplete_details {reason: "schema_violation", message}.
+#include <memory>
+#include <string_view>
 #include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -26,6 +31,7 @@ struct ResponsesResponder::Impl {
         reasoning_parser(ctx.reasoning_parser && plan.chat.parser.thinking && plan.chat.include_reasoning),
         reasoning_as_content(!ctx.reasoning_parser),
         parser(plan.chat.parser),
+        schema_check(plan.chat.schema_check),
         id(std::move(response_id)),
         created(t) {}
 
@@ -35,6 +41,7 @@ struct ResponsesResponder::Impl {
   bool reasoning_parser;      // reasoning text becomes a reasoning item
   bool reasoning_as_content;  // no reasoning parser: the thinking text is message text
   chat::StreamParser parser;
+  std::shared_ptr<const chat::OutputSchemaCheck> schema_check;
   std::string id;
   int64_t created;
 
@@ -48,6 +55,10 @@ struct ResponsesResponder::Impl {
   int64_t reasoning_tokens = 0;
   bool answer_started = false;  // message text or a call has come
   engine::FinishReason finish = engine::FinishReason::kNone;
+  std::string stop_reason;                      // the engine's: a matched stop string or stop token id
+  std::string message_text;                     // every message item's text, for the end check
+  std::vector<chat::ParsedToolCall> call_list;  // every call, for the end check
+  std::optional<std::string> violation;         // the end check's finding
   std::optional<ApiError> failure;
   std::vector<std::string> events;  // this OnEvent's stream events
 
@@ -142,6 +153,7 @@ struct ResponsesResponder::Impl {
       }
     }
     open_text += text;
+    if (kind == Open::kMessage) message_text += text;
     Emit({{"type", kind == Open::kReasoning ? "response.reasoning_text.delta" : "response.output_text.delta"},
           {"item_id", open_id},
           {"output_index", static_cast<int64_t>(output.size())},
@@ -166,6 +178,7 @@ struct ResponsesResponder::Impl {
           {"arguments", call.arguments}});
     item["arguments"] = call.arguments;
     item["status"] = "completed";
+    call_list.push_back(call);
     Emit({{"type", "response.output_item.done"}, {"output_index", index}, {"item", item}});
     output.push_back(std::move(item));
   }
@@ -191,14 +204,29 @@ struct ResponsesResponder::Impl {
 
   const char* Status() const {
     if (failure) return "failed";
-    return finish == engine::FinishReason::kLength ? "incomplete" : "completed";
+    return finish == engine::FinishReason::kLength || violation ? "incomplete" : "completed";
+  }
+
+  // The end check of a response that ended normally (not cut by a stop string or stop token id).
+  std::optional<std::string> EndCheck() const {
+    if (schema_check == nullptr || finish != engine::FinishReason::kStop || !stop_reason.empty())
+      return std::nullopt;
+    if (call_list.empty()) return schema_check->CheckJson(message_text);
+    for (size_t i = 0; i < call_list.size(); ++i) {
+      if (auto found = schema_check->CheckToolCall(call_list[i].name, call_list[i].arguments, i))
+        return found;
+    }
+    return std::nullopt;
   }
 
   json Final() const {
     json body = ResponseObject(Status());
     body["usage"] = Usage();
-    if (finish == engine::FinishReason::kLength)
+    if (finish == engine::FinishReason::kLength) {
       body["incomplete_details"] = {{"reason", "max_output_tokens"}};
+    } else if (violation) {
+      body["incomplete_details"] = {{"reason", "schema_violation"}, {"message", *violation}};
+    }
     if (failure) body["error"] = {{"code", "server_error"}, {"message", failure->message}};
     return body;
   }
@@ -219,6 +247,7 @@ struct ResponsesResponder::Impl {
       delta.content += rest.content;
       for (auto& call : rest.tool_calls) delta.tool_calls.push_back(std::move(call));
       finish = event.finish;
+      stop_reason = event.stop_reason;
       if (event.finish == engine::FinishReason::kError && !failure)
         failure = EngineFailure(event.error, event.unavailable);
     }
@@ -226,12 +255,12 @@ struct ResponsesResponder::Impl {
     if (event.request_done) {
       usage = event.usage;
       Close();
+      if (!failure) violation = EndCheck();
       if (failure) {
         Emit({{"type", "response.failed"}, {"response", Final()}});
       } else {
-        Emit(
-            {{"type", finish == engine::FinishReason::kLength ? "response.incomplete" : "response.completed"},
-             {"response", Final()}});
+        const bool incomplete = std::string_view(Status()) == "incomplete";
+        Emit({{"type", incomplete ? "response.incomplete" : "response.completed"}, {"response", Final()}});
       }
     }
     return std::move(events);

@@ -148,4 +148,40 @@ TEST(ResponsesResponderTest, LengthIsIncompleteAndErrorsFail) {
 }
 
 }  // namespace
+// text.format json_schema: what the grammar leaves to the end (here uniqueItems over strings) is checked
+// when the response ends normally, as in chat completions; a violation makes it incomplete.
+TEST(ResponsesResponderTest, SchemaViolationAtTheEndIsIncomplete) {
+  const ServerContext ctx = TestContext();
+  auto plan_for = [&](bool stream) {
+    ApiError error;
+    const std::string body = std::string(R"({"input": "hi", "reasoning": {"effort": "none"}, "stream": )") +
+                             (stream ? "true" : "false") +
+                             R"(, "text": {"format": {"type": "json_schema", "name": "tags", "schema":
+                                 {"type": "array", "items": {"type": "string"}, "uniqueItems": true}}}})";
+    auto plan = ParseResponses(body, ctx, &error);
+    EXPECT_TRUE(plan) << error.message;
+    EXPECT_NE(plan->chat.schema_check, nullptr);
+    return std::move(*plan);
+  };
+  const std::string reply = "<|open|>response<|sep|>";
+  ResponsesResponder broken(plan_for(false), ctx, "resp_4", 0);
+  broken.OnEvent(Ev(0, reply + R"(["a", "b", "a"])", FinishReason::kStop, true));
+  const json body = json::parse(broken.FinalBody());
+  EXPECT_EQ(body["status"], "incomplete");
+  EXPECT_EQ(body["incomplete_details"]["reason"], "schema_violation");
+  EXPECT_NE(body["incomplete_details"]["message"].get<std::string>().find("uniqueItems"), std::string::npos)
+      << body.dump();
+
+  ResponsesResponder streamed(plan_for(true), ctx, "resp_5", 0);
+  const auto stream = ParseAll(streamed.OnEvent(Ev(0, reply + R"(["a", "a"])", FinishReason::kStop, true)));
+  EXPECT_EQ(stream.back()["type"], "response.incomplete");
+  EXPECT_EQ(stream.back()["response"]["incomplete_details"]["reason"], "schema_violation");
+
+  ResponsesResponder fine(plan_for(false), ctx, "resp_6", 0);
+  fine.OnEvent(Ev(0, reply + R"(["a", "b"])", FinishReason::kStop, true));
+  const json ok = json::parse(fine.FinalBody());
+  EXPECT_EQ(ok["status"], "completed") << ok.dump();
+  EXPECT_TRUE(ok["incomplete_details"].is_null());
+}
+
 }  // namespace k3::api
