@@ -1,35 +1,19 @@
-// AssumeRoleWithWebIdentity (aws_web_identity.h): one form POST through libcurl, a few retries on
-// transport errors and 5xx, the XML reply through xml_tree.h.
+// AssumeRoleWithWebIdentity (aws_web_identity.h): one form POST (form_post.h), the XML reply through
+// xml_tree.h.
 #include "src/storage/aws_web_identity.h"
 
-#include <curl/curl.h>
 #include <unistd.h>
-
-#include <chrono>
-#include <thread>
 
 #include <fmt/format.h>
 
-#include "src/base/curl_transport.h"
 #include "src/base/file.h"
+#include "src/storage/form_post.h"
 #include "src/storage/xml_tree.h"
 
 namespace k3::storage {
 namespace {
 
 constexpr int kAttempts = 3;
-
-size_t AppendBody(char* data, size_t size, size_t count, void* out) {
-  static_cast<std::string*>(out)->append(data, size * count);
-  return size * count;
-}
-
-std::string FormEncode(CURL* curl, const std::string& value) {
-  char* escaped = curl_easy_escape(curl, value.c_str(), static_cast<int>(value.size()));
-  std::string out = escaped == nullptr ? std::string() : std::string(escaped);
-  curl_free(escaped);
-  return out;
-}
 
 std::string StsEndpoint(const EnvLookup& env) {
   if (auto url = env("AWS_ENDPOINT_URL_STS")) return *url;
@@ -79,45 +63,13 @@ Result<AwsCredentials> AssumeRoleWithWebIdentity(const EnvLookup& env) {
   if (token->empty()) return InvalidArgument("{}: the token file is empty", source);
   const std::string session = env("AWS_ROLE_SESSION_NAME").value_or(fmt::format("k3-{}", ::getpid()));
 
-  EnsureCurlInitialized();
-  CURL* curl = curl_easy_init();
-  if (curl == nullptr) return Internal("{}: curl_easy_init failed", source);
   const std::string form =
       "Action=AssumeRoleWithWebIdentity&Version=2011-06-15&DurationSeconds=3600&RoleArn=" +
-      FormEncode(curl, *role_arn) + "&RoleSessionName=" + FormEncode(curl, session) +
-      "&WebIdentityToken=" + FormEncode(curl, *token);
-  Status last;
-  for (int attempt = 1; attempt <= kAttempts; ++attempt) {
-    std::string body;
-    char errbuf[CURL_ERROR_SIZE] = {0};
-    curl_easy_reset(curl);
-    struct curl_slist* headers = curl_slist_append(nullptr, "Accept: application/xml");
-    curl_easy_setopt(curl, CURLOPT_URL, (endpoint + "/").c_str());
-    curl_easy_setopt(curl, CURLOPT_POSTFIELDS, form.c_str());
-    curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(form.size()));
-    curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
-    curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, AppendBody);
-    curl_easy_setopt(curl, CURLOPT_WRITEDATA, &body);
-    curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, errbuf);
-    curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, 10'000L);
-    curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, 30'000L);
-    const auto t0 = std::chrono::steady_clock::now();
-    const CURLcode code = curl_easy_perform(curl);
-    curl_slist_free_all(headers);
-    long status = 0;
-    curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
-    if (code == CURLE_OK && status < 500) {
-      curl_easy_cleanup(curl);
-      return ParseAssumeRoleReply(body, status, source);
-    }
-    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    last = code != CURLE_OK ? TransportError(code, errbuf, endpoint, elapsed)
-                            : ParseAssumeRoleReply(body, status, source).status();
-    if (attempt < kAttempts) std::this_thread::sleep_for(std::chrono::milliseconds(200 << attempt));
-  }
-  curl_easy_cleanup(curl);
-  return last.WithPrefix(fmt::format("{} (after {} attempts)", source, kAttempts));
+      FormEncode(*role_arn) + "&RoleSessionName=" + FormEncode(session) +
+      "&WebIdentityToken=" + FormEncode(*token);
+  auto reply = PostForm(endpoint + "/", form, "application/xml", kAttempts);
+  if (!reply.ok()) return reply.status().WithPrefix(fmt::format("{} (after {} attempts)", source, kAttempts));
+  return ParseAssumeRoleReply(reply->body, reply->status, source);
 }
 
 }  // namespace k3::storage

@@ -1,35 +1,17 @@
-// ExchangeFederatedToken (azure_workload_identity.h): one form POST through libcurl, a few retries on
-// transport errors and 5xx, the JSON reply through nlohmann::json.
+// ExchangeFederatedToken (azure_workload_identity.h): one form POST (form_post.h), the JSON reply through
+// nlohmann::json.
 #include "src/storage/azure_workload_identity.h"
 
-#include <curl/curl.h>
-
-#include <chrono>
 #include <nlohmann/json.hpp>
-#include <thread>
 
-#include "src/base/curl_transport.h"
 #include "src/base/file.h"
+#include "src/storage/form_post.h"
 
 namespace k3::storage {
 namespace {
 
 constexpr int kAttempts = 3;
 constexpr const char* kStorageScope = "https://storage.azure.com/.default";
-
-size_t AppendBody(char* data, size_t size, size_t count, void* out) {
-  auto* body = static_cast<std::string*>(out);
-  if (body->size() + size * count > (size_t{1} << 20)) return 0;  // a token reply is a few KiB
-  body->append(data, size * count);
-  return size * count;
-}
-
-std::string FormEncode(CURL* curl, const std::string& value) {
-  char* escaped = curl_easy_escape(curl, value.c_str(), static_cast<int>(value.size()));
-  std::string out = escaped == nullptr ? std::string() : std::string(escaped);
-  curl_free(escaped);
-  return out;
-}
 
 }  // namespace
 
@@ -73,48 +55,15 @@ Result<AzureBearerToken> ExchangeFederatedToken(const EnvLookup& env) {
   while (!token->empty() && (token->back() == '\n' || token->back() == '\r')) token->pop_back();
   if (token->empty()) return InvalidArgument("{}: the token file is empty", source);
 
-  EnsureCurlInitialized();
-  CURL* curl = curl_easy_init();
-  if (curl == nullptr) return Internal("{}: curl_easy_init failed", source);
   const std::string url = authority + "/" + *tenant_id + "/oauth2/v2.0/token";
-  const std::string form = "client_id=" + FormEncode(curl, *client_id) +
-                           "&scope=" + FormEncode(curl, kStorageScope) +
+  const std::string form = "client_id=" + FormEncode(*client_id) + "&scope=" + FormEncode(kStorageScope) +
                            "&grant_type=client_credentials&client_assertion_type=" +
-                           FormEncode(curl, "urn:ietf:params:oauth:client-assertion-type:jwt-bearer") +
-                           "&client_assertion=" + FormEncode(curl, *token);
-  Status last;
-  for (int attempt = 1; attempt <= kAttempts; ++attempt) {
-    std::string body;
-    char errbuf[CURL_ERROR_SIZE] = {0};
-    curl_easy_reset(curl);
-    struct curl_slist* headers = curl_slist_append(nullptr, "Accept: application/json");
-    curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
-    curl_easy_setopt(curl, CURLOPT_POSTFIELDS, form.c_str());
-    curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(form.size()));
-    curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
-    curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, AppendBody);
-    curl_easy_setopt(curl, CURLOPT_WRITEDATA, &body);
-    curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, errbuf);
-    curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, 10'000L);
-    curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, 30'000L);
-    const auto t0 = std::chrono::steady_clock::now();
-    const CURLcode code = curl_easy_perform(curl);
-    curl_slist_free_all(headers);
-    long status = 0;
-    curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
-    if (code == CURLE_OK && status < 500) {
-      curl_easy_cleanup(curl);
-      K3_ASSIGN_OR_RETURN(std::string access_token, ParseTokenReply(body, status, source));
-      return AzureBearerToken{std::move(access_token), source};
-    }
-    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    last = code != CURLE_OK ? TransportError(code, errbuf, url, elapsed)
-                            : IoError("the token endpoint answered HTTP {}", status);
-    if (attempt < kAttempts) std::this_thread::sleep_for(std::chrono::milliseconds(200 << attempt));
-  }
-  curl_easy_cleanup(curl);
-  return last.WithPrefix(fmt::format("{} (after {} attempts)", source, kAttempts));
+                           FormEncode("urn:ietf:params:oauth:client-assertion-type:jwt-bearer") +
+                           "&client_assertion=" + FormEncode(*token);
+  auto reply = PostForm(url, form, "application/json", kAttempts);
+  if (!reply.ok()) return reply.status().WithPrefix(fmt::format("{} (after {} attempts)", source, kAttempts));
+  K3_ASSIGN_OR_RETURN(std::string access_token, ParseTokenReply(reply->body, reply->status, source));
+  return AzureBearerToken{std::move(access_token), source};
 }
 
 }  // namespace k3::storage
