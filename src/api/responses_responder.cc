@@ -55,10 +55,8 @@ struct ResponsesResponder::Impl {
   int64_t reasoning_tokens = 0;
   bool answer_started = false;  // message text or a call has come
   engine::FinishReason finish = engine::FinishReason::kNone;
-  std::string stop_reason;                      // the engine's: a matched stop string or stop token id
-  std::string message_text;                     // every message item's text, for the end check
-  std::vector<chat::ParsedToolCall> call_list;  // every call, for the end check
-  std::optional<std::string> violation;         // the end check's finding
+  std::string stop_reason;               // the engine's: a matched stop string or stop token id
+  std::optional<std::string> violation;  // the end check's finding
   std::optional<ApiError> failure;
   std::vector<std::string> events;  // this OnEvent's stream events
 
@@ -153,7 +151,6 @@ struct ResponsesResponder::Impl {
       }
     }
     open_text += text;
-    if (kind == Open::kMessage) message_text += text;
     Emit({{"type", kind == Open::kReasoning ? "response.reasoning_text.delta" : "response.output_text.delta"},
           {"item_id", open_id},
           {"output_index", static_cast<int64_t>(output.size())},
@@ -178,7 +175,6 @@ struct ResponsesResponder::Impl {
           {"arguments", call.arguments}});
     item["arguments"] = call.arguments;
     item["status"] = "completed";
-    call_list.push_back(call);
     Emit({{"type", "response.output_item.done"}, {"output_index", index}, {"item", item}});
     output.push_back(std::move(item));
   }
@@ -207,16 +203,23 @@ struct ResponsesResponder::Impl {
     return finish == engine::FinishReason::kLength || violation ? "incomplete" : "completed";
   }
 
-  // The end check of a response that ended normally (not cut by a stop string or stop token id).
+  // The end check of a response that ended normally (not cut by a stop string or stop token id), over
+  // the finished output items: the message text, or each function call's arguments.
   std::optional<std::string> EndCheck() const {
     if (schema_check == nullptr || finish != engine::FinishReason::kStop || !stop_reason.empty())
       return std::nullopt;
-    if (call_list.empty()) return schema_check->CheckJson(message_text);
-    for (size_t i = 0; i < call_list.size(); ++i) {
-      if (auto found = schema_check->CheckToolCall(call_list[i].name, call_list[i].arguments, i))
+    std::string message_text;
+    size_t call_index = 0;
+    for (const json& item : output) {
+      if (item["type"] == "message") message_text += item["content"][0]["text"].get<std::string>();
+      if (item["type"] != "function_call") continue;
+      if (auto found = schema_check->CheckToolCall(item["name"].get<std::string>(),
+                                                   item["arguments"].get<std::string>(), call_index++)) {
         return found;
+      }
     }
-    return std::nullopt;
+    if (call_index > 0) return std::nullopt;
+    return schema_check->CheckJson(message_text);
   }
 
   json Final() const {

@@ -29,20 +29,6 @@ void ReplaceAll(std::string& text, std::string_view from, std::string_view to) {
   }
 }
 
-std::string PointerToken(std::string_view key) {
-  std::string out;
-  for (char c : key) {
-    if (c == '~') {
-      out += "~0";
-    } else if (c == '/') {
-      out += "~1";
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
-
 // Keywords whose constraints the grammar cannot express; value = the value that constrains nothing.
 const std::map<std::string, json>& UnsupportedKeywords() {
   static const std::map<std::string, json> keywords = {
@@ -236,7 +222,7 @@ class SchemaCompiler {
       const json& pp = s["patternProperties"];
       if (!pp.is_object()) return Error(ptr + "/patternProperties", "must be an object");
       for (const auto& [pattern, sub] : pp.items()) {
-        const std::string at = ptr + "/patternProperties/" + PointerToken(pattern);
+        const std::string at = ptr + "/patternProperties/" + JsonPointerToken(pattern);
         regex::RegexOptions options;
         options.max_dfa_states = kMaxStringDfaStates;
         auto matcher = regex::CompileRegex(pattern, options);
@@ -282,7 +268,7 @@ class SchemaCompiler {
       const json& properties = s["properties"];
       if (!properties.is_object()) return Error(ptr + "/properties", "must be an object");
       for (const auto& [name, sub] : properties.items()) {
-        const std::string at = ptr + "/properties/" + PointerToken(name);
+        const std::string at = ptr + "/properties/" + JsonPointerToken(name);
         K3_ASSIGN_OR_RETURN(uint32_t value, Compile(sub, at, depth + 1));
         K3_ASSIGN_OR_RETURN(int pattern, pattern_of(name, at));
         if (pattern >= 0) {

@@ -69,4 +69,18 @@ std::string UnescapeAttribute(std::string_view value) {
   return out;
 }
 
+std::string JsonPointerToken(std::string_view key) {
+  std::string out;
+  for (char c : key) {
+    if (c == '~') {
+      out += "~0";
+    } else if (c == '/') {
+      out += "~1";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
 }  // namespace k3::chat

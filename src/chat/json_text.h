@@ -1,7 +1,7 @@
 // JSON text in the two styles the K3 chat format uses: Python json.dumps defaults (", " and ": "
 // separators, non-ASCII kept raw) for typed tool-call argument values, and compact with recursively
 // sorted keys (json.dumps(separators=(",", ":"), sort_keys=True, ensure_ascii=False)) for tool
-// declarations. Both keep non-ASCII text as UTF-8.
+// declarations. Both keep non-ASCII text as UTF-8. Also the JSON Pointer escape of one reference token.
 #pragma once
 
 #include <string>
@@ -20,5 +20,8 @@ std::string DumpCompactSorted(const nlohmann::json& value);
 std::string EscapeAttribute(std::string_view value);
 // The reverse: &quot; -> " then &amp; -> &.
 std::string UnescapeAttribute(std::string_view value);
+
+// One reference token of a JSON Pointer (RFC 6901): ~ -> ~0, / -> ~1 ("a/b" -> "a~1b").
+std::string JsonPointerToken(std::string_view key);
 
 }  // namespace k3::chat

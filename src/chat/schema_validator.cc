@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "src/chat/json_text.h"
 #include "src/chat/regex_dfa.h"
 #include "src/chat/string_schema.h"
 
@@ -15,20 +16,6 @@ namespace k3::chat {
 namespace {
 
 using nlohmann::json;
-
-std::string PointerToken(std::string_view key) {
-  std::string out;
-  for (char c : key) {
-    if (c == '~') {
-      out += "~0";
-    } else if (c == '/') {
-      out += "~1";
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
 
 bool IsInteger(const json& value) {
   if (value.is_number_integer()) return true;
@@ -315,11 +302,11 @@ class Validator {
                                ? &s["patternProperties"]
                                : nullptr;
     for (const auto& [key, member] : v.items()) {
-      const std::string member_path = path + "/" + PointerToken(key);
+      const std::string member_path = path + "/" + JsonPointerToken(key);
       bool declared = false;
       if (properties != nullptr && properties->contains(key)) {
         declared = true;
-        if (auto found = Check((*properties)[key], sptr + "/properties/" + PointerToken(key), member,
+        if (auto found = Check((*properties)[key], sptr + "/properties/" + JsonPointerToken(key), member,
                                member_path, depth + 1)) {
           return found;
         }
@@ -329,7 +316,7 @@ class Validator {
           const regex::ByteDfa* dfa = Regex(pattern, /*full_match=*/false);
           if (dfa == nullptr || !dfa->Matches(key)) continue;
           declared = true;
-          if (auto found = Check(sub, sptr + "/patternProperties/" + PointerToken(pattern), member,
+          if (auto found = Check(sub, sptr + "/patternProperties/" + JsonPointerToken(pattern), member,
                                  member_path, depth + 1)) {
             return found;
           }
