@@ -5,6 +5,7 @@
 #include <map>
 
 #include "src/base/file.h"
+#include "src/storage/aws_metadata_credentials.h"
 #include "src/storage/aws_web_identity.h"
 
 namespace k3::storage {
@@ -85,12 +86,16 @@ Result<AwsCredentials> ResolveAwsCredentials(const EnvLookup& env) {
     return NotFound("AWS_SHARED_CREDENTIALS_FILE names {}, which is not a readable file", path);
   }
   if (env("AWS_WEB_IDENTITY_TOKEN_FILE") && env("AWS_ROLE_ARN")) return AssumeRoleWithWebIdentity(env);
+  if (std::optional<Result<AwsCredentials>> container = FetchContainerCredentials(env)) return *container;
+  auto instance = FetchInstanceMetadataCredentials(env);
+  if (instance.ok() || instance.status().code() != StatusCode::kNotFound) return instance;
   return NotFound(
-      "no AWS credentials found (looked at: env AWS_ACCESS_KEY_ID, shared credentials file {}{}); "
-      "set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY or add the profile to the file. Instance "
-      "metadata (IMDSv2) is not implemented yet; on EKS, give the pod a service account with an IAM role "
-      "(web identity: AWS_WEB_IDENTITY_TOKEN_FILE + AWS_ROLE_ARN)",
-      path.empty() ? "(no HOME)" : path, " [" + profile + "]");
+      "no AWS credentials found (looked at: env AWS_ACCESS_KEY_ID, shared credentials file {}{}, web "
+      "identity (AWS_WEB_IDENTITY_TOKEN_FILE + AWS_ROLE_ARN), container credentials "
+      "(AWS_CONTAINER_CREDENTIALS_FULL_URI / _RELATIVE_URI), {}); set AWS_ACCESS_KEY_ID and "
+      "AWS_SECRET_ACCESS_KEY or add the profile to the file; on EKS give the pod a service account with an "
+      "IAM role (IRSA or Pod Identity), on EC2 an instance profile",
+      path.empty() ? "(no HOME)" : path, " [" + profile + "]", instance.status().message());
 }
 
 }  // namespace k3::storage

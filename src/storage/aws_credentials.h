@@ -4,7 +4,8 @@
 //      [$AWS_PROFILE] (default "default")
 //   3. web identity: AWS_WEB_IDENTITY_TOKEN_FILE + AWS_ROLE_ARN, as EKS pods get it, exchanged with STS
 //      (aws_web_identity.h)
-//   The EC2 instance metadata service (IMDSv2) is NOT implemented yet: the final error says so.
+//   4. container credentials: AWS_CONTAINER_CREDENTIALS_FULL_URI / _RELATIVE_URI (EKS Pod Identity, ECS)
+//   5. EC2 instance metadata (IMDSv2), unless AWS_EC2_METADATA_DISABLED=true (aws_metadata_credentials.h)
 // `source` says where the keys came from ("env AWS_ACCESS_KEY_ID", "shared credentials file
 // /root/.aws/credentials [default]") for error messages; the secret never leaves this struct except
 // into the request signer.

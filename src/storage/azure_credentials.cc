@@ -1,6 +1,7 @@
 // Azure endpoint and credential resolution (azure_credentials.h).
 #include "src/storage/azure_credentials.h"
 
+#include "src/storage/azure_managed_identity.h"
 #include "src/storage/azure_shared_key.h"
 #include "src/storage/azure_workload_identity.h"
 
@@ -100,11 +101,16 @@ Result<AzureAccess> ResolveAzureAccess(std::string_view account, const EnvLookup
       access.credentials.kind = AzureAuthKind::kBearer;
       access.credentials.bearer_token = std::move(token.access_token);
       access.credentials.source = std::move(token.source);
+    } else if (auto managed = env("K3_AZURE_MANAGED_IDENTITY"); managed && *managed != "0") {
+      K3_ASSIGN_OR_RETURN(AzureBearerToken token, FetchManagedIdentityToken(env));
+      access.credentials.kind = AzureAuthKind::kBearer;
+      access.credentials.bearer_token = std::move(token.access_token);
+      access.credentials.source = std::move(token.source);
     } else {
       access.credentials.kind = AzureAuthKind::kAnonymous;
       access.credentials.source =
-          "anonymous (none of AZURE_STORAGE_CONNECTION_STRING, AZURE_STORAGE_KEY, AZURE_STORAGE_SAS_TOKEN "
-          "is set)";
+          "anonymous (none of AZURE_STORAGE_CONNECTION_STRING, AZURE_STORAGE_KEY, AZURE_STORAGE_SAS_TOKEN, "
+          "AZURE_FEDERATED_TOKEN_FILE, K3_AZURE_MANAGED_IDENTITY is set)";
     }
   }
   if (auto endpoint = env("AZURE_STORAGE_ENDPOINT")) access.endpoint = TrimSlashes(*endpoint);

@@ -7,7 +7,9 @@
 //   3. AZURE_STORAGE_SAS_TOKEN: a SAS token ("sv=...&sig=...", with or without '?'), appended to URLs.
 //   4. AZURE_FEDERATED_TOKEN_FILE + AZURE_CLIENT_ID + AZURE_TENANT_ID (AKS workload identity): exchanged
 //      for an OAuth access token (azure_workload_identity.h), sent as "Authorization: Bearer".
-//   5. otherwise anonymous (public containers).
+//   5. K3_AZURE_MANAGED_IDENTITY=1: the VM's (or AKS kubelet's) managed identity from the instance
+//      metadata service (azure_managed_identity.h), AZURE_CLIENT_ID for a user-assigned one; Bearer too.
+//   6. otherwise anonymous (public containers).
 // Endpoint: AZURE_STORAGE_ENDPOINT, else the connection string's BlobEndpoint (or its
 // DefaultEndpointsProtocol + EndpointSuffix), else https://ACCOUNT.blob.core.windows.net. A path-style
 // endpoint carries the account in its path (azurite: http://127.0.0.1:PORT/devstoreaccount1).
