@@ -98,6 +98,7 @@ void RegisterSync(CLI::App* weights) {
     std::string progress = "auto";
     bool no_resume = false;
     bool delete_extraneous = false;
+    bool dry_run = false;
     StoreFlags store;
   };
   auto flags = std::make_shared<Flags>();
@@ -114,8 +115,26 @@ void RegisterSync(CLI::App* weights) {
   cmd->add_flag("--no-resume", flags->no_resume, "start partial files over instead of resuming them");
   cmd->add_flag("--delete", flags->delete_extraneous,
                 "remove files in the destination that the source does not have (after copying)");
+  cmd->add_flag("--dry-run", flags->dry_run,
+                "check the command line (both locations parse, the destination is writable) and exit; no "
+                "request is sent (k3 render's tests run every rendered sync this way)");
   flags->store.Add(cmd);
   cmd->callback([flags] {
+    if (flags->dry_run) {
+      auto source = storage::ParseObjectUri(flags->source);
+      if (!source.ok()) return FailCommand("weights sync", source.status().message(), 2);
+      auto destination = storage::ParseObjectUri(flags->destination);
+      if (!destination.ok()) return FailCommand("weights sync", destination.status().message(), 2);
+      if (destination->scheme == storage::UriScheme::kHuggingFace) {
+        return FailCommand("weights sync",
+                           fmt::format("{}: the Hugging Face Hub is read-only here; sync from it, not to it",
+                                       destination->text),
+                           2);
+      }
+      std::printf("command line ok: weights sync %s -> %s\n", source->Describe().c_str(),
+                  destination->Describe().c_str());
+      return;
+    }
     auto source = flags->store.Open(flags->source);
     if (!source.ok()) return FailCommand("weights sync", source.status().message(), 2);
     auto destination = flags->store.Open(flags->destination);

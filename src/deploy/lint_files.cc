@@ -271,7 +271,7 @@ void CheckVolumes(const std::vector<YamlDocument>& docs, Sink& sink) {
   };
   std::vector<Read> read;
   static const std::regex kDest(
-      R"((?:--local-dir[ =]|aws s3 sync \S+ |rsync (?:--recursive |-r )*\S+ |&& mv \S+ )(/[^\s;&|'"]*))");
+      R"((?:--local-dir[ =]|aws s3 sync \S+ |k3 weights sync \S+ |rsync (?:--recursive |-r )*\S+ |&& mv \S+ )(/[^\s;&|'"]*))");
   for (const YamlDocument& d : docs) {
     for (const WorkloadView& w : ExtractWorkloads(d)) {
       if (w.pod_spec == nullptr) continue;

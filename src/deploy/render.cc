@@ -85,8 +85,8 @@ const std::map<std::string, Renderer>& Renderers() {
 Result<WeightsSource> ParseWeightsUri(const std::string& uri) {
   const size_t sep = uri.find("://");
   const std::string fix =
-      "expected hf://ORG/NAME, s3://BUCKET/PREFIX, az://CONTAINER/PREFIX, gs://BUCKET/PREFIX "
-      "or oss://BUCKET/PREFIX";
+      "expected hf://ORG/NAME, s3://BUCKET/PREFIX, az://ACCOUNT/CONTAINER/PREFIX, gs://BUCKET/PREFIX "
+      "or oss://BUCKET/PREFIX (the URIs `k3 weights sync` takes)";
   if (sep == std::string::npos) return InvalidArgument("--weights '{}': {}", uri, fix);
   WeightsSource w;
   w.uri = uri;
@@ -96,6 +96,12 @@ Result<WeightsSource> ParseWeightsUri(const std::string& uri) {
   }
   std::string rest = uri.substr(sep + 3);
   while (!rest.empty() && rest.back() == '/') rest.pop_back();
+  if (w.scheme == "az") {  // az://ACCOUNT/CONTAINER/PREFIX, as src/storage reads it
+    const size_t account_end = rest.find('/');
+    w.account = rest.substr(0, account_end);
+    rest = account_end == std::string::npos ? "" : rest.substr(account_end + 1);
+    if (!ValidBucketPart(w.account) || rest.empty()) return InvalidArgument("--weights '{}': {}", uri, fix);
+  }
   const size_t slash = rest.find('/');
   w.bucket = rest.substr(0, slash);
   w.path = slash == std::string::npos ? "" : rest.substr(slash + 1);

@@ -19,7 +19,8 @@ struct RenderOptions {
   Engine engine = Engine::kVllm;
   std::string image;  // "" = the engine's default image (vllm/vllm-openai:kimi-k3); required for k3
   int replicas = 1;
-  std::string weights;       // hf://org/name (default: the model's hub id) | s3:// | az:// | gs:// | oss://
+  std::string
+      weights;  // hf://org/name (default: the model's hub id) | s3:// | az://ACCOUNT/.. | gs:// | oss://
   std::string name_space;    // --namespace ("" = none written)
   bool gateway = false;      // Inference Gateway stack (render_gateway.h)
   std::string gateway_impl;  // --gateway-impl: kgateway | istio (gke on gcp-gke); "" = the target's default
@@ -27,10 +28,11 @@ struct RenderOptions {
 };
 
 struct WeightsSource {
-  std::string scheme;  // hf | s3 | az | gs | oss
-  std::string uri;     // as given
-  std::string bucket;  // bucket / container / hub org
-  std::string path;    // prefix inside the bucket / hub name
+  std::string scheme;   // hf | s3 | az | gs | oss
+  std::string uri;      // as given (the URI `k3 weights sync` and `k3 serve` take)
+  std::string account;  // az: the storage account; empty otherwise
+  std::string bucket;   // bucket / container / hub org
+  std::string path;     // prefix inside the bucket / hub name
 };
 
 struct RenderedFile {

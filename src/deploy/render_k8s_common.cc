@@ -124,53 +124,78 @@ Doc WeightsPvc(const RenderContext& ctx, const std::string& storage_class) {
              {"spec", spec}};
 }
 
-std::string WeightsSourceConfigMap(const RenderContext& ctx) { return ctx.app_name + "-weights-source"; }
+namespace {
 
-PresyncScript PresyncCommand(const RenderContext& ctx) {
+// The pre-sync container's image, command and environment.
+struct PresyncContainer {
+  std::string image;
+  std::vector<std::string> command;
+  std::vector<std::string> args;
+  std::vector<std::pair<std::string, std::string>> env;
+};
+
+// --engine k3: `k3 weights sync SOURCE DIR` from the k3 image, the same tool and URI on every cloud. It
+// skips what is there, resumes a partial copy after a pod restart, logs progress lines, and writes
+// k3-manifest.json last (the engine's directory is complete only then). Credentials are the pod's cloud
+// identity: on AWS the credential chain (IRSA, EKS Pod Identity, the node's instance profile); on AKS the
+// kubelet's managed identity (K3_AZURE_MANAGED_IDENTITY=1, what `az login --identity` uses); on GKE the
+// metadata server.
+PresyncContainer K3Presync(const RenderContext& ctx) {
+  const WeightsSource& w = ctx.weights;
+  PresyncContainer p;
+  p.image = ctx.image;
+  p.command = {"k3"};
+  const std::string source = w.scheme == "hf" ? "hf://" + w.bucket + "/" + w.path : w.uri;
+  p.args = {"weights", "sync", source, ctx.model_dir, "--progress", "log"};
+  if (w.scheme == "az") p.env.push_back({"K3_AZURE_MANAGED_IDENTITY", "1"});
+  return p;
+}
+
+// --engine vllm: each cloud's own CLI in its own image (the vLLM image has no k3).
+PresyncContainer CliPresync(const RenderContext& ctx) {
   const WeightsSource& w = ctx.weights;
   const std::string& dest = ctx.model_dir;
-  PresyncScript p;
+  std::string image, script;
   if (w.scheme == "hf") {
     // huggingface_hub 1.x: `huggingface-cli` is gone, `hf download` replaces it (hf_xet is built in).
-    p.image = "python:3.12-slim";
-    p.script = std::string("pip install --no-cache-dir 'huggingface_hub==") + kHuggingFaceHubVersion +
-               "' && hf download " + w.bucket + "/" + w.path + " --local-dir " + dest;
+    image = "python:3.12-slim";
+    script = std::string("pip install --no-cache-dir 'huggingface_hub==") + kHuggingFaceHubVersion +
+             "' && hf download " + w.bucket + "/" + w.path + " --local-dir " + dest;
   } else if (w.scheme == "s3") {
-    p.image = "amazon/aws-cli:2.22.35";
-    p.script = "aws s3 sync " + w.uri + " " + dest;
+    image = "amazon/aws-cli:2.22.35";
+    script = "aws s3 sync " + w.uri + " " + dest;
   } else if (w.scheme == "az") {
     // download-batch keeps the blob path under --destination: download to a staging directory on the same
     // volume, then move the prefix to the served directory.
     const std::string staging = std::string(kWeightsMountPath) + "/.az-download";
     const std::string prefix = w.path.empty() ? "" : "/" + w.path;
-    p.image = "mcr.microsoft.com/azure-cli:2.67.0";
-    p.script = "az login --identity --allow-no-subscriptions >/dev/null && mkdir -p " + staging +
-               " && az storage blob download-batch --auth-mode login --account-name "
-               "\"$AZURE_STORAGE_ACCOUNT\" --source " +
-               w.bucket + (w.path.empty() ? "" : " --pattern '" + w.path + "/*'") + " --destination " +
-               staging + " && rm -rf " + dest + " && mv " + staging + prefix + " " + dest;
-    p.needs_storage_account = true;
+    image = "mcr.microsoft.com/azure-cli:2.67.0";
+    script = "az login --identity --allow-no-subscriptions >/dev/null && mkdir -p " + staging +
+             " && az storage blob download-batch --auth-mode login --account-name " + w.account +
+             " --source " + w.bucket + (w.path.empty() ? "" : " --pattern '" + w.path + "/*'") +
+             " --destination " + staging + " && rm -rf " + dest + " && mv " + staging + prefix + " " + dest;
   } else if (w.scheme == "gs") {
-    p.image = "google/cloud-sdk:502.0.0-slim";
-    p.script = "gcloud storage rsync --recursive " + w.uri + " " + dest;
+    image = "google/cloud-sdk:502.0.0-slim";
+    script = "gcloud storage rsync --recursive " + w.uri + " " + dest;
   }
-  return p;
+  return PresyncContainer{image, {"/bin/sh", "-c"}, {"set -eu; mkdir -p " + dest + "; " + script}, {}};
 }
 
+}  // namespace
+
 Doc PresyncJob(const RenderContext& ctx) {
-  const PresyncScript p = PresyncCommand(ctx);
+  const PresyncContainer p = ctx.options.engine == Engine::kK3 ? K3Presync(ctx) : CliPresync(ctx);
   Doc container = {
       {"name", "presync"},
       {"image", p.image},
-      {"command", Doc::array({"/bin/sh", "-c"})},
-      {"args", Doc::array({"set -eu; mkdir -p " + ctx.model_dir + "; " + p.script})},
+      {"command", Doc::array()},
+      {"args", Doc::array()},
       {"volumeMounts", Doc::array({Doc{{"name", "model-cache"}, {"mountPath", kWeightsMountPath}}})}};
-  if (p.needs_storage_account) {
-    // The account comes from a ConfigMap the setup step creates (no placeholder in the manifest).
-    container["env"] = Doc::array({Doc{
-        {"name", "AZURE_STORAGE_ACCOUNT"},
-        {"valueFrom",
-         {{"configMapKeyRef", {{"name", WeightsSourceConfigMap(ctx)}, {"key", "AZURE_STORAGE_ACCOUNT"}}}}}}});
+  for (const std::string& c : p.command) container["command"].push_back(c);
+  for (const std::string& a : p.args) container["args"].push_back(a);
+  if (!p.env.empty()) {
+    container["env"] = Doc::array();
+    for (const auto& [name, value] : p.env) container["env"].push_back(Doc{{"name", name}, {"value", value}});
   }
   Doc pod = {{"restartPolicy", "OnFailure"},
              {"containers", Doc::array({container})},

@@ -47,18 +47,8 @@ Doc WeightsPvc(const RenderContext& ctx, const std::string& storage_class);
 // huggingface_hub release the hub pre-sync installs (1.x: `hf download`).
 inline constexpr const char* kHuggingFaceHubVersion = "1.30.0";
 
-// The pre-sync step: image and shell script that fill ctx.model_dir from the weights source.
-struct PresyncScript {
-  std::string image;
-  std::string script;
-  bool needs_storage_account = false;  // az://: AZURE_STORAGE_ACCOUNT from WeightsSourceConfigMap
-};
-PresyncScript PresyncCommand(const RenderContext& ctx);
-
-// The ConfigMap holding AZURE_STORAGE_ACCOUNT for az:// weights (created by the setup step).
-std::string WeightsSourceConfigMap(const RenderContext& ctx);
-
-// A Job that fills the weights PVC at ctx.model_dir from the weights source (hub or object store).
+// A Job that fills the weights PVC at ctx.model_dir from the weights source (hub or object store): with
+// --engine k3 `k3 weights sync SOURCE DIR` from the k3 image, with --engine vllm the cloud's own CLI.
 Doc PresyncJob(const RenderContext& ctx);
 
 // The LoadBalancer Service for the serving port; `selector` picks the pods (LWS: leader only).

@@ -61,10 +61,6 @@ Result<std::vector<RenderedFile>> RenderLwsTarget(const RenderContext& ctx) {
   if (ctx.options.gateway && ctx.plan.target.id == "k8s") {
     for (const std::string& c : GatewayInstallCommands(ctx)) apply.push_back(c);
   }
-  if (ctx.weights.scheme == "az" && ctx.plan.target.id == "k8s") {
-    apply.push_back("kubectl create configmap " + WeightsSourceConfigMap(ctx) +
-                    " --from-literal=AZURE_STORAGE_ACCOUNT=\"$STORAGE_ACCOUNT\"");
-  }
   if (multi) {
     apply.push_back(
         "kubectl apply --server-side -f https://github.com/kubernetes-sigs/lws/releases/download/v0.10.0/"

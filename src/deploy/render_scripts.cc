@@ -53,10 +53,6 @@ std::string KubectlDeletes(const RenderContext& ctx, const std::string& manifest
     s += "run \"gateway.yaml objects\" kubectl delete -f gateway.yaml --ignore-not-found\n";
   s += "run \"" + manifest + " objects\" kubectl delete -f " + manifest + " --ignore-not-found\n";
   s += "run \"weights.yaml objects (PVC, Job)\" kubectl delete -f weights.yaml --ignore-not-found\n";
-  if (ctx.weights.scheme == "az") {
-    s += "run \"ConfigMap " + WeightsSourceConfigMap(ctx) + "\" kubectl delete configmap " +
-         WeightsSourceConfigMap(ctx) + " --ignore-not-found\n";
-  }
   return s;
 }
 
@@ -67,16 +63,6 @@ std::string GatewaySetup(const RenderContext& ctx) {
   return s;
 }
 
-std::string AzureStorageConfigMap(const RenderContext& ctx) {
-  if (ctx.weights.scheme != "az") return "";
-  return "\n# az:// weights: the pre-sync Job reads the storage account from this ConfigMap.\n"
-         "kubectl create configmap " +
-         WeightsSourceConfigMap(ctx) +
-         " --from-literal=AZURE_STORAGE_ACCOUNT=\"$STORAGE_ACCOUNT\" --dry-run=client -o yaml | kubectl "
-         "apply "
-         "-f -\n";
-}
-
 int PoolNodes(const RenderContext& ctx) { return ctx.plan.layout.nodes * ctx.plan.replicas; }
 
 std::vector<RenderedFile> AzureScripts(const RenderContext& ctx, const std::string& manifest) {
@@ -84,7 +70,7 @@ std::vector<RenderedFile> AzureScripts(const RenderContext& ctx, const std::stri
   setup += fmt::format(
       "RESOURCE_GROUP=${{RESOURCE_GROUP:-rg-{0}}}\nLOCATION=${{LOCATION:?set LOCATION to a region with ND "
       "GB300 v6}}\n"
-      "CLUSTER=${{CLUSTER:-aks-{0}}}\n{4}\n"
+      "CLUSTER=${{CLUSTER:-aks-{0}}}\n\n"
       "# Capacity first (several business days): ND GB300 v6 has a default quota of 0. Request\n"
       "# 'Standard NDGB300v6 Family vCPUs' ({1} vCPUs for {2} VMs) under Quotas > Compute, and for "
       "persistent\n"
@@ -99,11 +85,8 @@ std::vector<RenderedFile> AzureScripts(const RenderContext& ctx, const std::stri
       "  --name gb300pool \\\n  --node-count {2} \\\n  --node-vm-size {3} \\\n"
       "  --node-taints nvidia.com/gpu=present:NoSchedule\n\n"
       "az aks get-credentials --resource-group \"$RESOURCE_GROUP\" --name \"$CLUSTER\"\n",
-      ctx.app_name, ctx.plan.instance.vcpu * PoolNodes(ctx), PoolNodes(ctx), ctx.plan.instance.id,
-      ctx.weights.scheme == "az"
-          ? "STORAGE_ACCOUNT=${STORAGE_ACCOUNT:?set STORAGE_ACCOUNT (holds the weights)}\n"
-          : "");
-  setup += AzureStorageConfigMap(ctx) + GatewaySetup(ctx);
+      ctx.app_name, ctx.plan.instance.vcpu * PoolNodes(ctx), PoolNodes(ctx), ctx.plan.instance.id);
+  setup += GatewaySetup(ctx);
   std::string cleanup = CleanupHeader(ctx);
   cleanup += fmt::format(
       "RESOURCE_GROUP=${{RESOURCE_GROUP:-rg-{0}}}\nCLUSTER=${{CLUSTER:-aks-{0}}}\n"
@@ -137,13 +120,13 @@ std::vector<RenderedFile> GcpScripts(const RenderContext& ctx, const std::string
       "CLUSTER_NAME=${{CLUSTER_NAME:-gke-{0}}}\n"
       "RESERVATION=${{RESERVATION:?set RESERVATION to RESERVATION_NAME/reservationBlocks/BLOCK/"
       "reservationSubBlocks/SUB_BLOCK}}\n"
-      "WORKLOAD_POLICY=${{WORKLOAD_POLICY:?set WORKLOAD_POLICY to the placement policy name}}\n{4}\n"
+      "WORKLOAD_POLICY=${{WORKLOAD_POLICY:?set WORKLOAD_POLICY to the placement policy name}}\n\n"
       "# Capacity first: A4X Max cannot be created without a reservation (sales representative or\n"
       "# Compute Engine > Reservations), organised in blocks / sub-blocks. A node pool holds at most 18 "
       "nodes.\n\n"
       "gcloud container clusters create \"$CLUSTER_NAME\" \\\n  --project=\"$PROJECT_ID\" \\\n"
       "  --location=\"$REGION\" \\\n  --node-locations=\"$ZONE\" \\\n  --num-nodes=2 \\\n"
-      "  --machine-type=e2-standard-8 \\\n  --enable-dataplane-v2 \\\n  --enable-ip-alias{5}\n\n"
+      "  --machine-type=e2-standard-8 \\\n  --enable-dataplane-v2 \\\n  --enable-ip-alias{4}\n\n"
       "gcloud container node-pools create a4x-max-pool \\\n  --cluster=\"$CLUSTER_NAME\" \\\n"
       "  --project=\"$PROJECT_ID\" \\\n  --location=\"$REGION\" \\\n  --node-locations=\"$ZONE\" \\\n"
       "  --num-nodes={1} \\\n"
@@ -154,11 +137,8 @@ std::vector<RenderedFile> GcpScripts(const RenderContext& ctx, const std::string
       "gcloud container clusters get-credentials \"$CLUSTER_NAME\" --project=\"$PROJECT_ID\" "
       "--location=\"$REGION\"\n",
       ctx.app_name, PoolNodes(ctx), ctx.plan.instance.id, ctx.plan.instance.gpu_count,
-      ctx.weights.scheme == "az"
-          ? "STORAGE_ACCOUNT=${STORAGE_ACCOUNT:?set STORAGE_ACCOUNT (holds the weights)}\n"
-          : "",
       ctx.options.gateway ? " \\\n  --gateway-api=standard" : "");
-  setup += AzureStorageConfigMap(ctx) + GatewaySetup(ctx);
+  setup += GatewaySetup(ctx);
   std::string cleanup = CleanupHeader(ctx);
   cleanup += fmt::format(
       "PROJECT_ID=${{PROJECT_ID:?set PROJECT_ID}}\nREGION=${{REGION:?set REGION}}\nZONE=${{ZONE:?set ZONE}}\n"
@@ -210,7 +190,7 @@ std::vector<RenderedFile> EksScripts(const RenderContext& ctx, const std::string
         "  fileSystemId: $EFS_FILE_SYSTEM_ID\n  directoryPerms: \"700\"\nEOF\n",
         PoolNodes(ctx), kEksSharedStorageClass, kEksSharedStorageClass);
   }
-  setup += AzureStorageConfigMap(ctx) + GatewaySetup(ctx);
+  setup += GatewaySetup(ctx);
   std::string cleanup = CleanupHeader(ctx);
   cleanup += KubectlDeletes(ctx, manifest);
   if (shared) {
@@ -235,7 +215,7 @@ std::vector<RenderedFile> AzureCpuScripts(const RenderContext& ctx, const std::s
   setup += fmt::format(
       "RESOURCE_GROUP=${{RESOURCE_GROUP:-rg-{0}}}\nLOCATION=${{LOCATION:?set LOCATION to a region with "
       "{3}}}\n"
-      "CLUSTER=${{CLUSTER:-aks-{0}}}\n{4}\n"
+      "CLUSTER=${{CLUSTER:-aks-{0}}}\n\n"
       "# Quota first: {1} vCPUs of the {3} family for {2} VMs (Quotas > Compute).\n\n"
       "az group create --name \"$RESOURCE_GROUP\" --location \"$LOCATION\"\n\n"
       "az aks create \\\n  --resource-group \"$RESOURCE_GROUP\" \\\n  --name \"$CLUSTER\" \\\n  --node-count "
@@ -243,14 +223,10 @@ std::vector<RenderedFile> AzureCpuScripts(const RenderContext& ctx, const std::s
       "  --node-vm-size Standard_D8s_v5 \\\n  --enable-managed-identity \\\n  --generate-ssh-keys\n\n"
       "# CPU node pool: {2} x {3} (k3 ranks, one per NUMA node).\n"
       "az aks nodepool add \\\n  --resource-group \"$RESOURCE_GROUP\" \\\n  --cluster-name \"$CLUSTER\" \\\n"
-      "  --name {5} \\\n  --node-count {2} \\\n  --node-vm-size {3}\n\n"
+      "  --name {4} \\\n  --node-count {2} \\\n  --node-vm-size {3}\n\n"
       "az aks get-credentials --resource-group \"$RESOURCE_GROUP\" --name \"$CLUSTER\"\n",
-      ctx.app_name, ctx.plan.instance.vcpu * PoolNodes(ctx), PoolNodes(ctx), ctx.plan.instance.id,
-      ctx.weights.scheme == "az"
-          ? "STORAGE_ACCOUNT=${STORAGE_ACCOUNT:?set STORAGE_ACCOUNT (holds the weights)}\n"
-          : "",
-      kCpuPool);
-  setup += AzureStorageConfigMap(ctx) + GatewaySetup(ctx);
+      ctx.app_name, ctx.plan.instance.vcpu * PoolNodes(ctx), PoolNodes(ctx), ctx.plan.instance.id, kCpuPool);
+  setup += GatewaySetup(ctx);
   std::string cleanup = CleanupHeader(ctx);
   cleanup += fmt::format("RESOURCE_GROUP=${{RESOURCE_GROUP:-rg-{0}}}\nCLUSTER=${{CLUSTER:-aks-{0}}}\n\n",
                          ctx.app_name);
@@ -271,24 +247,20 @@ std::vector<RenderedFile> GcpCpuScripts(const RenderContext& ctx, const std::str
   setup += fmt::format(
       "PROJECT_ID=${{PROJECT_ID:?set PROJECT_ID}}\nREGION=${{REGION:?set REGION}}\nZONE=${{ZONE:?set ZONE "
       "(one offering {2})}}\n"
-      "CLUSTER_NAME=${{CLUSTER_NAME:-gke-{0}}}\n{3}\n"
-      "# Quota first: {4} vCPUs of {2} in $REGION (IAM & Admin > Quotas).\n\n"
+      "CLUSTER_NAME=${{CLUSTER_NAME:-gke-{0}}}\n\n"
+      "# Quota first: {3} vCPUs of {2} in $REGION (IAM & Admin > Quotas).\n\n"
       "gcloud container clusters create \"$CLUSTER_NAME\" \\\n  --project=\"$PROJECT_ID\" \\\n"
       "  --location=\"$REGION\" \\\n  --node-locations=\"$ZONE\" \\\n  --num-nodes=2 \\\n"
-      "  --machine-type=e2-standard-8 \\\n  --enable-dataplane-v2 \\\n  --enable-ip-alias{5}\n\n"
+      "  --machine-type=e2-standard-8 \\\n  --enable-dataplane-v2 \\\n  --enable-ip-alias{4}\n\n"
       "# CPU node pool: {1} x {2} (k3 ranks, one per NUMA node).\n"
-      "gcloud container node-pools create {6} \\\n  --cluster=\"$CLUSTER_NAME\" \\\n"
+      "gcloud container node-pools create {5} \\\n  --cluster=\"$CLUSTER_NAME\" \\\n"
       "  --project=\"$PROJECT_ID\" \\\n  --location=\"$REGION\" \\\n  --node-locations=\"$ZONE\" \\\n"
       "  --num-nodes={1} \\\n  --machine-type={2}\n\n"
       "gcloud container clusters get-credentials \"$CLUSTER_NAME\" --project=\"$PROJECT_ID\" "
       "--location=\"$REGION\"\n",
-      ctx.app_name, PoolNodes(ctx), ctx.plan.instance.id,
-      ctx.weights.scheme == "az"
-          ? "STORAGE_ACCOUNT=${STORAGE_ACCOUNT:?set STORAGE_ACCOUNT (holds the weights)}\n"
-          : "",
-      ctx.plan.instance.vcpu * PoolNodes(ctx), ctx.options.gateway ? " \\\n  --gateway-api=standard" : "",
-      kCpuPool);
-  setup += AzureStorageConfigMap(ctx) + GatewaySetup(ctx);
+      ctx.app_name, PoolNodes(ctx), ctx.plan.instance.id, ctx.plan.instance.vcpu * PoolNodes(ctx),
+      ctx.options.gateway ? " \\\n  --gateway-api=standard" : "", kCpuPool);
+  setup += GatewaySetup(ctx);
   std::string cleanup = CleanupHeader(ctx);
   cleanup += fmt::format(
       "PROJECT_ID=${{PROJECT_ID:?set PROJECT_ID}}\nREGION=${{REGION:?set REGION}}\n"
@@ -335,7 +307,7 @@ std::vector<RenderedFile> EksCpuScripts(const RenderContext& ctx, const std::str
         "  fileSystemId: $EFS_FILE_SYSTEM_ID\n  directoryPerms: \"700\"\nEOF\n",
         PoolNodes(ctx), kEksSharedStorageClass, kEksSharedStorageClass);
   }
-  setup += AzureStorageConfigMap(ctx) + GatewaySetup(ctx);
+  setup += GatewaySetup(ctx);
   std::string cleanup = CleanupHeader(ctx);
   cleanup += "CLUSTER=${CLUSTER:?set CLUSTER to the EKS cluster name}\n\n";
   cleanup += KubectlDeletes(ctx, manifest);

@@ -74,8 +74,9 @@ TEST(DryRunDefects, Defect03K3EngineGetsADirectoryAndOneGroupAcrossNodes) {
   const std::string cmd = Joined(server["command"]) + " " + Joined(server["args"]);
   const std::string model = Flag(cmd, "--model");
   EXPECT_EQ(model, "/mnt/models/Kimi-K3") << cmd;
+  // The Job is `k3 weights sync hf://moonshotai/Kimi-K3 DIR` from the same image.
   const std::string job = Joined(FindDoc(files, "Job")["spec"]["template"]["spec"]["containers"][0]["args"]);
-  EXPECT_EQ(Flag(job, "--local-dir"), model);
+  EXPECT_EQ(Flag(job, "hf://moonshotai/Kimi-K3"), model) << job;
   // HyperPod: the directory the operator mounts.
   auto hp = testing::RenderFiles("aws-hyperpod", Engine::kK3);
   const Json iec = testing::YamlDocsAsJson(hp["kimi-k3.yaml"], "hp")[0];
@@ -119,11 +120,16 @@ TEST(DryRunDefects, Defect05AzureBlobSyncLandsWhereTheServerReads) {
   const std::string script = Joined(job["spec"]["template"]["spec"]["containers"][0]["args"]);
   const std::string model = Flag(Joined(ServingContainer(files)["args"]), "vllm serve");
   EXPECT_EQ(model, "/mnt/models/Kimi-K3");
-  // download-batch keeps the blob path: the Job moves <staging>/models/Kimi-K3 to the served directory.
+  // az://ACCOUNT/CONTAINER/PREFIX, as `k3 weights sync` reads it: account kimi, container models.
+  EXPECT_EQ(Flag(script, "--account-name"), "kimi") << script;
+  EXPECT_EQ(Flag(script, "--source"), "models") << script;
+  // download-batch keeps the blob path: the Job moves <staging>/Kimi-K3 to the served directory.
   const std::string staging = Flag(script, "--destination");
   ASSERT_FALSE(staging.empty()) << script;
-  EXPECT_NE(script.find("mv " + staging + "/models/Kimi-K3 " + model), std::string::npos) << script;
+  EXPECT_NE(script.find("mv " + staging + "/Kimi-K3 " + model), std::string::npos) << script;
   EXPECT_EQ(files["weights.yaml"].find("<STORAGE_ACCOUNT>"), std::string::npos);
+  EXPECT_EQ(files["setup-cluster.sh"].find("STORAGE_ACCOUNT"), std::string::npos)
+      << "the account is in the URI: no ConfigMap, no variable";
 }
 
 TEST(DryRunDefects, Defect06VertexScriptHasNoAngleBracketPlaceholders) {

@@ -92,6 +92,40 @@ TEST(RenderTest, K3EngineRendersK3ServeOnOneNode) {
   EXPECT_TRUE(serving.contains("startupProbe"));
 }
 
+// --engine k3: the pre-sync Job is `k3 weights sync SOURCE DIR` from the k3 image on every cloud and for
+// every source, writing the directory `k3 serve` reads; the account of az:// weights is in the URI, and
+// the Job uses the node's managed identity.
+TEST(RenderTest, K3EnginePresyncIsK3WeightsSyncIntoTheServedDirectory) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"", "hf://moonshotai/Kimi-K3"},
+      {"s3://my-bucket/kimi-k3", "s3://my-bucket/kimi-k3"},
+      {"az://kimi/models/Kimi-K3", "az://kimi/models/Kimi-K3"},
+      {"gs://my-bucket/Kimi-K3", "gs://my-bucket/Kimi-K3"}};
+  for (const char* target : {"aws-eks", "azure-aks", "gcp-gke", "k8s"}) {
+    for (const auto& [weights, source] : cases) {
+      auto files = testing::RenderFiles(target, Engine::kK3, weights);
+      Json job;
+      for (const Json& doc : testing::YamlDocsAsJson(files["weights.yaml"], "weights.yaml")) {
+        if (doc["kind"] == "Job") job = doc;
+      }
+      ASSERT_TRUE(job.is_object()) << target << " " << weights;
+      const Json& c = job["spec"]["template"]["spec"]["containers"][0];
+      EXPECT_EQ(c["image"], "registry.example/k3:test") << target;
+      EXPECT_EQ(c["command"], Json::array({"k3"})) << target;
+      const Json serving = testing::ServingContainer(files);
+      std::string model;
+      for (size_t i = 0; i + 1 < serving["args"].size(); ++i) {
+        if (serving["args"][i] == "--model") model = serving["args"][i + 1];
+      }
+      EXPECT_EQ(c["args"], Json::array({"weights", "sync", source, model, "--progress", "log"}))
+          << target << " " << weights << ": " << c["args"].dump();
+      const bool managed_identity =
+          c.contains("env") && c["env"].dump().find("K3_AZURE_MANAGED_IDENTITY") != std::string::npos;
+      EXPECT_EQ(managed_identity, weights.starts_with("az://")) << target << " " << weights;
+    }
+  }
+}
+
 TEST(RenderTest, SingleNodeUsesADeploymentAndMultiNodeAnLws) {
   auto eks = testing::RenderFiles("aws-eks", Engine::kVllm);
   EXPECT_EQ(testing::YamlDocsAsJson(eks["kimi-k3-eks.yaml"], "eks")[0]["kind"], "Deployment");
@@ -117,7 +151,8 @@ TEST(RenderTest, BadOptionsAreErrors) {
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("--image"), std::string::npos);
   o.engine = Engine::kVllm;
-  for (const char* w : {"ftp://x/y", "s3://", "hf://only", "gs://b/p'; rm -rf /", "nothing"}) {
+  for (const char* w : {"ftp://x/y", "s3://", "hf://only", "gs://b/p'; rm -rf /", "nothing",
+                        "az://account-only", "az://acct/"}) {
     o.weights = w;
     EXPECT_FALSE(Render(testing::TestCatalog(), o).ok()) << w;
   }

@@ -189,6 +189,12 @@ def check_k3_command_lines(label, d, counts):
             env.update({"LWS_GROUP_SIZE": str(size), "LWS_WORKER_INDEX": "0" if role == "leader" else "1",
                         "LWS_LEADER_ADDRESS": "kimi-k3-0.kimi-k3.default"})
         lines.append((role, argv, env))
+    # The pre-sync Job of --engine k3 (`k3 weights sync SOURCE DIR`): its own --dry-run parses both places.
+    for _, doc in docs:
+        if doc.get("kind") == "Job":
+            for c in doc["spec"]["template"]["spec"]["containers"]:
+                if (c.get("command") or [None])[0] == "k3":
+                    lines.append(("job", list(c.get("args") or []), {}))
     if os.path.exists(os.path.join(d, "service.json")):
         with open(os.path.join(d, "service.json")) as f:
             for c in json.load(f)["containers"]:
@@ -218,7 +224,9 @@ def served_model(container):
 
 def job_destination(job):
     script = " ".join(job["spec"]["template"]["spec"]["containers"][0]["args"])
-    for pattern in [r"--local-dir (\S+)", r"aws s3 sync \S+ (\S+)", r"rsync --recursive \S+ (\S+)",
+    script = " ".join(job["spec"]["template"]["spec"]["containers"][0].get("command") or []) + " " + script
+    for pattern in [r"--local-dir (\S+)", r"aws s3 sync \S+ (\S+)", r"k3 weights sync \S+ (\S+)",
+                    r"rsync --recursive \S+ (\S+)",
                     r"&& mv \S+ (\S+)$"]:
         m = re.search(pattern, script)
         if m:
@@ -324,7 +332,7 @@ print("stub-1")
 # Script variables (${VAR:?...}) and the values the stubs run with.
 VALUES = {"PROJECT_ID": "k3-test-project", "REGION": "us-central1", "ZONE": "us-central1-a", "LOCATION": "eastus",
           "RESERVATION": "k3-res/reservationBlocks/b1/reservationSubBlocks/s1", "WORKLOAD_POLICY": "k3-policy",
-          "CLUSTER": "k3-cluster", "CLUSTER_NAME": "k3-cluster", "RESOURCE_GROUP": "rg-k3", "STORAGE_ACCOUNT": "k3acct",
+          "CLUSTER": "k3-cluster", "CLUSTER_NAME": "k3-cluster", "RESOURCE_GROUP": "rg-k3",
           "OFFERING_ID": "cb-0123456789abcdef0", "EFS_FILE_SYSTEM_ID": "fs-0123456789abcdef0",
           "NODE_ROLE_ARN": "arn:aws:iam::123456789012:role/k3-nodes",
           "SUBNETS": "subnet-0123456789abcdef0 subnet-0fedcba9876543210",
