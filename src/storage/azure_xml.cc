@@ -10,6 +10,29 @@
 namespace k3::storage {
 namespace {
 
+// "a%20b" -> "a b"; a '%' not followed by two hex digits is an error naming the document.
+Result<std::string> PercentDecode(std::string_view text, std::string_view what) {
+  auto hex = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+  };
+  std::string out;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] != '%') {
+      out += text[i];
+      continue;
+    }
+    const int high = i + 2 < text.size() ? hex(text[i + 1]) : -1;
+    const int low = i + 2 < text.size() ? hex(text[i + 2]) : -1;
+    if (high < 0 || low < 0) return DataLoss("{}: a blob name marked Encoded has a bad '%' escape", what);
+    out += static_cast<char>(high * 16 + low);
+    i += 2;
+  }
+  return out;
+}
+
 // A non-negative decimal integer, or DataLoss naming the field.
 Result<uint64_t> ParseSize(const std::string& text, std::string_view what, std::string_view field,
                            std::string_view name) {
@@ -49,8 +72,13 @@ Result<ListBlobsPage> ParseListBlobs(std::string_view xml, std::string_view what
   for (const auto& blob : blobs->children) {
     if (blob->name != "Blob") continue;  // <BlobPrefix> only comes with a delimiter
     ObjectInfo info;
-    info.key = blob->ChildText("Name");
-    if (info.key.empty()) return DataLoss("{}: a <Blob> entry has no <Name>", what);
+    const XmlElement* name = blob->Child("Name");
+    if (name == nullptr || name->text.empty()) return DataLoss("{}: a <Blob> entry has no <Name>", what);
+    info.key = name->text;
+    if (name->Attribute("Encoded") == "true") {
+      // Names holding characters XML 1.0 cannot carry come percent-encoded (Encoded="true").
+      K3_ASSIGN_OR_RETURN(info.key, PercentDecode(name->text, what));
+    }
     const XmlElement* properties = blob->Child("Properties");
     if (properties == nullptr) return DataLoss("{}: blob '{}' has no <Properties>", what, info.key);
     K3_ASSIGN_OR_RETURN(info.size,

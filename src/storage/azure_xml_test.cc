@@ -36,6 +36,33 @@ TEST(AzureXmlTest, ParsesAListBlobsPage) {
   EXPECT_EQ(page->objects[1].etag, "0x8DD9") << "quotes are dropped";
 }
 
+// Names with characters XML 1.0 cannot carry come percent-encoded, marked Encoded="true" (REST reference,
+// List Blobs); unmarked names keep their '%' as it is.
+TEST(AzureXmlTest, EncodedNamesArePercentDecoded) {
+  auto page = ParseListBlobs(
+      R"(<EnumerationResults><Blobs>
+           <Blob><Name Encoded="true">tiny/a%01b%EF%BF%BF%25.json</Name>
+             <Properties><Content-Length>1</Content-Length></Properties></Blob>
+           <Blob><Name>tiny/100%25</Name><Properties><Content-Length>2</Content-Length></Properties></Blob>
+         </Blobs><NextMarker/></EnumerationResults>)",
+      "test");
+  ASSERT_TRUE(page.ok()) << page.status().ToString();
+  ASSERT_EQ(page->objects.size(), 2u);
+  EXPECT_EQ(page->objects[0].key,
+            "tiny/a\x01"
+            "b\xEF\xBF\xBF%.json");
+  EXPECT_EQ(page->objects[1].key, "tiny/100%25");
+  for (const char* bad : {"a%", "a%4", "a%zz"}) {
+    auto broken =
+        ParseListBlobs(std::string("<EnumerationResults><Blobs><Blob><Name Encoded=\"true\">") + bad +
+                           "</Name><Properties><Content-Length>1</Content-Length></Properties></Blob>"
+                           "</Blobs></EnumerationResults>",
+                       "List Blobs of az://a/c");
+    ASSERT_FALSE(broken.ok()) << bad;
+    EXPECT_NE(broken.status().message().find("List Blobs of az://a/c"), std::string::npos);
+  }
+}
+
 TEST(AzureXmlTest, TheLastPageHasAnEmptyNextMarkerAndMayHaveNoBlobs) {
   auto last = ParseListBlobs(
       "<EnumerationResults><Blobs><Blob><Name>x</Name><Properties><Content-Length>0</Content-Length>"

@@ -21,7 +21,7 @@ void Stop(Builder* b, std::string message) {
   XML_StopParser(b->parser, XML_FALSE);
 }
 
-void OnStart(void* user, const XML_Char* name, const XML_Char** /*attributes*/) {
+void OnStart(void* user, const XML_Char* name, const XML_Char** attributes) {
   auto* b = static_cast<Builder*>(user);
   if (!b->error.empty()) return;
   if (b->stack.size() >= static_cast<size_t>(kMaxXmlDepth)) {
@@ -31,6 +31,9 @@ void OnStart(void* user, const XML_Char* name, const XML_Char** /*attributes*/) 
     return Stop(b, "more than " + std::to_string(kMaxXmlElements) + " elements");
   auto element = std::make_unique<XmlElement>();
   element->name = name;
+  for (const XML_Char** a = attributes; a != nullptr && a[0] != nullptr && a[1] != nullptr; a += 2) {
+    element->attributes.emplace_back(a[0], a[1]);
+  }
   XmlElement* raw = element.get();
   if (b->stack.empty()) {
     b->root = std::move(element);
@@ -57,6 +60,13 @@ const XmlElement* XmlElement::Child(std::string_view child_name) const {
     if (child->name == child_name) return child.get();
   }
   return nullptr;
+}
+
+std::string_view XmlElement::Attribute(std::string_view attribute) const {
+  for (const auto& [key, value] : attributes) {
+    if (key == attribute) return value;
+  }
+  return {};
 }
 
 const std::string& XmlElement::ChildText(std::string_view child_name) const {

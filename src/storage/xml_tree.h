@@ -21,7 +21,11 @@ inline constexpr size_t kMaxXmlElements = 1'000'000;
 struct XmlElement {
   std::string name;
   std::string text;  // character data directly inside this element (concatenated)
+  std::vector<std::pair<std::string, std::string>> attributes;  // in document order
   std::vector<std::unique_ptr<XmlElement>> children;
+
+  // The value of attribute `name`, or "" when it has none.
+  std::string_view Attribute(std::string_view name) const;
 
   // The first child named `name`, or nullptr.
   const XmlElement* Child(std::string_view name) const;
