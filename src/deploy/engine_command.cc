@@ -25,7 +25,8 @@ Result<Engine> ParseEngine(const std::string& name) {
 }
 
 std::vector<std::string> VllmFlags(const ServeSpec& spec) {
-  std::vector<std::string> f = {"--trust-remote-code", "--load-format", "fastsafetensors",
+  std::vector<std::string> f = {"--trust-remote-code", "--load-format",
+                                spec.stream_from_bucket ? "runai_streamer" : "fastsafetensors",
                                 "--enable-prefix-caching"};
   if (!spec.parsers.empty()) {
     f.insert(f.end(), {"--enable-auto-tool-choice", "--tool-call-parser", spec.parsers, "--reasoning-parser",

@@ -27,6 +27,9 @@ struct ServeSpec {
   int port = 8000;
   int64_t max_model_len = 0;  // 0: not passed (engine default = model context)
   int k3_world = 0;           // `k3 serve --tensor-parallel-size` (ranks of the group; <= 1: not passed)
+  // vLLM: model_ref is an object-store URI read by RunAI Model Streamer (--load-format runai_streamer)
+  // instead of a local directory read by fastsafetensors.
+  bool stream_from_bucket = false;
 };
 
 // vLLM flags after the model (the guide's order): "--trust-remote-code", "--load-format", ...

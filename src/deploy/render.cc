@@ -152,6 +152,13 @@ RenderedFile RenderNotes(const RenderContext& ctx, const std::vector<std::string
   s += fmt::format("- Weights: {} ({:.0f} GB); load at the planned bandwidth {}; startup budget {}\n",
                    ctx.weights.uri, ctx.model.weight_bytes / 1e9, FormatDuration(p.probes.load_seconds),
                    FormatDuration(p.probes.startup_budget_seconds));
+  if (ctx.stream_weights) {
+    s += fmt::format(
+        "- The engine streams the weights from {} at every start (RunAI Model Streamer, no volume). Fill the "
+        "bucket once before applying, from a machine in its region: `k3 weights sync hf://{} {}` (resumable; "
+        "writes k3-manifest.json last; `k3 weights verify {}` checks it)\n",
+        ctx.serve.model_ref, ctx.model.hf_id, ctx.weights.uri, ctx.weights.uri);
+  }
   for (const std::string& w : p.warnings) s += "- WARNING: " + w + "\n";
   s += "\n## Capacity and cleanup\n\n";
   for (const std::string& n : p.notes) s += "- " + n + "\n";
@@ -217,6 +224,19 @@ Result<std::vector<RenderedFile>> Render(const Catalog& catalog, const RenderOpt
   ctx.model_dir = std::string(kModelRoot) + "/" + ctx.model.served_name;
   const bool managed = target->id == "azure-ml" || target->id == "gcp-vertex";
   ctx.serve.model_ref = managed ? ctx.model.hf_id : ctx.model_dir;
+  // vLLM streams object-store weights on the Kubernetes targets (the guide's RunAI Model Streamer path);
+  // `k3 serve` reads a bucket only as one rank, so k3 keeps the volume `k3 weights sync` fills.
+  const std::string& t = target->id;
+  const bool pvc_target = t == "aws-eks" || t == "azure-aks" || t == "gcp-gke" || t == "k8s";
+  const std::string& scheme = ctx.weights.scheme;
+  if (options.engine == Engine::kVllm && pvc_target && (scheme == "s3" || scheme == "gs" || scheme == "az")) {
+    ctx.stream_weights = true;
+    ctx.serve.stream_from_bucket = true;
+    // RunAI names a blob az://CONTAINER/PREFIX and takes the account from AZURE_STORAGE_ACCOUNT_NAME.
+    ctx.serve.model_ref = scheme == "az" ? "az://" + ctx.weights.bucket +
+                                               (ctx.weights.path.empty() ? "" : "/" + ctx.weights.path)
+                                         : ctx.weights.uri;
+  }
   K3_RETURN_IF_ERROR(CheckServable(ctx));
   if (options.gateway) {
     const std::string& t = target->id;

@@ -50,7 +50,10 @@ struct RenderContext {
   std::string app_name;  // "kimi-k3": object names and labels
   std::string image;
   std::string model_dir;  // where the weights land and the engine reads them: "/mnt/models/Kimi-K3"
-  std::string version;    // app.kubernetes.io/version
+  // vLLM on a Kubernetes target with s3:// / gs:// / az:// weights: RunAI Model Streamer reads the bucket
+  // straight into GPU memory (serve.model_ref is the bucket URI); no weights volume, no pre-sync Job.
+  bool stream_weights = false;
+  std::string version;  // app.kubernetes.io/version
 };
 
 Result<WeightsSource> ParseWeightsUri(const std::string& uri);

@@ -87,9 +87,11 @@ Doc ShmVolume(int gpus_per_node) {
              {"emptyDir", {{"medium", "Memory"}, {"sizeLimit", std::to_string(gib) + "Gi"}}}};
 }
 
-Doc WeightsAndShmMounts() {
-  return Doc::array({Doc{{"name", "model-cache"}, {"mountPath", kWeightsMountPath}},
-                     Doc{{"name", "dshm"}, {"mountPath", "/dev/shm"}}});
+Doc WeightsAndShmMounts(const RenderContext& ctx) {
+  Doc mounts = Doc::array();
+  if (!ctx.stream_weights) mounts.push_back(Doc{{"name", "model-cache"}, {"mountPath", kWeightsMountPath}});
+  mounts.push_back(Doc{{"name", "dshm"}, {"mountPath", "/dev/shm"}});
+  return mounts;
 }
 
 Doc EngineEnvList(const RenderContext& ctx, bool multi_node) {
@@ -100,6 +102,11 @@ Doc EngineEnvList(const RenderContext& ctx, bool multi_node) {
   // The engine reads the pre-synced directory; offline, a missing file is an error instead of a second
   // 1.56 TB download into a volume sized for one copy.
   env.push_back(Doc{{"name", "HF_HUB_OFFLINE"}, {"value", "1"}});
+  if (ctx.stream_weights && ctx.weights.scheme == "az") {
+    // RunAI Model Streamer's az:// names the container; the account comes from here, the credentials
+    // from the pod's identity (DefaultAzureCredential: workload or managed identity).
+    env.push_back(Doc{{"name", "AZURE_STORAGE_ACCOUNT_NAME"}, {"value", ctx.weights.account}});
+  }
   if (multi_node) {
     // Pod network interface for NCCL bootstrap and Gloo (Ray / torch.distributed); without them NCCL may
     // pick a wrong interface and hang at the first collective.
@@ -151,40 +158,23 @@ PresyncContainer K3Presync(const RenderContext& ctx) {
   return p;
 }
 
-// --engine vllm: each cloud's own CLI in its own image (the vLLM image has no k3).
-PresyncContainer CliPresync(const RenderContext& ctx) {
+// --engine vllm: the hub's own CLI in a Python image (the vLLM image has no k3). Object-store weights
+// need no Job with vLLM: RunAI Model Streamer reads the bucket (RenderContext::stream_weights).
+PresyncContainer HubPresync(const RenderContext& ctx) {
   const WeightsSource& w = ctx.weights;
   const std::string& dest = ctx.model_dir;
-  std::string image, script;
-  if (w.scheme == "hf") {
-    // huggingface_hub 1.x: `huggingface-cli` is gone, `hf download` replaces it (hf_xet is built in).
-    image = "python:3.12-slim";
-    script = std::string("pip install --no-cache-dir 'huggingface_hub==") + kHuggingFaceHubVersion +
-             "' && hf download " + w.bucket + "/" + w.path + " --local-dir " + dest;
-  } else if (w.scheme == "s3") {
-    image = "amazon/aws-cli:2.22.35";
-    script = "aws s3 sync " + w.uri + " " + dest;
-  } else if (w.scheme == "az") {
-    // download-batch keeps the blob path under --destination: download to a staging directory on the same
-    // volume, then move the prefix to the served directory.
-    const std::string staging = std::string(kWeightsMountPath) + "/.az-download";
-    const std::string prefix = w.path.empty() ? "" : "/" + w.path;
-    image = "mcr.microsoft.com/azure-cli:2.67.0";
-    script = "az login --identity --allow-no-subscriptions >/dev/null && mkdir -p " + staging +
-             " && az storage blob download-batch --auth-mode login --account-name " + w.account +
-             " --source " + w.bucket + (w.path.empty() ? "" : " --pattern '" + w.path + "/*'") +
-             " --destination " + staging + " && rm -rf " + dest + " && mv " + staging + prefix + " " + dest;
-  } else if (w.scheme == "gs") {
-    image = "google/cloud-sdk:502.0.0-slim";
-    script = "gcloud storage rsync --recursive " + w.uri + " " + dest;
-  }
-  return PresyncContainer{image, {"/bin/sh", "-c"}, {"set -eu; mkdir -p " + dest + "; " + script}, {}};
+  // huggingface_hub 1.x: `huggingface-cli` is gone, `hf download` replaces it (hf_xet is built in).
+  const std::string script = std::string("pip install --no-cache-dir 'huggingface_hub==") +
+                             kHuggingFaceHubVersion + "' && hf download " + w.bucket + "/" + w.path +
+                             " --local-dir " + dest;
+  return PresyncContainer{
+      "python:3.12-slim", {"/bin/sh", "-c"}, {"set -eu; mkdir -p " + dest + "; " + script}, {}};
 }
 
 }  // namespace
 
 Doc PresyncJob(const RenderContext& ctx) {
-  const PresyncContainer p = ctx.options.engine == Engine::kK3 ? K3Presync(ctx) : CliPresync(ctx);
+  const PresyncContainer p = ctx.options.engine == Engine::kK3 ? K3Presync(ctx) : HubPresync(ctx);
   Doc container = {
       {"name", "presync"},
       {"image", p.image},

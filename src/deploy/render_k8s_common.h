@@ -35,7 +35,7 @@ Doc ServingResources(const RenderContext& ctx);
 std::string WeightsClaimName(const RenderContext& ctx);
 Doc WeightsVolume(const RenderContext& ctx);
 Doc ShmVolume(int gpus_per_node);
-Doc WeightsAndShmMounts();
+Doc WeightsAndShmMounts(const RenderContext& ctx);  // /dev/shm only when ctx.stream_weights
 
 // Env list [{name, value}] for the engine: the model's required variables, HF_HOME for hub pulls, and
 // NCCL / Gloo interface settings when the group spans nodes.
@@ -48,7 +48,8 @@ Doc WeightsPvc(const RenderContext& ctx, const std::string& storage_class);
 inline constexpr const char* kHuggingFaceHubVersion = "1.30.0";
 
 // A Job that fills the weights PVC at ctx.model_dir from the weights source (hub or object store): with
-// --engine k3 `k3 weights sync SOURCE DIR` from the k3 image, with --engine vllm the cloud's own CLI.
+// --engine k3 `k3 weights sync SOURCE DIR` from the k3 image, with --engine vllm (hub weights only:
+// vLLM streams object-store weights) `hf download`.
 Doc PresyncJob(const RenderContext& ctx);
 
 // The LoadBalancer Service for the serving port; `selector` picks the pods (LWS: leader only).

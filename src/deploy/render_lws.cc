@@ -39,10 +39,12 @@ Result<std::vector<RenderedFile>> RenderLwsTarget(const RenderContext& ctx) {
     header.push_back("arm64 nodes: check `docker manifest inspect " + ctx.image + "` lists linux/arm64");
   }
   files.push_back({manifest, YamlFile(header, ServingWorkload(ctx, overlay))});
-  files.push_back(
-      {"weights.yaml", YamlFile({"Weights cache volume and the Job that fills it from " + ctx.weights.uri,
-                                 "apply and wait for the Job before the serving workload"},
-                                {WeightsPvc(ctx, overlay.storage_class), PresyncJob(ctx)})});
+  if (!ctx.stream_weights) {
+    files.push_back(
+        {"weights.yaml", YamlFile({"Weights cache volume and the Job that fills it from " + ctx.weights.uri,
+                                   "apply and wait for the Job before the serving workload"},
+                                  {WeightsPvc(ctx, overlay.storage_class), PresyncJob(ctx)})});
+  }
   if (ctx.options.gateway) {
     files.push_back({"gateway.yaml", YamlFile({"Inference Gateway: endpoint picker (" + ctx.app_name +
                                                    "-epp), InferencePool over the serving "
@@ -66,9 +68,11 @@ Result<std::vector<RenderedFile>> RenderLwsTarget(const RenderContext& ctx) {
         "kubectl apply --server-side -f https://github.com/kubernetes-sigs/lws/releases/download/v0.10.0/"
         "manifests.yaml");  // the release whose CRD ../shared/schemas validates against
   }
-  apply.push_back(
-      "kubectl apply -f weights.yaml && kubectl wait --for=condition=complete --timeout=24h job/" +
-      ctx.app_name + "-weights-presync");
+  if (!ctx.stream_weights) {
+    apply.push_back(
+        "kubectl apply -f weights.yaml && kubectl wait --for=condition=complete --timeout=24h job/" +
+        ctx.app_name + "-weights-presync");
+  }
   apply.push_back("kubectl apply -f " + manifest);
   if (ctx.options.gateway) apply.push_back("kubectl apply -f gateway.yaml");
   apply.push_back("kubectl get svc " + ctx.app_name + "-svc -w");

@@ -52,7 +52,9 @@ std::string KubectlDeletes(const RenderContext& ctx, const std::string& manifest
   if (ctx.options.gateway)
     s += "run \"gateway.yaml objects\" kubectl delete -f gateway.yaml --ignore-not-found\n";
   s += "run \"" + manifest + " objects\" kubectl delete -f " + manifest + " --ignore-not-found\n";
-  s += "run \"weights.yaml objects (PVC, Job)\" kubectl delete -f weights.yaml --ignore-not-found\n";
+  if (!ctx.stream_weights) {
+    s += "run \"weights.yaml objects (PVC, Job)\" kubectl delete -f weights.yaml --ignore-not-found\n";
+  }
   return s;
 }
 
@@ -160,7 +162,7 @@ std::vector<RenderedFile> GcpScripts(const RenderContext& ctx, const std::string
 
 std::vector<RenderedFile> EksScripts(const RenderContext& ctx, const std::string& manifest) {
   std::string setup = Header(ctx, "EKS capacity and GPU prerequisites");
-  const bool shared = PoolNodes(ctx) > 1;
+  const bool shared = PoolNodes(ctx) > 1 && !ctx.stream_weights;  // pods share the weights volume
   setup += fmt::format(
       "CLUSTER=${{CLUSTER:?set CLUSTER to the EKS cluster name}}\n{2}{3}\n"
       "# 1. Provision the EKS cluster (VPC, managed node groups, IAM) — the guide points to the AI on EKS\n"

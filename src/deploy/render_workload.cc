@@ -32,7 +32,7 @@ Doc ServingContainer(const RenderContext& ctx, const std::string& name, bool mul
   c["startupProbe"] = StartupProbe(ctx);
   c["readinessProbe"] = ReadinessProbe(ctx);
   c["livenessProbe"] = LivenessProbe(ctx);
-  c["volumeMounts"] = WeightsAndShmMounts();
+  c["volumeMounts"] = WeightsAndShmMounts(ctx);
   return c;
 }
 
@@ -49,7 +49,7 @@ Doc WorkerContainer(const RenderContext& ctx) {
   }
   c["env"] = EngineEnvList(ctx, true);
   c["resources"] = ServingResources(ctx);
-  c["volumeMounts"] = WeightsAndShmMounts();
+  c["volumeMounts"] = WeightsAndShmMounts(ctx);
   return c;
 }
 
@@ -58,7 +58,9 @@ Doc PodSpec(const RenderContext& ctx, const CloudOverlay& overlay, Doc container
   if (!overlay.node_selector.empty()) spec["nodeSelector"] = overlay.node_selector;
   if (!overlay.tolerations.empty()) spec["tolerations"] = overlay.tolerations;
   spec["containers"] = Doc::array({std::move(container)});
-  spec["volumes"] = Doc::array({WeightsVolume(ctx), ShmVolume(ctx.plan.layout.gpus_per_node)});
+  spec["volumes"] = Doc::array();
+  if (!ctx.stream_weights) spec["volumes"].push_back(WeightsVolume(ctx));
+  spec["volumes"].push_back(ShmVolume(ctx.plan.layout.gpus_per_node));
   return spec;
 }
 

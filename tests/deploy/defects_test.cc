@@ -115,21 +115,28 @@ TEST(DryRunDefects, Defect04HyperPodS3ServesTheMountedPath) {
 }
 
 TEST(DryRunDefects, Defect05AzureBlobSyncLandsWhereTheServerReads) {
-  auto files = testing::RenderFiles("azure-aks", Engine::kVllm, "az://kimi/models/Kimi-K3");
-  const Json job = FindDoc(files, "Job");
-  const std::string script = Joined(job["spec"]["template"]["spec"]["containers"][0]["args"]);
-  const std::string model = Flag(Joined(ServingContainer(files)["args"]), "vllm serve");
-  EXPECT_EQ(model, "/mnt/models/Kimi-K3");
   // az://ACCOUNT/CONTAINER/PREFIX, as `k3 weights sync` reads it: account kimi, container models.
-  EXPECT_EQ(Flag(script, "--account-name"), "kimi") << script;
-  EXPECT_EQ(Flag(script, "--source"), "models") << script;
-  // download-batch keeps the blob path: the Job moves <staging>/Kimi-K3 to the served directory.
-  const std::string staging = Flag(script, "--destination");
-  ASSERT_FALSE(staging.empty()) << script;
-  EXPECT_NE(script.find("mv " + staging + "/Kimi-K3 " + model), std::string::npos) << script;
-  EXPECT_EQ(files["weights.yaml"].find("<STORAGE_ACCOUNT>"), std::string::npos);
-  EXPECT_EQ(files["setup-cluster.sh"].find("STORAGE_ACCOUNT"), std::string::npos)
+  // vLLM streams it with RunAI Model Streamer (az://CONTAINER/PREFIX + AZURE_STORAGE_ACCOUNT_NAME): no
+  // volume and no copy, so nothing can land in the wrong place.
+  auto vllm = testing::RenderFiles("azure-aks", Engine::kVllm, "az://kimi/models/Kimi-K3");
+  EXPECT_EQ(vllm.count("weights.yaml"), 0u);
+  const Json server = ServingContainer(vllm);
+  const std::string cmd = Joined(server["args"]);
+  EXPECT_EQ(Flag(cmd, "vllm serve"), "az://models/Kimi-K3") << cmd;
+  EXPECT_EQ(Flag(cmd, "--load-format"), "runai_streamer") << cmd;
+  std::string account;
+  for (const Json& e : server["env"]) {
+    if (e["name"] == "AZURE_STORAGE_ACCOUNT_NAME") account = e["value"];
+  }
+  EXPECT_EQ(account, "kimi");
+  EXPECT_EQ(vllm["setup-cluster.sh"].find("STORAGE_ACCOUNT"), std::string::npos)
       << "the account is in the URI: no ConfigMap, no variable";
+  // k3 copies it with `k3 weights sync` into the directory `k3 serve` reads.
+  auto k3 = testing::RenderFiles("azure-aks", Engine::kK3, "az://kimi/models/Kimi-K3");
+  const std::string job = Joined(FindDoc(k3, "Job")["spec"]["template"]["spec"]["containers"][0]["args"]);
+  const std::string model = Flag(Joined(ServingContainer(k3)["args"]), "--model");
+  EXPECT_EQ(model, "/mnt/models/Kimi-K3");
+  EXPECT_EQ(Flag(job, "sync az://kimi/models/Kimi-K3"), model) << job;
 }
 
 TEST(DryRunDefects, Defect06VertexScriptHasNoAngleBracketPlaceholders) {

@@ -222,6 +222,28 @@ def served_model(container):
     return m.group(1) if m else None
 
 
+def check_streamed_weights(label, weights, docs, job):
+    """vLLM reads object-store weights with RunAI Model Streamer: the bucket --weights names (az: the
+    container, with AZURE_STORAGE_ACCOUNT_NAME the account), no volume and no Job."""
+    scheme, rest = weights.split("://", 1)
+    expected = f"az://{rest.split('/', 1)[1]}" if scheme == "az" else weights
+    if job is not None:
+        fail(f"{label}: a pre-sync Job beside streamed weights")
+    for kind, pod in pod_specs(docs):
+        c = pod["containers"][0]
+        read = served_model(c)
+        if read is None:
+            continue  # a Ray worker
+        text = " ".join((c.get("command") or []) + (c.get("args") or []))
+        if read != expected or "--load-format runai_streamer" not in text:
+            fail(f"{label}: the engine reads {read} ({text[:80]}...), expected {expected} via runai_streamer")
+        if any((v.get("persistentVolumeClaim") or {}) for v in pod.get("volumes") or []):
+            fail(f"{label}: a weights volume beside streamed weights")
+        env = {e["name"]: e.get("value") for e in c.get("env") or []}
+        if scheme == "az" and env.get("AZURE_STORAGE_ACCOUNT_NAME") != rest.split("/", 1)[0]:
+            fail(f"{label}: AZURE_STORAGE_ACCOUNT_NAME is {env.get('AZURE_STORAGE_ACCOUNT_NAME')}")
+
+
 def job_destination(job):
     script = " ".join(job["spec"]["template"]["spec"]["containers"][0]["args"])
     script = " ".join(job["spec"]["template"]["spec"]["containers"][0].get("command") or []) + " " + script
@@ -257,6 +279,9 @@ def check_path_chain(label, target, argv, d, counts):
     counts["path chains"] += 1
     if target in KUBERNETES:
         job = next((doc for _, doc in docs if doc.get("kind") == "Job"), None)
+        weights = argv[argv.index("--weights") + 1] if "--weights" in argv else ""
+        if "--engine vllm" in " ".join(argv) and weights.split("://")[0] in ("s3", "gs", "az"):
+            return check_streamed_weights(label, weights, docs, job)
         if job is None:
             return fail(f"{label}: no pre-sync Job")
         written = job_destination(job)
