@@ -36,27 +36,33 @@ std::string FormEncode(std::string_view value) {
   return out;
 }
 
-Result<FormPostReply> PostForm(const std::string& url, const std::string& form, const std::string& accept,
-                               int attempts) {
+namespace {
+
+// POSTs `form` (GET when nullptr) up to `attempts` times.
+Result<FormPostReply> Send(const std::string& url, const std::string* form,
+                           const std::vector<std::string>& header_lines, int attempts,
+                           long connect_timeout_ms) {
   EnsureCurlInitialized();
   CURL* curl = curl_easy_init();
   if (curl == nullptr) return Internal("curl_easy_init failed");
-  const std::string accept_header = "Accept: " + accept;
   Status last;
   for (int attempt = 1; attempt <= attempts; ++attempt) {
     FormPostReply reply;
     char errbuf[CURL_ERROR_SIZE] = {0};
     curl_easy_reset(curl);
-    curl_slist* headers = curl_slist_append(nullptr, accept_header.c_str());
+    curl_slist* headers = nullptr;
+    for (const std::string& line : header_lines) headers = curl_slist_append(headers, line.c_str());
     curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
-    curl_easy_setopt(curl, CURLOPT_POSTFIELDS, form.c_str());
-    curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(form.size()));
+    if (form != nullptr) {
+      curl_easy_setopt(curl, CURLOPT_POSTFIELDS, form->c_str());
+      curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(form->size()));
+    }
     curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
     curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, AppendBody);
     curl_easy_setopt(curl, CURLOPT_WRITEDATA, &reply.body);
     curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, errbuf);
     curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, 10'000L);
+    curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, connect_timeout_ms);
     curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, 30'000L);
     const auto t0 = std::chrono::steady_clock::now();
     const CURLcode code = curl_easy_perform(curl);
@@ -74,6 +80,18 @@ Result<FormPostReply> PostForm(const std::string& url, const std::string& form, 
   }
   curl_easy_cleanup(curl);
   return last;
+}
+
+}  // namespace
+
+Result<FormPostReply> PostForm(const std::string& url, const std::string& form, const std::string& accept,
+                               int attempts) {
+  return Send(url, &form, {"Accept: " + accept}, attempts, 10'000L);
+}
+
+Result<FormPostReply> GetWithRetries(const std::string& url, const std::vector<std::string>& headers,
+                                     int attempts, long connect_timeout_ms) {
+  return Send(url, nullptr, headers, attempts, connect_timeout_ms);
 }
 
 }  // namespace k3::storage

@@ -52,7 +52,9 @@ S3Options S3OptionsFromEnvironment(const EnvLookup& env) {
 
 Result<std::unique_ptr<S3Store>> S3Store::Create(const ObjectUri& uri, S3Options options,
                                                  const EnvLookup& env) {
-  if (uri.scheme != UriScheme::kS3) return InvalidArgument("'{}' is not an s3:// URI", uri.text);
+  if (uri.scheme != UriScheme::kS3 && uri.scheme != UriScheme::kGcs && uri.scheme != UriScheme::kOss) {
+    return InvalidArgument("'{}' is not an s3://, gs:// or oss:// URI", uri.text);
+  }
   AwsCredentials credentials;
   if (options.credentials) {
     credentials = *options.credentials;
@@ -135,7 +137,12 @@ Result<S3Store::Reply> S3Store::Execute(Request& request, const std::vector<long
       range = fmt::format("{}-{}", first, last);
       exchange.curl_range = range;
     }
-    exchange.sigv4 = StoreExchange::SigV4{sigv4, credentials_.access_key_id, credentials_.secret_access_key};
+    if (options_.bearer_token.empty()) {
+      exchange.sigv4 =
+          StoreExchange::SigV4{sigv4, credentials_.access_key_id, credentials_.secret_access_key};
+    } else {
+      exchange.headers.push_back("Authorization: Bearer " + options_.bearer_token);
+    }
     exchange.connect_timeout_s = options_.connect_timeout_s;
     exchange.low_speed_time_s = options_.low_speed_time_s;
     StoreExchangeOutcome attempted = RunStoreExchange(handles_, exchange);
@@ -192,7 +199,7 @@ Result<S3Store::Reply> S3Store::Execute(Request& request, const std::vector<long
 Status S3Store::CreateBucket() {
   Request request;
   request.method = "PUT";
-  request.what = "s3://" + uri_.bucket;
+  request.what = fmt::format("{}://{}", UriSchemeName(uri_.scheme), uri_.bucket);
   // 409 BucketAlreadyOwnedByYou / BucketAlreadyExists: the bucket is there.
   auto reply = Execute(request, {409});
   return reply.ok() ? OkStatus() : reply.status();

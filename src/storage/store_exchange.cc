@@ -86,6 +86,7 @@ size_t OnHeader(char* data, size_t size, size_t count, void* user) {
     if (name == "etag") t->reply->etag = UnquoteEtag(value);
     if (name == "last-modified") t->reply->last_modified = value;
     if (name == "x-ms-error-code") t->reply->error_code = value;
+    if (name == "link") t->reply->link = value;
   }
   return size * count;
 }
@@ -148,6 +149,12 @@ StoreExchangeOutcome RunStoreExchange(CurlHandlePool& pool, const StoreExchange&
   curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(exchange.connect_timeout_s * 1000));
   curl_easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, 1024L);
   curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME, std::max(1L, static_cast<long>(exchange.low_speed_time_s)));
+  if (exchange.follow_redirects) {
+    curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 1L);
+    curl_easy_setopt(curl, CURLOPT_MAXREDIRS, 5L);
+    curl_easy_setopt(curl, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(curl, CURLOPT_UNRESTRICTED_AUTH, 0L);
+  }
   if (exchange.method == "HEAD") {
     curl_easy_setopt(curl, CURLOPT_NOBODY, 1L);
   } else if (exchange.method == "PUT") {

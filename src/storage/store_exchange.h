@@ -1,6 +1,6 @@
-// One HTTP exchange between an object store client (S3Store, AzureStore) and its service over a pooled
-// libcurl handle: the attempt both stores make inside their retry loops. Signing, URLs, retries and the
-// wording of errors stay with each store; this file moves the bytes.
+// One HTTP exchange between an object store client (S3Store, AzureStore, HfStore) and its service over a
+// pooled libcurl handle: the attempt both stores make inside their retry loops. Signing, URLs, retries and
+// the wording of errors stay with each store; this file moves the bytes.
 #pragma once
 
 #include <curl/curl.h>
@@ -22,6 +22,7 @@ struct StoreReply {
   std::string etag;  // unquoted
   std::string last_modified;
   std::string error_code;  // x-ms-error-code (Azure; HEAD replies carry the code only there)
+  std::string link;        // the Link header (paginated JSON APIs: the Hugging Face Hub)
   uint64_t content_length = 0;
 };
 
@@ -42,6 +43,9 @@ struct StoreExchange {
   std::optional<SigV4> sigv4;
   double connect_timeout_s = 10;
   double low_speed_time_s = 30;  // a transfer below 1 KiB/s for this long is dropped
+  // Follows up to 5 redirects (http and https only). libcurl sends a custom Authorization header only to
+  // the first host and port, never to the host a redirect points at.
+  bool follow_redirects = false;
 };
 
 struct StoreExchangeOutcome {
