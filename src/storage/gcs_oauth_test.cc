@@ -19,6 +19,7 @@
 #include "src/storage/form_post.h"
 #include "src/storage/open_store.h"
 #include "src/storage/s3_compatible.h"
+#include "src/storage/sha256.h"
 #include "src/storage/testing/canned_http_server.h"
 #include "src/storage/testing/fake_env.h"
 
@@ -98,6 +99,42 @@ TEST(GcsOAuthTest, Base64UrlHasNoPaddingAndUrlSafeLetters) {
   // RFC 7515 appendix A.1: the JOSE header {"typ":"JWT",\r\n "alg":"HS256"} encodes to this.
   EXPECT_EQ(Base64UrlEncode("{\"typ\":\"JWT\",\r\n \"alg\":\"HS256\"}"),
             "eyJ0eXAiOiJKV1QiLA0KICJhbGciOiJIUzI1NiJ9");
+}
+
+// RS256 is RSASSA-PKCS1-v1_5 with SHA-256 (RFC 7518 section 3.3): the signature, opened with the public
+// key and no padding, must be the EMSA-PKCS1-v1_5 block of RFC 8017 section 9.2:
+// 00 01 FF..FF 00 || DigestInfo(SHA-256) || SHA-256(signing input). (A PSS signature would also verify
+// with OpenSSL's defaults elsewhere, so this is checked byte by byte.)
+TEST(GcsOAuthTest, Rs256IsPkcs1V15WithSha256) {
+  PKey key = NewRsaKey();
+  ASSERT_TRUE(key);
+  auto jwt = SignJwtRs256("{\"alg\":\"RS256\"}", "{\"iss\":\"joe\"}", PrivatePem(key.get()));
+  ASSERT_TRUE(jwt.ok()) << jwt.status().ToString();
+  const size_t dot2 = jwt->rfind('.');
+  EXPECT_EQ(jwt->substr(0, dot2),
+            Base64UrlEncode("{\"alg\":\"RS256\"}") + "." + Base64UrlEncode("{\"iss\":\"joe\"}"));
+  const std::string signature = Base64UrlDecode(jwt->substr(dot2 + 1));
+  ASSERT_EQ(signature.size(), 256u);
+  std::unique_ptr<EVP_PKEY_CTX, decltype(&EVP_PKEY_CTX_free)> ctx(EVP_PKEY_CTX_new(key.get(), nullptr),
+                                                                  EVP_PKEY_CTX_free);
+  ASSERT_EQ(EVP_PKEY_verify_recover_init(ctx.get()), 1);
+  ASSERT_EQ(EVP_PKEY_CTX_set_rsa_padding(ctx.get(), RSA_NO_PADDING), 1);
+  std::string block(256, '\0');
+  size_t length = block.size();
+  ASSERT_EQ(
+      EVP_PKEY_verify_recover(ctx.get(), reinterpret_cast<unsigned char*>(block.data()), &length,
+                              reinterpret_cast<const unsigned char*>(signature.data()), signature.size()),
+      1);
+  ASSERT_EQ(length, 256u);
+  const std::string digest_info(
+      "\x30\x31\x30\x0d\x06\x09\x60\x86\x48\x01\x65\x03\x04\x02\x01\x05\x00\x04\x20", 19);
+  auto hash_hex = Sha256Hex(jwt->substr(0, dot2));
+  std::string hash;
+  for (size_t i = 0; i < hash_hex.size(); i += 2)
+    hash += static_cast<char>(std::stoi(hash_hex.substr(i, 2), nullptr, 16));
+  const std::string expected = std::string("\x00\x01", 2) + std::string(256 - 3 - 19 - 32, '\xff') +
+                               std::string(1, '\0') + digest_info + hash;
+  EXPECT_TRUE(block == expected) << "not an EMSA-PKCS1-v1_5 SHA-256 block";
 }
 
 TEST(GcsOAuthTest, ServiceAccountJwtIsSignedAndExchanged) {
