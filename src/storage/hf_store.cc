@@ -3,9 +3,8 @@
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
-#include <thread>
 
-#include "src/base/curl_transport.h"
+#include "src/base/curl_transport.h"  // EnsureCurlInitialized
 #include "src/storage/hf_tree.h"
 #include "src/storage/s3_store.h"  // AwsUriEncode: RFC 3986 encoding
 
@@ -62,10 +61,13 @@ std::string HfStore::ResolveUrl(std::string_view key) const {
 Result<StoreReply> HfStore::Execute(const std::string& method, const std::string& url,
                                     const std::string& what, std::span<uint8_t> dst, uint64_t offset,
                                     const std::vector<long>& accepted) {
-  const std::string context = "credentials: " + options_.token_source;
-  size_t dst_written = 0;
-  std::string last_error;
-  for (int attempt = 1;; ++attempt) {
+  RetriedCall call;
+  call.what = what;
+  call.context = "credentials: " + options_.token_source;
+  call.accepted = accepted;
+  if (!dst.empty()) call.range_offset = offset;
+  call.dst = dst;
+  call.prepare = [&](size_t dst_written) {
     StoreExchange exchange;
     exchange.method = method;
     exchange.url = url;
@@ -73,51 +75,23 @@ Result<StoreReply> HfStore::Execute(const std::string& method, const std::string
     exchange.connect_timeout_s = options_.connect_timeout_s;
     exchange.low_speed_time_s = options_.low_speed_time_s;
     if (!options_.token.empty()) exchange.headers.push_back("Authorization: Bearer " + options_.token);
-    if (!dst.empty()) {
-      exchange.dst = dst.subspan(dst_written);
+    if (!dst.empty())
       exchange.curl_range = fmt::format("{}-{}", offset + dst_written, offset + dst.size() - 1);
-    }
-    StoreExchangeOutcome attempted = RunStoreExchange(handles_, exchange);
-    StoreReply& reply = attempted.reply;
-    dst_written += attempted.dst_written;
-    bool retry = false;
-    if (attempted.overflow) {
-      return DataLoss("{}: the server sent more bytes than the requested range {} ({})", what,
-                      exchange.curl_range, context);
-    }
-    if (attempted.code != CURLE_OK) {
-      const Status error = TransportError(attempted.code, attempted.curl_error, what, attempted.seconds);
-      last_error = error.message();
-      if (!IsRetryableTransport(attempted.code)) {
-        return Status(error.code(), fmt::format("{} ({})", error.message(), context));
-      }
-      retry = true;
-    } else if (reply.status >= 200 && reply.status < 300) {
-      if (dst_written >= dst.size()) return std::move(reply);
-      last_error = fmt::format("the body of {} ended after {} of {} bytes", what, dst_written, dst.size());
-      retry = true;
-    } else if (std::find(accepted.begin(), accepted.end(), reply.status) != accepted.end()) {
-      return std::move(reply);
-    } else {
-      const std::string message = HubMessage(reply.body);
-      last_error = fmt::format("{}: HTTP {}{}", what, reply.status, message.empty() ? "" : ": " + message);
-      retry = IsRetryableHttp(reply.status, "");
-      if (!retry) {
-        std::string hint;
-        if (reply.status == 401 || reply.status == 403) {
-          hint = options_.token.empty() ? "; a private or gated repository needs HF_TOKEN"
+    return exchange;
+  };
+  call.on_http_error = [&](const StoreReply& reply) {
+    const std::string message = HubMessage(reply.body);
+    StoreHttpError out;
+    out.message = fmt::format("{}: HTTP {}{}", what, reply.status, message.empty() ? "" : ": " + message);
+    out.retryable = IsRetryableHttp(reply.status, "");
+    out.endpoint_note = ", endpoint " + options_.endpoint;
+    if (reply.status == 401 || reply.status == 403) {
+      out.hint = options_.token.empty() ? "; a private or gated repository needs HF_TOKEN"
                                         : "; check that the token may read this repository";
-        }
-        const std::string text =
-            fmt::format("{} ({}, endpoint {}){}", last_error, context, options_.endpoint, hint);
-        return Status(reply.status == 404 ? StatusCode::kNotFound : StatusCode::kIoError, text);
-      }
     }
-    if (!retry || attempt >= options_.retry.max_attempts) {
-      return IoError("{} (gave up after {} attempts; {})", last_error, attempt, context);
-    }
-    std::this_thread::sleep_for(options_.retry.Backoff(attempt));
-  }
+    return out;
+  };
+  return RunWithRetries(handles_, options_.retry, call);
 }
 
 Result<std::vector<ObjectInfo>> HfStore::List(std::string_view prefix) {

@@ -6,12 +6,16 @@
 #include <curl/curl.h>
 
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "src/base/status.h"
+#include "src/storage/retry_policy.h"
 
 namespace k3::storage {
 
@@ -75,6 +79,38 @@ class CurlHandlePool {
 // Runs one attempt on a handle from `pool` (returned to it afterwards). An outcome with
 // code == CURLE_FAILED_INIT and an empty reply means no handle could be made.
 StoreExchangeOutcome RunStoreExchange(CurlHandlePool& pool, const StoreExchange& exchange);
+
+// What a store makes of a non-2xx reply it did not accept.
+struct StoreHttpError {
+  std::string message;        // "WHAT: HTTP 403 Code: the service's message", one line, no secrets
+  bool retryable = false;     // IsRetryableHttp with the store's error code
+  std::string endpoint_note;  // ", endpoint URL" (or "") inside the parentheses of the final error
+  std::string hint;           // "; check the credentials ..." (or "") after them
+};
+
+// One call to a store with retries: RunWithRetries runs prepare(dst_written) attempts until one answers.
+struct RetriedCall {
+  std::string what;     // the object or bucket URI for messages
+  std::string context;  // "credentials: SOURCE", in every error
+  // Non-2xx statuses that come back as replies instead of errors (404 for Delete, 416 for reads).
+  std::vector<long> accepted;
+  // A ranged read straight into caller memory: bytes [*range_offset, *range_offset + dst.size()). An
+  // attempt that breaks mid-body is followed by one for the rest only.
+  std::optional<uint64_t> range_offset;
+  std::span<uint8_t> dst;
+  // The attempt's exchange (URL, headers, signature, the Range of the bytes still missing);
+  // `dst_written` bytes of dst have arrived. RunWithRetries sets exchange.dst itself.
+  std::function<StoreExchange(size_t dst_written)> prepare;
+  // The store's reading of an error reply.
+  std::function<StoreHttpError(const StoreReply&)> on_http_error;
+  // Removes secrets a server or libcurl might echo (Azure's SAS); identity when unset.
+  std::function<std::string(std::string)> redact;
+};
+
+// Retries throttling, 5xx and broken connections per `policy`. Errors: "MESSAGE (CONTEXT...)..." as
+// kNotFound for a 404, IoError otherwise; "... (gave up after N attempts; CONTEXT)" when the attempts run
+// out; DataLoss when the server sends more than the range asked for.
+Result<StoreReply> RunWithRetries(CurlHandlePool& pool, const RetryPolicy& policy, const RetriedCall& call);
 
 // A service's message as one line of at most 300 characters (whitespace runs kept, newlines and tabs
 // turned into spaces, the ends trimmed).
