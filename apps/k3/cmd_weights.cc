@@ -1,5 +1,6 @@
-// k3 weights ls | sync | verify: checkpoints in object storage (file paths, s3:// and az:// today). Flags ->
-// storage::OpenObjectStore + weights::SyncWeights / VerifyWeights; prints what happened.
+// k3 weights ls | sync | verify: checkpoints in object storage (file paths, s3://, gs://, oss://, az://, and
+// hf:// as a source). Flags -> storage::OpenObjectStore + weights::SyncWeights / VerifyWeights; prints what
+// happened.
 #include <unistd.h>
 
 #include <cstdio>
@@ -74,7 +75,9 @@ void RegisterLs(CLI::App* weights) {
   };
   auto flags = std::make_shared<Flags>();
   CLI::App* cmd = weights->add_subcommand("ls", "List the objects below a location, with sizes");
-  cmd->add_option("uri", flags->uri, "local path, file://, s3://bucket/prefix, az://account/container/prefix")
+  cmd->add_option("uri", flags->uri,
+                  "local path, file://, s3://, gs://, oss://bucket/prefix, az://account/container/prefix, "
+                  "hf://org/repo")
       ->required();
   flags->store.Add(cmd);
   cmd->callback([flags] {
@@ -180,7 +183,9 @@ void RegisterVerify(CLI::App* weights) {
   CLI::App* cmd = weights->add_subcommand(
       "verify",
       "Check a synced checkpoint: manifest sizes, safetensors headers, the shard index (and checksums)");
-  cmd->add_option("uri", flags->uri, "local path, file://, s3://bucket/prefix, az://account/container/prefix")
+  cmd->add_option("uri", flags->uri,
+                  "local path, file://, s3://, gs://, oss://bucket/prefix, az://account/container/prefix, "
+                  "hf://org/repo")
       ->required();
   cmd->add_flag("--checksums", flags->checksums,
                 "also recompute every file's SHA-256 (reads the whole checkpoint)");

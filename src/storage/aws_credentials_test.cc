@@ -15,17 +15,12 @@
 #include "src/storage/aws_web_identity.h"
 #include "src/storage/s3_store.h"
 #include "src/storage/testing/canned_http_server.h"
+#include "src/storage/testing/fake_env.h"
 
 namespace k3::storage {
 namespace {
 
-EnvLookup FakeEnv(std::map<std::string, std::string> vars) {
-  return [vars = std::move(vars)](const std::string& name) -> std::optional<std::string> {
-    auto it = vars.find(name);
-    if (it == vars.end()) return std::nullopt;
-    return it->second;
-  };
-}
+using testing::FakeEnv;
 
 constexpr const char* kSecret = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYSECRET";
 

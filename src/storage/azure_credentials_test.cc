@@ -9,17 +9,12 @@
 #include <map>
 
 #include "src/storage/azure_shared_key.h"
+#include "src/storage/testing/fake_env.h"
 
 namespace k3::storage {
 namespace {
 
-EnvLookup FakeEnv(std::map<std::string, std::string> vars) {
-  return [vars = std::move(vars)](const std::string& name) -> std::optional<std::string> {
-    auto it = vars.find(name);
-    if (it == vars.end()) return std::nullopt;
-    return it->second;
-  };
-}
+using testing::FakeEnv;
 
 constexpr const char* kSas = "sv=2021-12-02&ss=b&srt=sco&sp=rl&se=2030-01-01T00:00:00Z&sig=c2VjcmV0U0lH%3D";
 

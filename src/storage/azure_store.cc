@@ -117,20 +117,23 @@ Result<AzureStore::Reply> AzureStore::Execute(Request& request, const std::vecto
   const std::string url = scheme_host + url_path + (query.empty() ? "" : "?" + query);
   const std::string context = fmt::format("credentials: {}", access_.credentials.source);
 
-  size_t dst_written = 0;  // a ranged read continues where a broken attempt stopped
-  std::string last_error;
-  for (int attempt = 1;; ++attempt) {
+  RetriedCall call;
+  call.what = request.what;
+  call.context = context;
+  call.accepted = accepted;
+  call.range_offset = request.range_offset;
+  call.dst = request.dst;
+  call.redact = [this](std::string text) { return Redact(text); };
+  call.prepare = [&](size_t dst_written) {
     // Headers that are sent and signed (the date changes per attempt).
     std::map<std::string, std::string> signed_headers = {{"x-ms-date", HttpDateNow()},
                                                          {"x-ms-version", kAzureApiVersion}};
     for (const auto& [name, value] : request.headers) signed_headers[name] = value;
     if (request.method == "PUT") signed_headers["Content-Length"] = std::to_string(request.body.size());
-    std::string range;
     if (request.range_offset) {
       const uint64_t first = *request.range_offset + dst_written;
       const uint64_t last = *request.range_offset + request.dst.size() - 1;
-      range = fmt::format("bytes={}-{}", first, last);
-      signed_headers["Range"] = range;
+      signed_headers["Range"] = fmt::format("bytes={}-{}", first, last);
     }
     StoreExchange exchange;
     std::vector<std::string>& headers = exchange.headers;
@@ -146,65 +149,31 @@ Result<AzureStore::Reply> AzureStore::Execute(Request& request, const std::vecto
     } else if (access_.credentials.kind == AzureAuthKind::kBearer) {
       headers.push_back("Authorization: Bearer " + access_.credentials.bearer_token);
     }
-
     exchange.method = request.method;
     exchange.url = url;
     exchange.body = request.body;
-    if (request.range_offset) exchange.dst = request.dst.subspan(dst_written);
     exchange.connect_timeout_s = options_.connect_timeout_s;
     exchange.low_speed_time_s = options_.low_speed_time_s;
-    StoreExchangeOutcome attempted = RunStoreExchange(handles_, exchange);
-    const CURLcode code = attempted.code;
-    Reply& reply = attempted.reply;
-    dst_written += attempted.dst_written;
-
-    bool retry = false;
-    if (attempted.overflow) {
-      return DataLoss("{}: the server sent more bytes than the requested range {} ({})", request.what, range,
-                      context);
-    }
-    if (code != CURLE_OK) {
-      const Status error = TransportError(code, attempted.curl_error, request.what, attempted.seconds);
-      last_error = Redact(error.message());
-      retry = IsRetryableTransport(code);
-      if (!retry) return Status(error.code(), fmt::format("{} ({})", last_error, context));
-    } else if (reply.status >= 200 && reply.status < 300) {
-      if (request.range_offset && dst_written < request.dst.size()) {
-        // The body ended early without a transport error (a proxy closed cleanly): ask for the rest.
-        last_error = fmt::format("the body of {} ended after {} of {} bytes", request.what, dst_written,
-                                 request.dst.size());
-        retry = true;
-      } else {
-        return std::move(reply);
-      }
-    } else if (std::find(accepted.begin(), accepted.end(), reply.status) != accepted.end()) {
-      return std::move(reply);
-    } else {
-      const AzureErrorReply error = ParseAzureError(reply.body);
-      const std::string error_code = error.code.empty() ? reply.error_code : error.code;
-      const std::string code_text = error_code.empty() ? "" : " " + error_code;
-      const std::string message = error.message.empty() ? "" : ": " + OneLineMessage(error.message);
-      last_error = Redact(fmt::format("{}: HTTP {}{}{}", request.what, reply.status, code_text, message));
-      retry = IsRetryableHttp(reply.status, error_code);
-      if (!retry) {
-        std::string hint;
-        if (reply.status == 403 || reply.status == 401) {
-          hint = "; check the account key or the SAS token (its expiry and permissions) and the account name";
-        } else if (error_code == "ContainerNotFound") {
-          hint = fmt::format("; create it first (az storage container create --account-name {} --name {})",
+    return exchange;
+  };
+  call.on_http_error = [&](const StoreReply& reply) {
+    const AzureErrorReply error = ParseAzureError(reply.body);
+    const std::string error_code = error.code.empty() ? reply.error_code : error.code;
+    const std::string code_text = error_code.empty() ? "" : " " + error_code;
+    const std::string message = error.message.empty() ? "" : ": " + OneLineMessage(error.message);
+    StoreHttpError out;
+    out.message = fmt::format("{}: HTTP {}{}{}", request.what, reply.status, code_text, message);
+    out.retryable = IsRetryableHttp(reply.status, error_code);
+    out.endpoint_note = ", endpoint " + access_.endpoint;
+    if (reply.status == 403 || reply.status == 401) {
+      out.hint = "; check the account key or the SAS token (its expiry and permissions) and the account name";
+    } else if (error_code == "ContainerNotFound") {
+      out.hint = fmt::format("; create it first (az storage container create --account-name {} --name {})",
                              uri_.account, uri_.bucket);
-        }
-        const std::string text =
-            fmt::format("{} ({}, endpoint {}){}", last_error, context, access_.endpoint, hint);
-        if (reply.status == 404) return Status(StatusCode::kNotFound, text);
-        return Status(StatusCode::kIoError, text);
-      }
     }
-    if (!retry || attempt >= options_.retry.max_attempts) {
-      return IoError("{} (gave up after {} attempts; {})", last_error, attempt, context);
-    }
-    std::this_thread::sleep_for(options_.retry.Backoff(attempt));
-  }
+    return out;
+  };
+  return RunWithRetries(handles_, options_.retry, call);
 }
 
 Status AzureStore::CreateContainer() {

@@ -13,19 +13,14 @@
 #include "src/storage/azure_credentials.h"
 #include "src/storage/azure_store.h"
 #include "src/storage/testing/canned_http_server.h"
+#include "src/storage/testing/fake_env.h"
 
 namespace k3::storage {
 namespace {
 
 using testing::CannedHttpServer;
 
-EnvLookup FakeEnv(std::map<std::string, std::string> vars) {
-  return [vars = std::move(vars)](const std::string& name) -> std::optional<std::string> {
-    auto it = vars.find(name);
-    if (it == vars.end()) return std::nullopt;
-    return it->second;
-  };
-}
+using testing::FakeEnv;
 
 constexpr const char* kFederatedToken = "eyJhbGciOiJSUzI1NiJ9.federated+payload/odd=.sig";
 constexpr const char* kAccessToken = "eyJ0eXAiOiJKV1QiLCJhbGciOiJSUzI1NiJ9.storage-access-token.sig";

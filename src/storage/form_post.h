@@ -1,8 +1,8 @@
 // Requests to credential services: a form POST to a token service (AWS STS's AssumeRoleWithWebIdentity,
-// Microsoft Entra's token endpoint; application/x-www-form-urlencoded), and the GETs / PUTs of the
-// metadata services (EC2 IMDSv2, ECS / EKS Pod Identity container credentials, Azure IMDS). Through
-// libcurl, retried on transport errors and 5xx. Each caller parses the reply its own way; this file sends
-// the request and collects the answer.
+// Microsoft Entra's and Google's token endpoints; application/x-www-form-urlencoded), and the GETs / PUTs
+// of the metadata services (EC2 IMDSv2, ECS / EKS Pod Identity container credentials, Azure IMDS, GCE).
+// Through libcurl, retried on transport errors and 5xx. Each caller parses the reply its own way; this file
+// sends the request and collects the answer.
 #pragma once
 
 #include <string>

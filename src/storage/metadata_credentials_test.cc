@@ -8,25 +8,18 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
-#include <map>
 
 #include "src/storage/aws_credentials.h"
 #include "src/storage/aws_metadata_credentials.h"
 #include "src/storage/azure_credentials.h"
 #include "src/storage/testing/canned_http_server.h"
+#include "src/storage/testing/fake_env.h"
 
 namespace k3::storage {
 namespace {
 
 using testing::CannedHttpServer;
-
-EnvLookup FakeEnv(std::map<std::string, std::string> vars) {
-  return [vars = std::move(vars)](const std::string& name) -> std::optional<std::string> {
-    auto it = vars.find(name);
-    if (it == vars.end()) return std::nullopt;
-    return it->second;
-  };
-}
+using testing::FakeEnv;
 
 constexpr const char* kKeysJson =
     R"({"Code": "Success", "LastUpdated": "2026-12-04T12:00:00Z", "Type": "AWS-HMAC",

@@ -2,6 +2,8 @@
 #include "src/storage/open_store.h"
 
 #include "src/storage/file_store.h"
+#include "src/storage/hf_store.h"
+#include "src/storage/s3_compatible.h"
 
 namespace k3::storage {
 
@@ -21,12 +23,20 @@ Result<std::unique_ptr<ObjectStore>> OpenObjectStore(const ObjectUri& uri, const
       return std::unique_ptr<ObjectStore>(std::move(store));
     }
     case UriScheme::kGcs:
-    case UriScheme::kOss:
-    case UriScheme::kHuggingFace:
-      return Unimplemented(
-          "'{}': {}:// storage is not implemented yet (file paths, s3:// and az:// are); copy the "
-          "objects with the provider's CLI for now",
-          uri.Describe(), UriSchemeName(uri.scheme));
+    case UriScheme::kOss: {
+      auto settings =
+          uri.scheme == UriScheme::kGcs ? GcsOptionsFromEnvironment(env) : OssOptionsFromEnvironment(env);
+      if (!settings.ok()) return settings.status().WithPrefix(uri.Describe());
+      if (options.s3) settings->part_size = options.s3->part_size;  // --s3-part-size-mib applies here too
+      K3_ASSIGN_OR_RETURN(std::unique_ptr<S3Store> store,
+                          S3Store::Create(uri, std::move(settings).value(), env));
+      return std::unique_ptr<ObjectStore>(std::move(store));
+    }
+    case UriScheme::kHuggingFace: {
+      K3_ASSIGN_OR_RETURN(std::unique_ptr<HfStore> store,
+                          HfStore::Create(uri, HfOptionsFromEnvironment(env)));
+      return std::unique_ptr<ObjectStore>(std::move(store));
+    }
     case UriScheme::kSentinel:
       break;
   }

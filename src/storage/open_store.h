@@ -1,5 +1,7 @@
-// OpenObjectStore: the ObjectStore for a URI (file paths -> FileStore, s3:// -> S3Store, az:// ->
-// AzureStore). The other schemes parse but are not implemented yet and say so.
+// OpenObjectStore: the ObjectStore for a URI: file paths -> FileStore; s3://, gs:// and oss:// ->
+// S3Store (gs:// and oss:// with the settings of s3_compatible.h, from the environment; of
+// StoreOptions::s3 only the part size applies to them); az:// -> AzureStore; hf:// -> HfStore
+// (read-only).
 #pragma once
 
 #include <memory>

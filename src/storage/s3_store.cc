@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cctype>
-#include <thread>
 
 #include "src/base/curl_transport.h"
 #include "src/storage/s3_request.h"
@@ -52,7 +51,9 @@ S3Options S3OptionsFromEnvironment(const EnvLookup& env) {
 
 Result<std::unique_ptr<S3Store>> S3Store::Create(const ObjectUri& uri, S3Options options,
                                                  const EnvLookup& env) {
-  if (uri.scheme != UriScheme::kS3) return InvalidArgument("'{}' is not an s3:// URI", uri.text);
+  if (uri.scheme != UriScheme::kS3 && uri.scheme != UriScheme::kGcs && uri.scheme != UriScheme::kOss) {
+    return InvalidArgument("'{}' is not an s3://, gs:// or oss:// URI", uri.text);
+  }
   AwsCredentials credentials;
   if (options.credentials) {
     credentials = *options.credentials;
@@ -114,11 +115,13 @@ Result<S3Store::Reply> S3Store::Execute(Request& request, const std::vector<long
   const std::string payload_hash =
       Sha256Hex(std::string_view(reinterpret_cast<const char*>(request.body.data()), request.body.size()));
   const std::string sigv4 = "aws:amz:" + options_.region + ":s3";
-  const std::string context = fmt::format("credentials: {}", credentials_.source);
-
-  size_t dst_written = 0;  // a ranged read continues where a broken attempt stopped
-  std::string last_error;
-  for (int attempt = 1;; ++attempt) {
+  RetriedCall call;
+  call.what = request.what;
+  call.context = fmt::format("credentials: {}", credentials_.source);
+  call.accepted = accepted;
+  call.range_offset = request.range_offset;
+  call.dst = request.dst;
+  call.prepare = [&](size_t dst_written) {
     StoreExchange exchange;
     exchange.method = request.method;
     exchange.url = UrlOf(request.full_key, query);
@@ -127,72 +130,39 @@ Result<S3Store::Reply> S3Store::Execute(Request& request, const std::vector<long
     if (!credentials_.session_token.empty())
       exchange.headers.push_back("x-amz-security-token: " + credentials_.session_token);
     if (!request.content_type.empty()) exchange.headers.push_back("Content-Type: " + request.content_type);
-    std::string range;
     if (request.range_offset) {
-      exchange.dst = request.dst.subspan(dst_written);
-      const uint64_t first = *request.range_offset + dst_written;
-      const uint64_t last = *request.range_offset + request.dst.size() - 1;
-      range = fmt::format("{}-{}", first, last);
-      exchange.curl_range = range;
+      exchange.curl_range = fmt::format("{}-{}", *request.range_offset + dst_written,
+                                        *request.range_offset + request.dst.size() - 1);
     }
-    exchange.sigv4 = StoreExchange::SigV4{sigv4, credentials_.access_key_id, credentials_.secret_access_key};
+    if (options_.bearer_token.empty()) {
+      exchange.sigv4 =
+          StoreExchange::SigV4{sigv4, credentials_.access_key_id, credentials_.secret_access_key};
+    } else {
+      exchange.headers.push_back("Authorization: Bearer " + options_.bearer_token);
+    }
     exchange.connect_timeout_s = options_.connect_timeout_s;
     exchange.low_speed_time_s = options_.low_speed_time_s;
-    StoreExchangeOutcome attempted = RunStoreExchange(handles_, exchange);
-    const CURLcode code = attempted.code;
-    Reply& reply = attempted.reply;
-    dst_written += attempted.dst_written;
-
-    bool retry = false;
-    if (attempted.overflow) {
-      return DataLoss("{}: the server sent more bytes than the requested range {} ({})", request.what, range,
-                      context);
-    }
-    if (code != CURLE_OK) {
-      const Status error = TransportError(code, attempted.curl_error, request.what, attempted.seconds);
-      last_error = error.message();
-      retry = IsRetryableTransport(code);
-      if (!retry) return Status(error.code(), fmt::format("{} ({})", error.message(), context));
-    } else if (reply.status >= 200 && reply.status < 300) {
-      if (request.range_offset && dst_written < request.dst.size()) {
-        // The body ended early without a transport error (a proxy closed cleanly): ask for the rest.
-        last_error = fmt::format("the body of {} ended after {} of {} bytes", request.what, dst_written,
-                                 request.dst.size());
-        retry = true;
-      } else {
-        return std::move(reply);
-      }
-    } else if (std::find(accepted.begin(), accepted.end(), reply.status) != accepted.end()) {
-      return std::move(reply);
-    } else {
-      const S3ErrorReply error = ParseS3Error(reply.body);
-      const std::string code_text = error.code.empty() ? "" : " " + error.code;
-      const std::string message = error.message.empty() ? "" : ": " + OneLineMessage(error.message);
-      last_error = fmt::format("{}: HTTP {}{}{}", request.what, reply.status, code_text, message);
-      retry = IsRetryableHttp(reply.status, error.code);
-      if (!retry) {
-        std::string hint;
-        if (reply.status == 403 || reply.status == 401) {
-          hint = "; check the credentials, the region and the bucket policy";
-        }
-        const std::string text =
-            fmt::format("{} ({}{}){}", last_error, context,
-                        options_.endpoint.empty() ? "" : ", endpoint " + options_.endpoint, hint);
-        if (reply.status == 404) return Status(StatusCode::kNotFound, text);
-        return Status(StatusCode::kIoError, text);
-      }
-    }
-    if (!retry || attempt >= options_.retry.max_attempts) {
-      return IoError("{} (gave up after {} attempts; {})", last_error, attempt, context);
-    }
-    std::this_thread::sleep_for(options_.retry.Backoff(attempt));
-  }
+    return exchange;
+  };
+  call.on_http_error = [&](const StoreReply& reply) {
+    const S3ErrorReply error = ParseS3Error(reply.body);
+    const std::string code_text = error.code.empty() ? "" : " " + error.code;
+    const std::string message = error.message.empty() ? "" : ": " + OneLineMessage(error.message);
+    StoreHttpError out;
+    out.message = fmt::format("{}: HTTP {}{}{}", request.what, reply.status, code_text, message);
+    out.retryable = IsRetryableHttp(reply.status, error.code);
+    out.endpoint_note = options_.endpoint.empty() ? "" : ", endpoint " + options_.endpoint;
+    if (reply.status == 403 || reply.status == 401)
+      out.hint = "; check the credentials, the region and the bucket policy";
+    return out;
+  };
+  return RunWithRetries(handles_, options_.retry, call);
 }
 
 Status S3Store::CreateBucket() {
   Request request;
   request.method = "PUT";
-  request.what = "s3://" + uri_.bucket;
+  request.what = fmt::format("{}://{}", UriSchemeName(uri_.scheme), uri_.bucket);
   // 409 BucketAlreadyOwnedByYou / BucketAlreadyExists: the bucket is there.
   auto reply = Execute(request, {409});
   return reply.ok() ? OkStatus() : reply.status();

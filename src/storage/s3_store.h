@@ -1,4 +1,5 @@
-// S3Store: an ObjectStore over the S3 REST API with libcurl (Amazon S3 and S3-compatible stores).
+// S3Store: an ObjectStore over the S3 REST API with libcurl (Amazon S3 and S3-compatible stores; also
+// gs:// and oss://, whose settings come from s3_compatible.h).
 //
 // Requests are signed with AWS Signature V4 by libcurl (CURLOPT_AWS_SIGV4), with an explicit
 // x-amz-content-sha256 header holding the payload's hash (libcurl 7.88 does not add it; S3 requires
@@ -54,6 +55,9 @@ struct S3Options {
   double low_speed_time_s = 30;
   // Unset: ResolveAwsCredentials on the environment.
   std::optional<AwsCredentials> credentials;
+  // An OAuth access token (gs:// without HMAC keys): requests carry "Authorization: Bearer" instead of a
+  // SigV4 signature; `credentials` then only names the token's source.
+  std::string bearer_token;
 };
 
 // Endpoint from AWS_ENDPOINT_URL_S3 or AWS_ENDPOINT_URL, region from AWS_REGION or AWS_DEFAULT_REGION

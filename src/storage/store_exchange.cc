@@ -4,6 +4,9 @@
 
 #include <algorithm>
 #include <cctype>
+#include <thread>
+
+#include "src/base/curl_transport.h"
 
 #include "src/storage/s3_xml.h"  // UnquoteEtag
 
@@ -86,6 +89,7 @@ size_t OnHeader(char* data, size_t size, size_t count, void* user) {
     if (name == "etag") t->reply->etag = UnquoteEtag(value);
     if (name == "last-modified") t->reply->last_modified = value;
     if (name == "x-ms-error-code") t->reply->error_code = value;
+    if (name == "link") t->reply->link = value;
   }
   return size * count;
 }
@@ -148,6 +152,12 @@ StoreExchangeOutcome RunStoreExchange(CurlHandlePool& pool, const StoreExchange&
   curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(exchange.connect_timeout_s * 1000));
   curl_easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, 1024L);
   curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME, std::max(1L, static_cast<long>(exchange.low_speed_time_s)));
+  if (exchange.follow_redirects) {
+    curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 1L);
+    curl_easy_setopt(curl, CURLOPT_MAXREDIRS, 5L);
+    curl_easy_setopt(curl, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(curl, CURLOPT_UNRESTRICTED_AUTH, 0L);
+  }
   if (exchange.method == "HEAD") {
     curl_easy_setopt(curl, CURLOPT_NOBODY, 1L);
   } else if (exchange.method == "PUT") {
@@ -178,6 +188,56 @@ StoreExchangeOutcome RunStoreExchange(CurlHandlePool& pool, const StoreExchange&
   outcome.dst_written = transfer.dst_written;
   outcome.overflow = transfer.overflow;
   return outcome;
+}
+
+Result<StoreReply> RunWithRetries(CurlHandlePool& pool, const RetryPolicy& policy, const RetriedCall& call) {
+  const auto redact = [&call](std::string text) { return call.redact ? call.redact(std::move(text)) : text; };
+  size_t dst_written = 0;  // a ranged read continues where a broken attempt stopped
+  std::string last_error;
+  for (int attempt = 1;; ++attempt) {
+    StoreExchange exchange = call.prepare(dst_written);
+    if (call.range_offset) exchange.dst = call.dst.subspan(dst_written);
+    StoreExchangeOutcome attempted = RunStoreExchange(pool, exchange);
+    StoreReply& reply = attempted.reply;
+    const uint64_t first = call.range_offset.value_or(0) + dst_written;
+    dst_written += attempted.dst_written;
+
+    bool retry = false;
+    if (attempted.overflow) {
+      return DataLoss("{}: the server sent more bytes than the requested range {}-{} ({})", call.what, first,
+                      call.range_offset.value_or(0) + call.dst.size() - 1, call.context);
+    }
+    if (attempted.code != CURLE_OK) {
+      const Status error = TransportError(attempted.code, attempted.curl_error, call.what, attempted.seconds);
+      last_error = redact(error.message());
+      retry = IsRetryableTransport(attempted.code);
+      if (!retry) return Status(error.code(), fmt::format("{} ({})", last_error, call.context));
+    } else if (reply.status >= 200 && reply.status < 300) {
+      if (call.range_offset && dst_written < call.dst.size()) {
+        // The body ended early without a transport error (a proxy closed cleanly): ask for the rest.
+        last_error =
+            fmt::format("the body of {} ended after {} of {} bytes", call.what, dst_written, call.dst.size());
+        retry = true;
+      } else {
+        return std::move(reply);
+      }
+    } else if (std::find(call.accepted.begin(), call.accepted.end(), reply.status) != call.accepted.end()) {
+      return std::move(reply);
+    } else {
+      const StoreHttpError error = call.on_http_error(reply);
+      last_error = redact(error.message);
+      retry = error.retryable;
+      if (!retry) {
+        const std::string text =
+            fmt::format("{} ({}{}){}", last_error, call.context, error.endpoint_note, error.hint);
+        return Status(reply.status == 404 ? StatusCode::kNotFound : StatusCode::kIoError, text);
+      }
+    }
+    if (attempt >= policy.max_attempts) {
+      return IoError("{} (gave up after {} attempts; {})", last_error, attempt, call.context);
+    }
+    std::this_thread::sleep_for(policy.Backoff(attempt));
+  }
 }
 
 std::string OneLineMessage(std::string_view text) {

@@ -1,17 +1,21 @@
-// One HTTP exchange between an object store client (S3Store, AzureStore) and its service over a pooled
-// libcurl handle: the attempt both stores make inside their retry loops. Signing, URLs, retries and the
-// wording of errors stay with each store; this file moves the bytes.
+// One HTTP exchange between an object store client (S3Store, AzureStore, HfStore) and its service over a
+// pooled libcurl handle: the attempt both stores make inside their retry loops. Signing, URLs, retries and
+// the wording of errors stay with each store; this file moves the bytes.
 #pragma once
 
 #include <curl/curl.h>
 
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "src/base/status.h"
+#include "src/storage/retry_policy.h"
 
 namespace k3::storage {
 
@@ -22,6 +26,7 @@ struct StoreReply {
   std::string etag;  // unquoted
   std::string last_modified;
   std::string error_code;  // x-ms-error-code (Azure; HEAD replies carry the code only there)
+  std::string link;        // the Link header (paginated JSON APIs: the Hugging Face Hub)
   uint64_t content_length = 0;
 };
 
@@ -42,6 +47,9 @@ struct StoreExchange {
   std::optional<SigV4> sigv4;
   double connect_timeout_s = 10;
   double low_speed_time_s = 30;  // a transfer below 1 KiB/s for this long is dropped
+  // Follows up to 5 redirects (http and https only). libcurl sends a custom Authorization header only to
+  // the first host and port, never to the host a redirect points at.
+  bool follow_redirects = false;
 };
 
 struct StoreExchangeOutcome {
@@ -71,6 +79,38 @@ class CurlHandlePool {
 // Runs one attempt on a handle from `pool` (returned to it afterwards). An outcome with
 // code == CURLE_FAILED_INIT and an empty reply means no handle could be made.
 StoreExchangeOutcome RunStoreExchange(CurlHandlePool& pool, const StoreExchange& exchange);
+
+// What a store makes of a non-2xx reply it did not accept.
+struct StoreHttpError {
+  std::string message;        // "WHAT: HTTP 403 Code: the service's message", one line, no secrets
+  bool retryable = false;     // IsRetryableHttp with the store's error code
+  std::string endpoint_note;  // ", endpoint URL" (or "") inside the parentheses of the final error
+  std::string hint;           // "; check the credentials ..." (or "") after them
+};
+
+// One call to a store with retries: RunWithRetries runs prepare(dst_written) attempts until one answers.
+struct RetriedCall {
+  std::string what;     // the object or bucket URI for messages
+  std::string context;  // "credentials: SOURCE", in every error
+  // Non-2xx statuses that come back as replies instead of errors (404 for Delete, 416 for reads).
+  std::vector<long> accepted;
+  // A ranged read straight into caller memory: bytes [*range_offset, *range_offset + dst.size()). An
+  // attempt that breaks mid-body is followed by one for the rest only.
+  std::optional<uint64_t> range_offset;
+  std::span<uint8_t> dst;
+  // The attempt's exchange (URL, headers, signature, the Range of the bytes still missing);
+  // `dst_written` bytes of dst have arrived. RunWithRetries sets exchange.dst itself.
+  std::function<StoreExchange(size_t dst_written)> prepare;
+  // The store's reading of an error reply.
+  std::function<StoreHttpError(const StoreReply&)> on_http_error;
+  // Removes secrets a server or libcurl might echo (Azure's SAS); identity when unset.
+  std::function<std::string(std::string)> redact;
+};
+
+// Retries throttling, 5xx and broken connections per `policy`. Errors: "MESSAGE (CONTEXT...)..." as
+// kNotFound for a 404, IoError otherwise; "... (gave up after N attempts; CONTEXT)" when the attempts run
+// out; DataLoss when the server sends more than the range asked for.
+Result<StoreReply> RunWithRetries(CurlHandlePool& pool, const RetryPolicy& policy, const RetriedCall& call);
 
 // A service's message as one line of at most 300 characters (whitespace runs kept, newlines and tabs
 // turned into spaces, the ends trimmed).

@@ -1,28 +1,65 @@
 #!/usr/bin/env bash
-# `k3 serve s3://bucket/prefix` through the built binary against a real s3rver (tests/storage/package.json):
+# `k3 serve SCHEME://bucket/prefix` through the built binary against a real s3rver (tests/storage/package.json):
 # a generated tiny-k3 checkpoint synced to s3rver answers a temperature-0 chat completion exactly like the
 # same checkpoint served from its local directory; a prefix missing its shard and one holding a truncated
 # shard fail at start-up (exit non-zero) with an error naming the object. `k3 run --model s3://...` gives
 # the same logits (.npy bytes) as the directory.
-#   serve_bucket_test.sh PATH/TO/k3          exit 77 (skip) when node or the npm package is missing
+#   serve_bucket_test.sh PATH/TO/k3 [SCHEME]  exit 77 (skip) when node or the npm package is missing
+# SCHEME: s3 (default); gs or oss: the same s3rver through gs:// (GCS HMAC keys, K3_GCS_ENDPOINT) or oss://
+# (OSS keys, OSS_ENDPOINT, path-style), with no AWS_* keys set; hf: hf://org/CASE from a loopback fake
+# Hub (fake_hub.py, with a token and a redirect to a second port), filled by copying instead of syncing.
 set -euo pipefail
 k3=$1
+scheme=${2:-s3}
 here=$(cd "$(dirname "$0")" && pwd)
-command -v node >/dev/null || { echo "SKIP: node is not on PATH"; exit 77; }
 command -v curl >/dev/null || { echo "SKIP: curl is not on PATH"; exit 77; }
-[[ -f $here/node_modules/s3rver/package.json ]] || { echo "SKIP: run npm ci --prefix tests/storage"; exit 77; }
+if [[ $scheme != hf ]]; then
+  command -v node >/dev/null || { echo "SKIP: node is not on PATH"; exit 77; }
+  [[ -f $here/node_modules/s3rver/package.json ]] || { echo "SKIP: run npm ci --prefix tests/storage"; exit 77; }
+fi
 
 # shellcheck source=tests/storage/s3rver_env.sh
 source "$here/s3rver_env.sh"
+# shellcheck source=tests/storage/fake_hub_env.sh
+source "$here/fake_hub_env.sh"
 tmp=$(mktemp -d)
 serve_pid=
 cleanup() {
   [[ -n $serve_pid ]] && kill "$serve_pid" 2>/dev/null && wait "$serve_pid" 2>/dev/null || true
   stop_s3rver
+  stop_fake_hub
   rm -rf "$tmp"
 }
 trap cleanup EXIT
-start_s3rver "$tmp" weights
+secret=S3RVER  # must never be printed
+case $scheme in
+  s3) start_s3rver "$tmp" weights ;;
+  gs | oss)
+    start_s3rver "$tmp" weights
+    unset AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY AWS_ENDPOINT_URL
+    export AWS_SHARED_CREDENTIALS_FILE=/nonexistent HOME=$tmp  # no AWS credentials to fall back on
+    if [[ $scheme == gs ]]; then
+      export K3_GCS_ENDPOINT="http://127.0.0.1:$s3rver_port" GCS_HMAC_ACCESS_KEY_ID=S3RVER GCS_HMAC_SECRET=S3RVER
+    else
+      export OSS_ENDPOINT="http://127.0.0.1:$s3rver_port" OSS_REGION=cn-hangzhou K3_OSS_PATH_STYLE=1 \
+        OSS_ACCESS_KEY_ID=S3RVER OSS_ACCESS_KEY_SECRET=S3RVER
+    fi
+    ;;
+  hf)
+    secret=hf_serve_bucket_secret_token
+    start_fake_hub "$tmp" "$secret"
+    ;;
+  *) echo "FAIL: unknown scheme $scheme"; exit 1 ;;
+esac
+# The URI of test case CASE, and how a checkpoint directory gets there.
+uri() { if [[ $scheme == hf ]]; then echo "hf://org/$1"; else echo "$scheme://weights/$1"; fi; }
+put() {
+  if [[ $scheme == hf ]]; then
+    mkdir -p "$fake_hub_root/org" && cp -r "$2" "$fake_hub_root/org/$1"
+  else
+    "$k3" weights sync "$2" "$(uri "$1")" --progress none >/dev/null
+  fi
+}
 
 # Also from answer()'s subshell: stops its server, and prints to stderr (stdout is the answer there).
 fail() {
@@ -66,18 +103,20 @@ answer() {
 }
 
 "$k3" gen-model --preset tiny-k3 --out "$tmp/model" >/dev/null
-"$k3" weights sync "$tmp/model" s3://weights/tiny --progress none >/dev/null || fail "sync local -> s3"
+put tiny "$tmp/model" || fail "put local -> $(uri tiny)"
+"$k3" weights ls "$(uri tiny)" >"$tmp/ls.out" || fail "k3 weights ls $(uri tiny)"
+grep -q "config.json" "$tmp/ls.out" || { cat "$tmp/ls.out"; fail "ls: no config.json"; }
 local_answer=$(answer "$tmp/model")
-bucket_answer=$(answer s3://weights/tiny)
-grep -q "loading weights from s3://weights/tiny" "$tmp/serve.log" || { cat "$tmp/serve.log"; fail "no load log"; }
+bucket_answer=$(answer "$(uri tiny)")
+grep -q "loading weights from $(uri tiny)" "$tmp/serve.log" || { cat "$tmp/serve.log"; fail "no load log"; }
 grep -q '"completion_tokens": [1-9]' <<<"$local_answer" || fail "no tokens generated: $local_answer"
 [[ $local_answer == "$bucket_answer" ]] || fail "answers differ: local '$local_answer', bucket '$bucket_answer'"
 # k3 run from the bucket: the same logits (every prompt position and step, .npy bytes) as from the directory.
 "$k3" run --model "$tmp/model" --prompt-ids 1,2,3,4,5 --max-new 4 --threads 2 --dump-logits "$tmp/local.npy" \
   >"$tmp/run_local.out" || fail "k3 run --model DIR"
-"$k3" run --model s3://weights/tiny --prompt-ids 1,2,3,4,5 --max-new 4 --threads 2 \
+"$k3" run --model "$(uri tiny)" --prompt-ids 1,2,3,4,5 --max-new 4 --threads 2 \
   --dump-logits "$tmp/bucket.npy" >"$tmp/run_bucket.out" 2>"$tmp/run_bucket.err" ||
-  { cat "$tmp/run_bucket.err"; fail "k3 run --model s3://weights/tiny"; }
+  { cat "$tmp/run_bucket.err"; fail "k3 run --model $(uri tiny)"; }
 cmp "$tmp/local.npy" "$tmp/bucket.npy" || fail "k3 run: logits from the bucket differ from the directory's"
 # (the bucket's load also logs its reads: compare the result lines)
 diff <(grep -E '^(pos|step|greedy)' "$tmp/run_local.out") <(grep -E '^(pos|step|greedy)' "$tmp/run_bucket.out") ||
@@ -91,15 +130,17 @@ shard=$(cd "$tmp/model" && ls ./*.safetensors | head -n 1)
 shard=${shard#./}
 cp -r "$tmp/model" "$tmp/noshard"
 rm "$tmp/noshard/$shard"
-"$k3" weights sync "$tmp/noshard" s3://weights/noshard --progress none >/dev/null || fail "sync noshard"
+put noshard "$tmp/noshard" || fail "put noshard"
 cp -r "$tmp/model" "$tmp/trunc"
 truncate -s -16 "$tmp/trunc/$shard"
-"$k3" weights sync "$tmp/trunc" s3://weights/trunc --progress none >/dev/null || fail "sync trunc"
+put trunc "$tmp/trunc" || fail "put trunc"
 for case in noshard trunc; do
-  if timeout 60 "$k3" serve "s3://weights/$case" --host 127.0.0.1 --port "$(free_port)" >"$tmp/$case.log" 2>&1; then
-    fail "k3 serve s3://weights/$case started"
+  if timeout 60 "$k3" serve "$(uri "$case")" --host 127.0.0.1 --port "$(free_port)" >"$tmp/$case.log" 2>&1; then
+    fail "k3 serve $(uri "$case") started"
   fi
-  grep -q "s3://weights/$case/$shard" "$tmp/$case.log" || { cat "$tmp/$case.log"; fail "$case: object not named"; }
+  grep -q "$(uri "$case")/$shard" "$tmp/$case.log" || { cat "$tmp/$case.log"; fail "$case: object not named"; }
 done
-! grep -q S3RVER "$tmp/noshard.log" "$tmp/trunc.log" "$tmp/serve.log" || fail "a credential was printed"
-echo "serve_bucket_test: ok (both answered $local_answer)"
+! grep -q "$secret" "$tmp/noshard.log" "$tmp/trunc.log" "$tmp/serve.log" "$tmp/run_bucket.err" ||
+  fail "a credential was printed"
+[[ $scheme != hf || ! -s $fake_hub_leaks ]] || fail "the Hub token was sent to the redirect's host"
+echo "serve_bucket_test ($scheme): ok (both answered $local_answer)"
