@@ -80,7 +80,9 @@ run_tests() {
   return "$status"
 }
 
-case $phase in
+# Each phase ends with its wall time and CPU seconds (user + sys of everything it ran).
+TIMEFORMAT="arm64 $phase: %0R s wall, %0U s user + %0S s sys CPU"
+time case $phase in
   build) build ;;
   test) run_tests ;;
   all) build && run_tests ;;
