@@ -51,11 +51,13 @@
 # leaves the unit tests of seven logic folders to the sanitizer tree (313 -> 262 files, 703 -> 343 tests).
 # 2026-12-05 (issue 18): the arm64 stage (scripts/arm64_test.sh): the model core (base, io, kernels, model and
 # their kernel + golden tests; K3_CORE_ONLY) cross-compiled with g++-aarch64-linux-gnu, 60 files at -O2 with
-# Highway's NEON, SVE and SVE2 targets, in 175 CPU s (149 user + 26 sys); it starts in the background at
+# Highway's NEON, SVE and SVE2 targets, in 158-175 CPU s (user + sys), 75-116 as a unity build (adopted;
+# -O1 was no cheaper: 161 CPU s); it starts in the background at
 # nice 19 beside the sanitizer build. Its 49 tests then run under qemu-user once per CPU model (cortex-a72
-# NEON, a64fx SVE, max SVE2): 76-87 CPU s, 82 s wall at a load of 5 on this shared machine (~45 s on two idle
-# cores). Expected cost in wall time: that qemu step plus up to ~90 s more for the sanitizer build, which
-# shares the idle cores with the cross build: ~2-2.5 min, not yet measured in a whole run of this script.
+# NEON, a64fx SVE, max SVE2): 76-87 CPU s, 56-82 s wall at a load of 5 on this shared machine (~45 s on
+# two idle cores). Expected cost in wall time: that qemu step plus up to ~60 s more for the sanitizer
+# build, which shares the idle cores with the cross build: ~2 min, not yet measured in a whole run of this
+# script.
 # install-deps.sh adding the cross group (arm64 architecture, apt-get update, 7 packages and their
 # dependencies) took 48 s wall, 33 CPU s.
 # Measure a change in CPU seconds (user + sys), not wall time: the CI machine is shared. A compiler launcher
