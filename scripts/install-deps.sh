@@ -6,9 +6,12 @@
 #   scripts/install-deps.sh --build      what building the k3 binary needs (the Dockerfile's build stage)
 #   scripts/install-deps.sh --runtime    the shared libraries the k3 binary runs with (the image)
 #   scripts/install-deps.sh --reference  also python3-torch, for tools/reference (golden generation only)
-#   scripts/install-deps.sh --cross      only the arm64 cross toolchain, arm64 libraries and qemu-user
-# The default (build + tests) includes the cross group: scripts/test.sh's arm64 stage uses it. Its :arm64
-# packages need dpkg's arm64 foreign architecture, which this script adds (and then runs apt-get update).
+#   scripts/install-deps.sh --test       build + test dependencies and the cross group (scripts/test.sh)
+#   scripts/install-deps.sh --cross      only the cross group: the arm64 cross toolchain, arm64 libraries
+#                                        and qemu-user (scripts/arm64_test.sh)
+# The cross group's :arm64 packages need dpkg's arm64 foreign architecture, which this script adds (then
+# apt-get update fetches the arm64 package lists too); the default leaves it out, so scripts/quickstart.sh
+# does not change the machine's architectures.
 set -euo pipefail
 
 build=(
@@ -46,11 +49,12 @@ cross=(
 case "${1:-}" in
   --build) packages=("${build[@]}") ;;
   --runtime) packages=("${runtime[@]}") ;;
-  --reference) packages=("${build[@]}" "${tests[@]}" "${cross[@]}" python3-torch python3-numpy) ;;
+  --reference) packages=("${build[@]}" "${tests[@]}" python3-torch python3-numpy) ;;
+  --test) packages=("${build[@]}" "${tests[@]}" "${cross[@]}") ;;
   --cross) packages=("${cross[@]}") ;;
-  "") packages=("${build[@]}" "${tests[@]}" "${cross[@]}") ;;
+  "") packages=("${build[@]}" "${tests[@]}") ;;
   *)
-    echo "install-deps.sh: unknown option '$1' (use --build, --runtime, --reference or --cross)" >&2
+    echo "install-deps.sh: unknown option '$1' (use --build, --runtime, --reference, --test or --cross)" >&2
     exit 2
     ;;
 esac

@@ -65,7 +65,7 @@
 # finds the slow translation units.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-scripts/install-deps.sh || exit 1
+scripts/install-deps.sh --test || exit 1  # with the cross group for the arm64 stage
 
 passed=0
 failed=0
