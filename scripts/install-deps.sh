@@ -6,6 +6,12 @@
 #   scripts/install-deps.sh --build      what building the k3 binary needs (the Dockerfile's build stage)
 #   scripts/install-deps.sh --runtime    the shared libraries the k3 binary runs with (the image)
 #   scripts/install-deps.sh --reference  also python3-torch, for tools/reference (golden generation only)
+#   scripts/install-deps.sh --test       build + test dependencies and the cross group (scripts/test.sh)
+#   scripts/install-deps.sh --cross      only the cross group: the arm64 cross toolchain, arm64 libraries
+#                                        and qemu-user (scripts/arm64_test.sh)
+# The cross group's :arm64 packages need dpkg's arm64 foreign architecture, which this script adds (then
+# apt-get update fetches the arm64 package lists too); the default leaves it out, so scripts/quickstart.sh
+# does not change the machine's architectures.
 set -euo pipefail
 
 build=(
@@ -34,13 +40,21 @@ tests=(
   openssl  # tests/compat/http_layer: a self-signed certificate for the HTTPS test
   chromium  # tests/e2e: k3 bench SVG screenshot; with 23 libraries ~360 MB installed, ~1 min to install
 )
+# scripts/test.sh's arm64 stage (scripts/arm64_test.sh): cross-compiles the kernels and the model with
+# Debian's aarch64 toolchain against these arm64 libraries and runs their tests under qemu-user.
+cross=(
+  g++-aarch64-linux-gnu qemu-user-static
+  libhwy-dev:arm64 libfmt-dev:arm64 libspdlog-dev:arm64 libgtest-dev:arm64 libgmock-dev:arm64
+)
 case "${1:-}" in
   --build) packages=("${build[@]}") ;;
   --runtime) packages=("${runtime[@]}") ;;
   --reference) packages=("${build[@]}" "${tests[@]}" python3-torch python3-numpy) ;;
+  --test) packages=("${build[@]}" "${tests[@]}" "${cross[@]}") ;;
+  --cross) packages=("${cross[@]}") ;;
   "") packages=("${build[@]}" "${tests[@]}") ;;
   *)
-    echo "install-deps.sh: unknown option '$1' (use --build, --runtime or --reference)" >&2
+    echo "install-deps.sh: unknown option '$1' (use --build, --runtime, --reference, --test or --cross)" >&2
     exit 2
     ;;
 esac
@@ -59,5 +73,8 @@ echo "install-deps: installing ${missing[*]}" >&2
 sudo=""
 if [[ $(id -u) != 0 ]]; then sudo="sudo"; fi
 export DEBIAN_FRONTEND=noninteractive
+if [[ " ${missing[*]}" == *:arm64* ]] && ! dpkg --print-foreign-architectures | grep -qx arm64; then
+  $sudo dpkg --add-architecture arm64
+fi
 $sudo apt-get update -qq
 $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -49,12 +49,23 @@
 # separate fuzz tree: the tree with them compiled in 1,370 CPU s); the model, kernels, cache, engine and API
 # libraries are at -O1 there (engine tests 5-10x faster: the preemption test 33 -> 3 s); the release tree
 # leaves the unit tests of seven logic folders to the sanitizer tree (313 -> 262 files, 703 -> 343 tests).
+# 2026-12-05 (issue 18): the arm64 stage (scripts/arm64_test.sh): the model core (base, io, kernels, model and
+# their kernel + golden tests; K3_CORE_ONLY) cross-compiled with g++-aarch64-linux-gnu, 60 files at -O2 with
+# Highway's NEON, SVE and SVE2 targets, in 158-175 CPU s (user + sys), 75-116 as a unity build (adopted;
+# -O1 was no cheaper: 161 CPU s); it starts in the background at
+# nice 19 beside the sanitizer build. Its 49 tests then run under qemu-user once per CPU model (cortex-a72
+# NEON, a64fx SVE, max SVE2): 76-87 CPU s, 56-82 s wall at a load of 5 on this shared machine (~45 s on
+# two idle cores). Expected cost in wall time: that qemu step plus up to ~60 s more for the sanitizer
+# build, which shares the idle cores with the cross build: ~2 min, not yet measured in a whole run of this
+# script.
+# install-deps.sh adding the cross group (arm64 architecture, apt-get update, 7 packages and their
+# dependencies) took 48 s wall, 33 CPU s.
 # Measure a change in CPU seconds (user + sys), not wall time: the CI machine is shared. A compiler launcher
 # that logs each compile's CPU (`/usr/bin/time -a -o LOG -f "%U %S $out" "$@"` as CMAKE_CXX_COMPILER_LAUNCHER)
 # finds the slow translation units.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-scripts/install-deps.sh || exit 1
+scripts/install-deps.sh --test || exit 1  # with the cross group for the arm64 stage
 
 passed=0
 failed=0
@@ -130,6 +141,20 @@ if command -v clang++-14 >/dev/null; then
   asan_debug_flags=-gline-tables-only
   [[ -f fuzz/CMakeLists.txt ]] && fuzz=1
 fi
+# arm64 (scripts/arm64_test.sh): the model core cross-compiled for aarch64 in the background at nice 19
+# beside the sanitizer build; its tests run under qemu-user after the sanitizer tests (one step, below).
+mkdir -p build-arm64
+nice -n 19 scripts/arm64_test.sh build build-arm64 >build-arm64/build.log 2>&1 &
+arm64_build_pid=$!
+arm64_build_start=$SECONDS
+arm64_stage() {
+  local rc
+  wait "$arm64_build_pid"
+  rc=$?
+  tail -n 5 build-arm64/build.log
+  echo "build-arm64: exit $rc, $((SECONDS - arm64_build_start)) s since it started in the background"
+  ((rc == 0)) && scripts/arm64_test.sh test build-arm64
+}
 background_build build-asan "${asan_compiler[@]}" -DCMAKE_BUILD_TYPE=Debug -DK3_SANITIZE=ON -DK3_FUZZ=$((fuzz)) \
   -DK3_BUILD_BENCH=OFF -DK3_HWY_DISABLED_TARGETS=HWY_SSSE3+HWY_SSE4+HWY_AVX3 "-DCMAKE_CXX_FLAGS_DEBUG=$asan_debug_flags"
 step "tests (release)" ctest_dir build
@@ -139,6 +164,9 @@ step "rendered deployments (shellcheck, k3 --dry-run, cloud CLI argument checks)
 step "build (asan+ubsan, waiting for the rest)" wait_background_build build-asan
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
   step "tests (asan+ubsan)" ctest_dir build-asan
+# The arm64 tests under qemu-user (cortex-a72: NEON, a64fx: SVE, max: SVE2), once the cross build is done;
+# skipped with the reason when the cross compiler, the arm64 libraries or qemu are absent.
+step "arm64 (cross build + qemu)" arm64_stage
 
 # fuzz_one NAME SECONDS: runs build-asan/fuzz/NAME, seeded from fuzz/corpus/NAME/ (new inputs go to
 # build-asan/fuzz/corpus-NAME), output in build-asan/fuzz/NAME.log.

@@ -2,6 +2,16 @@
 // and the switch of the bf16 dot-product path (matmul_dpbf16.h).
 // Compiles matmul-inl.h once per SIMD target (hwy/foreach_target.h) and calls the best one the CPU
 // supports at run time, so the binary is built for the baseline ISA (no -march=native).
+//
+// arm64: the SVE targets are not compiled here. SVE vectors are sizeless types, which C++ cannot keep in
+// arrays, and matmul-inl.h holds its register tiles (accumulators, a weight chunk's vectors) in arrays.
+// Each file's dispatch only picks among its own targets, so on an SVE CPU the matmuls run the NEON
+// kernels (128-bit; Neoverse N2 and V2 have 128-bit SVE as well) while ops.cc's kernels run SVE.
+// K3_HWY_DISABLED_TARGETS is the library-wide list (src/kernels/CMakeLists.txt).
+#if defined(__aarch64__)
+#undef HWY_DISABLED_TARGETS
+#define HWY_DISABLED_TARGETS ((K3_HWY_DISABLED_TARGETS + 0) | HWY_SVE | HWY_SVE2 | HWY_SVE_256 | HWY_SVE2_128)
+#endif
 #include <atomic>
 #include <cstddef>
 #include <cstdint>

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <functional>
 #include <limits>
@@ -106,6 +107,10 @@ double SigmoidD(double v) { return 1.0 / (1.0 + std::exp(-v)); }
 TEST(DispatchTest, EveryCompiledTargetCanBeChosen) {
   const std::vector<int64_t> targets = CompiledTargets();
   ASSERT_FALSE(targets.empty());
+  // Named in the output: scripts/arm64_test.sh checks that each qemu CPU model gets the target it expects.
+  std::string names;
+  for (int64_t target : targets) names += std::string(names.empty() ? "" : " ") + hwy::TargetName(target);
+  std::printf("kernel targets: dispatch picks %s (this CPU runs: %s)\n", KernelTargetName(), names.c_str());
   // With no mock, the dispatch picks the best (lowest-bit) compiled target the CPU supports.
   EXPECT_STREQ(KernelTargetName(), hwy::TargetName(targets.front()));
 }
