@@ -82,15 +82,15 @@ Status WriteHiddenStates(const std::string& dir, const std::vector<std::vector<f
                              {static_cast<int64_t>(final_rows.size()) / hidden, hidden});
 }
 
-// The model of a bucket prefix as a one-process group member (no communicator, no leader).
-Result<model::GroupMember> LoadFromStore(const storage::ObjectUri& uri, const S3Flags& s3, ThreadPool* pool) {
+// This process's member of the group of a model in a bucket (each rank reads its own byte ranges).
+Result<model::GroupMember> LoadFromStore(const storage::ObjectUri& uri, const S3Flags& s3, ThreadPool* pool,
+                                         const dist::GroupPlan& group) {
   storage::StoreOptions options;
   options.s3 = s3.Options(storage::ProcessEnvironment());
   K3_ASSIGN_OR_RETURN(std::unique_ptr<storage::ObjectStore> store, storage::OpenObjectStore(uri, options));
-  K3_ASSIGN_OR_RETURN(model::RemoteModel remote, model::LoadModelFromStore(*store, pool));
-  model::GroupMember member;
-  member.model = std::move(remote.model);
-  return member;
+  K3_ASSIGN_OR_RETURN(model::RemoteGroupMember remote,
+                      model::JoinGroupAndLoadFromStore(*store, pool, group, K3_VERSION_STRING, nullptr));
+  return std::move(remote.member);
 }
 
 }  // namespace
@@ -135,21 +135,13 @@ void RegisterRunCommand(CLI::App& app) {
     }
     auto group = ResolveGroupFromFlags(flags->group);
     if (!group.ok()) return FailCommand("run", group.status().message(), 2);
-    // A bucket (s3://..., az://...): read into memory and checked as a local directory would be (one
-    // process).
+    // A bucket (s3://..., az://...): read into memory and checked as a local directory would be; with
+    // several ranks each reads its own part (--enable-expert-parallel: only its experts).
     std::optional<storage::ObjectUri> remote;
     if (dir.find("://") != std::string::npos) {
       auto uri = storage::ParseObjectUri(dir);
       if (!uri.ok()) return FailCommand("run", fmt::format("--model {}: {}", dir, uri.status().message()), 2);
       if (uri->scheme != storage::UriScheme::kFile) remote = *uri;
-      if (remote && group->world > 1) {
-        return FailCommand(
-            "run",
-            fmt::format("--model {}: a model in a bucket runs in one process; fix: `k3 weights "
-                        "sync` it to a local directory for several ranks",
-                        dir),
-            2);
-      }
     }
     const int threads = group->world > 1 ? DefaultThreadsPerRank(*group, flags->threads) : flags->threads;
     auto local_ranks = StartLocalRanks(*group, "run");
@@ -161,7 +153,7 @@ void RegisterRunCommand(CLI::App& app) {
       fingerprint = *fp;
     }
     ThreadPool pool(static_cast<size_t>(threads));
-    auto member = remote ? LoadFromStore(*remote, flags->s3, &pool)
+    auto member = remote ? LoadFromStore(*remote, flags->s3, &pool, *group)
                          : model::JoinGroupAndLoad(dir, &pool, *group, fingerprint, nullptr);
     if (!member.ok()) return FailCommand("run", member.status().ToString(), group->world > 1 ? 3 : 1);
     if (*local_ranks != nullptr) (*local_ranks)->ExpectExit();

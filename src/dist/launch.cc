@@ -228,17 +228,22 @@ Result<std::string> GroupFingerprint(const std::string& version, const std::stri
   std::ifstream config(fs::path(model_dir) / "config.json", std::ios::binary);
   if (!config) return NotFound("{}/config.json: cannot read it", model_dir);
   const std::string text((std::istreambuf_iterator<char>(config)), std::istreambuf_iterator<char>());
-  uint64_t hash = 1469598103934665603ULL;  // FNV-1a over config.json, then each shard's name and size
-  auto mix = [&hash](std::string_view bytes) {
-    for (unsigned char c : bytes) hash = (hash ^ c) * 1099511628211ULL;
-  };
-  mix(text);
   std::error_code ec;
-  std::vector<std::pair<std::string, uintmax_t>> shards;
+  std::vector<std::pair<std::string, uint64_t>> shards;
   for (const fs::directory_entry& e : fs::directory_iterator(model_dir, ec)) {
     if (e.path().extension() == ".safetensors")
       shards.emplace_back(e.path().filename().string(), e.file_size(ec));
   }
+  return CheckpointFingerprint(version, text, std::move(shards));
+}
+
+std::string CheckpointFingerprint(const std::string& version, std::string_view config_json,
+                                  std::vector<std::pair<std::string, uint64_t>> shards) {
+  uint64_t hash = 1469598103934665603ULL;  // FNV-1a over config.json, then each shard's name and size
+  auto mix = [&hash](std::string_view bytes) {
+    for (unsigned char c : bytes) hash = (hash ^ c) * 1099511628211ULL;
+  };
+  mix(config_json);
   std::sort(shards.begin(), shards.end());
   for (const auto& [name, size] : shards) mix(fmt::format("{}:{};", name, size));
   return fmt::format("k3 {} checkpoint {:016x}", version, hash);

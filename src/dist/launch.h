@@ -13,9 +13,12 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "src/base/status.h"
@@ -89,5 +92,9 @@ class LocalRanks {
 // A text that must be equal on every rank: the build and the checkpoint's config and shard sizes.
 // Ranks whose fingerprints differ are refused at start-up.
 Result<std::string> GroupFingerprint(const std::string& version, const std::string& model_dir);
+// The same text from config.json's bytes and the shards' (name, size) pairs, in any order (a model in a
+// bucket: its listing).
+std::string CheckpointFingerprint(const std::string& version, std::string_view config_json,
+                                  std::vector<std::pair<std::string, uint64_t>> shards);
 
 }  // namespace k3::dist

@@ -103,6 +103,32 @@ class GeneratorTest : public ::testing::Test {
 
 // ---- presets ---------------------------------------------------------------------------------------------
 
+// The routed expert of each tensor name (what an expert-parallel rank streaming from a bucket skips):
+// exactly the tensors of ListTensors that spell "experts.E.", and no shared-expert tensor.
+TEST(TensorsTest, RoutedExpertOfTensor) {
+  auto cfg = GeneratorPresetConfig("tiny-k3");
+  ASSERT_TRUE(cfg.ok());
+  std::map<int64_t, int> tensors_per_expert;
+  int others = 0;
+  for (const TensorSpec& t : ListTensors(*cfg)) {
+    const int64_t e = RoutedExpertOfTensor(t.name);
+    if (e < 0) {
+      ++others;
+      EXPECT_EQ(t.name.find(".experts."), std::string::npos) << t.name;
+    } else {
+      ++tensors_per_expert[e];
+    }
+  }
+  EXPECT_GT(others, 0);
+  ASSERT_EQ(static_cast<int64_t>(tensors_per_expert.size()), cfg->num_experts);
+  for (const auto& [e, n] : tensors_per_expert) EXPECT_EQ(n, tensors_per_expert.begin()->second) << e;
+  EXPECT_EQ(
+      RoutedExpertOfTensor("language_model.model.layers.1.block_sparse_moe.experts.12.w2.weight_packed"), 12);
+  EXPECT_EQ(RoutedExpertOfTensor("model.layers.1.block_sparse_moe.shared_experts.down_proj.weight"), -1);
+  EXPECT_EQ(RoutedExpertOfTensor("model.layers.1.block_sparse_moe.experts..w2"), -1);
+  EXPECT_EQ(RoutedExpertOfTensor("model.layers.1.block_sparse_moe.experts.3"), -1);
+}
+
 TEST(GeneratorPresetTest, NamesAndUnknownPreset) {
   EXPECT_EQ(GeneratorPresetNames(), (std::vector<std::string>{"tiny-k3", "tiny-kimi-linear", "mini-k3"}));
   Result<io::ModelConfig> unknown = GeneratorPresetConfig("huge-k3");

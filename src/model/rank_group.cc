@@ -98,13 +98,27 @@ Status RunWorker(Model& local, dist::Communicator& comm) {
 Result<GroupMember> JoinGroupAndLoad(const std::string& dir, ThreadPool* pool, const dist::GroupPlan& plan,
                                      const std::string& fingerprint,
                                      std::function<void(const Status&)> on_failure) {
-  GroupMember member;
   if (plan.world == 1) {
+    GroupMember member;
     K3_ASSIGN_OR_RETURN(member.model, Model::Load(dir, pool));
     return member;
   }
-  // A layout the checkpoint cannot take is refused before any rank waits for another.
   K3_ASSIGN_OR_RETURN(io::ModelConfig cfg, io::LoadModelConfig(dir));
+  return JoinGroupAndLoadWith(
+      cfg, plan, fingerprint, std::move(on_failure),
+      [&](const Parallelism& parallelism) { return Model::Load(dir, pool, parallelism); });
+}
+
+Result<GroupMember> JoinGroupAndLoadWith(const io::ModelConfig& cfg, const dist::GroupPlan& plan,
+                                         const std::string& fingerprint,
+                                         std::function<void(const Status&)> on_failure,
+                                         const ShardLoader& load) {
+  GroupMember member;
+  if (plan.world == 1) {
+    K3_ASSIGN_OR_RETURN(member.model, load(Parallelism{}));
+    return member;
+  }
+  // A layout the checkpoint cannot take is refused before any rank waits for another.
   K3_RETURN_IF_ERROR(CheckShardable(cfg, ShardSpec{plan.rank, plan.world, plan.expert_parallel}));
   dist::CommunicatorOptions options;
   options.rank = plan.rank;
@@ -116,7 +130,7 @@ Result<GroupMember> JoinGroupAndLoad(const std::string& dir, ThreadPool* pool, c
   options.fingerprint = fingerprint;
   K3_ASSIGN_OR_RETURN(member.comm, dist::CreateCommunicator(options));
   const ShardSpec shard{plan.rank, plan.world, plan.expert_parallel};
-  auto local = Model::Load(dir, pool, Parallelism{shard, member.comm.get()});
+  auto local = load(Parallelism{shard, member.comm.get()});
   // Every rank reaches this barrier, loaded or not, so a rank that failed to load does not leave the
   // others waiting for it until the timeout: they see its failure at the second barrier.
   const bool loaded = local.ok();

@@ -97,4 +97,13 @@ Result<GroupMember> JoinGroupAndLoad(const std::string& dir, ThreadPool* pool, c
                                      const std::string& fingerprint,
                                      std::function<void(const Status&)> on_failure);
 
+// The same for a model that is not a local directory (a bucket): `cfg` is its config (checked against the
+// layout before any rank waits for another), and `load` loads this rank's shard given its Parallelism
+// (shard spec and communicator; default-constructed in one process).
+using ShardLoader = std::function<Result<std::unique_ptr<Model>>(const Parallelism& parallelism)>;
+Result<GroupMember> JoinGroupAndLoadWith(const io::ModelConfig& cfg, const dist::GroupPlan& plan,
+                                         const std::string& fingerprint,
+                                         std::function<void(const Status&)> on_failure,
+                                         const ShardLoader& load);
+
 }  // namespace k3::model

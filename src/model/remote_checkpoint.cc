@@ -2,6 +2,7 @@
 // buffers the model keeps, a counting store wrapper feeding the progress log, then the local checks.
 #include "src/model/remote_checkpoint.h"
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <mutex>
@@ -13,8 +14,12 @@
 #include <nlohmann/json.hpp>
 
 #include "src/base/huge_pages.h"
+#include "src/dist/launch.h"
 #include "src/io/checkpoint.h"
 #include "src/io/model_config.h"
+#include "src/io/safetensors.h"
+#include "src/model/shard.h"
+#include "src/model/tensors.h"
 #include "src/storage/range_fetcher.h"
 #include "src/weights/manifest.h"
 
@@ -126,6 +131,53 @@ std::set<std::string> ShardNames(bool has_index, const std::string& index_text) 
   return names;
 }
 
+// Bytes [begin, begin + size) of one shard.
+struct ByteRange {
+  uint64_t begin = 0;
+  uint64_t size = 0;
+};
+
+// Ranges closer than this are read as one request (the gap's bytes are read and not used): the small
+// tensors between two large ones would otherwise be requests of their own. 64 KiB takes ~0.1 ms at
+// 1 GB/s, about what one more request costs; a K3 expert matrix is megabytes, so no expert is read for a
+// neighbour's sake.
+constexpr uint64_t kCoalesceGapBytes = uint64_t{64} << 10;
+
+// The bytes of `shard` a rank of an expert-parallel group reads: its header first (read here into
+// `dst`, which spans the whole shard), then every tensor except the routed experts of other ranks,
+// coalesced. The other ranks' experts stay unread zero pages of `dst` that nothing touches: ShardWeights
+// drops those experts (shard.h).
+Result<std::vector<ByteRange>> ExpertParallelRanges(storage::ObjectStore& store, const std::string& shard,
+                                                    std::span<uint8_t> dst, Range mine) {
+  const std::string what = store.Describe(shard);
+  if (dst.size() < 8) return DataLoss("{}: {} bytes, shorter than a safetensors header", what, dst.size());
+  if (Status s = store.ReadRange(shard, 0, dst.first(8)); !s.ok()) return Named(s, store, shard);
+  K3_ASSIGN_OR_RETURN(const uint64_t header,
+                      io::SafetensorsFile::HeaderLength(dst.data(), 8, dst.size(), what));
+  if (Status s = store.ReadRange(shard, 8, dst.subspan(8, header)); !s.ok()) return Named(s, store, shard);
+  K3_ASSIGN_OR_RETURN(std::unique_ptr<io::SafetensorsFile> file,
+                      io::SafetensorsFile::Parse(dst.data(), dst.size(), what));
+  std::vector<ByteRange> wanted;
+  for (const auto& [name, view] : file->tensors()) {
+    const int64_t expert = RoutedExpertOfTensor(name);
+    if (expert >= 0 && (expert < mine.begin || expert >= mine.end)) continue;
+    if (view.nbytes == 0) continue;
+    wanted.push_back({static_cast<uint64_t>(view.data - dst.data()), view.nbytes});
+  }
+  std::sort(wanted.begin(), wanted.end(),
+            [](const ByteRange& a, const ByteRange& b) { return a.begin < b.begin; });
+  std::vector<ByteRange> ranges;
+  for (const ByteRange& r : wanted) {
+    if (!ranges.empty() && r.begin <= ranges.back().begin + ranges.back().size + kCoalesceGapBytes) {
+      const uint64_t end = std::max(ranges.back().begin + ranges.back().size, r.begin + r.size);
+      ranges.back().size = end - ranges.back().begin;
+    } else {
+      ranges.push_back(r);
+    }
+  }
+  return ranges;
+}
+
 }  // namespace
 
 Result<RemoteModel> LoadModelFromStore(storage::ObjectStore& store, ThreadPool* pool,
@@ -166,7 +218,11 @@ Result<RemoteModel> LoadModelFromStore(storage::ObjectStore& store, ThreadPool* 
   auto storage_box = std::make_shared<RemoteStorage>();
   std::vector<storage::RangeRead> ranges;
   std::map<std::string, std::span<const uint8_t>> files;
-  uint64_t total = 0;
+  uint64_t total = 0, checkpoint_bytes = 0;
+  // An expert-parallel rank reads only its own routed experts (and everything else whole).
+  const ShardSpec& spec = parallelism.shard;
+  const bool own_experts_only = spec.sharded() && spec.expert_parallel;
+  const Range mine = own_experts_only ? SplitRange(cfg.num_experts, 1, spec.rank, spec.world) : Range{};
   for (const std::string& shard : shards) {
     auto info = store.Stat(shard);
     if (!info.ok()) {
@@ -186,9 +242,18 @@ Result<RemoteModel> LoadModelFromStore(storage::ObjectStore& store, ThreadPool* 
     }
     storage_box->buffers.emplace_back(info->size);
     std::span<uint8_t> dst(storage_box->buffers.back().data(), info->size);
-    ranges.push_back({shard, 0, dst});
     files[shard] = dst;
-    total += info->size;
+    checkpoint_bytes += info->size;
+    if (!own_experts_only) {
+      ranges.push_back({shard, 0, dst});
+      total += info->size;
+      continue;
+    }
+    K3_ASSIGN_OR_RETURN(std::vector<ByteRange> needed, ExpertParallelRanges(store, shard, dst, mine));
+    for (const ByteRange& r : needed) {
+      ranges.push_back({shard, r.begin, dst.subspan(r.begin, r.size)});
+      total += r.size;
+    }
   }
   for (const auto& [name, text] : text_files) {
     files[name] = std::span(reinterpret_cast<const uint8_t*>(text.data()), text.size());
@@ -196,6 +261,12 @@ Result<RemoteModel> LoadModelFromStore(storage::ObjectStore& store, ThreadPool* 
 
   spdlog::info("loading weights from {}: {} shard(s), {}, {} requests in flight (at most {} in flight)",
                location, shards.size(), MiB(total), options.concurrency, MiB(options.max_inflight_bytes));
+  if (own_experts_only) {
+    spdlog::info(
+        "rank {} of {} (expert parallel) reads {} of the checkpoint's {}: routed experts [{}, {}) of {} "
+        "and every other tensor",
+        spec.rank, spec.world, MiB(total), MiB(checkpoint_bytes), mine.begin, mine.end, cfg.num_experts);
+  }
   const auto t0 = std::chrono::steady_clock::now();
   if (options.progress != nullptr) {
     options.progress->SetTotalBytes(total);
@@ -221,6 +292,36 @@ Result<RemoteModel> LoadModelFromStore(storage::ObjectStore& store, ThreadPool* 
   auto model = Model::FromTensors(cfg, lookup, storage_box, pool, parallelism);
   if (!model.ok()) return model.status().WithPrefix(location);
   out.model = std::move(model).value();
+  return out;
+}
+
+Result<RemoteGroupMember> JoinGroupAndLoadFromStore(storage::ObjectStore& store, ThreadPool* pool,
+                                                    const dist::GroupPlan& plan, const std::string& version,
+                                                    std::function<void(const Status&)> on_failure,
+                                                    const RemoteLoadOptions& options) {
+  K3_ASSIGN_OR_RETURN(const std::string config_text, ReadSmall(store, "config.json"));
+  K3_ASSIGN_OR_RETURN(const io::ModelConfig cfg,
+                      io::ParseModelConfig(config_text, store.Describe("config.json")));
+  std::string fingerprint;
+  if (plan.world > 1) {
+    K3_ASSIGN_OR_RETURN(std::vector<storage::ObjectInfo> objects, store.List(""));
+    std::vector<std::pair<std::string, uint64_t>> shards;
+    for (const storage::ObjectInfo& o : objects) {
+      if (o.key.ends_with(".safetensors") && o.key.find('/') == std::string::npos)
+        shards.emplace_back(o.key, o.size);
+    }
+    fingerprint = dist::CheckpointFingerprint(version, config_text, std::move(shards));
+  }
+  RemoteGroupMember out;
+  K3_ASSIGN_OR_RETURN(
+      out.member, JoinGroupAndLoadWith(cfg, plan, fingerprint, std::move(on_failure),
+                                       [&](const Parallelism& parallelism) -> Result<std::unique_ptr<Model>> {
+                                         K3_ASSIGN_OR_RETURN(
+                                             RemoteModel remote,
+                                             LoadModelFromStore(store, pool, parallelism, options));
+                                         out.files = std::move(remote.files);
+                                         return std::move(remote.model);
+                                       }));
   return out;
 }
 

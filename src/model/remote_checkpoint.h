@@ -5,10 +5,14 @@
 // Model::FromTensors). When the prefix holds k3-manifest.json (`k3 weights sync`), every file's size is
 // checked against it first. Progress (bytes, rate, ETA) is logged at most every progress_interval.
 // Errors name the object's URI (never credentials).
+// A rank of an expert-parallel group (parallelism.shard) reads each shard's header, then only the byte
+// ranges of its own routed experts and of every other tensor: with E experts over t ranks it skips
+// (t-1)/t of the expert bytes. Other ranks (tensor parallel) read every shard whole.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -17,6 +21,7 @@
 #include "src/base/thread_pool.h"
 #include "src/model/load_progress.h"
 #include "src/model/model.h"
+#include "src/model/rank_group.h"
 #include "src/storage/object_store.h"
 
 namespace k3::model {
@@ -45,5 +50,18 @@ struct RemoteModel {
 Result<RemoteModel> LoadModelFromStore(storage::ObjectStore& store, ThreadPool* pool,
                                        const Parallelism& parallelism = {},
                                        const RemoteLoadOptions& options = {});
+
+// One process of a group (or the only one) serving a model in a bucket: config.json is read first (the
+// layout is checked against it before any rank waits for another), ranks compare a fingerprint of the
+// build, config.json and the listing's shard sizes (dist::CheckpointFingerprint), and each rank then loads
+// its shard with LoadModelFromStore (rank_group.h's JoinGroupAndLoadWith).
+struct RemoteGroupMember {
+  GroupMember member;
+  RemoteModelFiles files;
+};
+Result<RemoteGroupMember> JoinGroupAndLoadFromStore(storage::ObjectStore& store, ThreadPool* pool,
+                                                    const dist::GroupPlan& plan, const std::string& version,
+                                                    std::function<void(const Status&)> on_failure,
+                                                    const RemoteLoadOptions& options = {});
 
 }  // namespace k3::model

@@ -157,6 +157,20 @@ std::vector<TensorSpec> ListTensors(const io::ModelConfig& cfg) {
   return std::move(b.out);
 }
 
+int64_t RoutedExpertOfTensor(std::string_view name) {
+  constexpr std::string_view kMarker = "block_sparse_moe.experts.";
+  const size_t at = name.find(kMarker);
+  if (at == std::string_view::npos) return -1;
+  int64_t expert = 0;
+  size_t i = at + kMarker.size();
+  const size_t digits_begin = i;
+  for (; i < name.size() && name[i] >= '0' && name[i] <= '9' && i - digits_begin < 12; ++i) {
+    expert = expert * 10 + (name[i] - '0');
+  }
+  if (i == digits_begin || i >= name.size() || name[i] != '.') return -1;
+  return expert;
+}
+
 ParameterCount CountParameters(const io::ModelConfig& cfg) {
   ParameterCount count;
   int64_t embedding = 0;

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "src/io/dtype.h"
@@ -39,6 +40,10 @@ struct TensorSpec {
 std::string LayerTensorName(const io::ModelConfig& cfg, int64_t layer, const std::string& suffix);
 // Global name: "<prefix><suffix>" (e.g. "model.norm.weight", "lm_head.weight").
 std::string GlobalTensorName(const io::ModelConfig& cfg, const std::string& suffix);
+
+// The routed expert a tensor belongs to ("...block_sparse_moe.experts.7.w1.weight_packed" -> 7), or -1 for
+// every other tensor (shared experts included).
+int64_t RoutedExpertOfTensor(std::string_view name);
 
 // All text tensors in a stable order: globals, then per layer (norms, attention, ffn, experts by index).
 std::vector<TensorSpec> ListTensors(const io::ModelConfig& cfg);

@@ -62,15 +62,7 @@ Result<std::string> ResolveModelDir(const ServeConfig& config) {
     if (!config.resolve_model) return InvalidArgument("no --model given");
     K3_ASSIGN_OR_RETURN(dir, config.resolve_model());
   }
-  if (RemoteModelUri(dir)) {
-    if (config.group.world > 1) {
-      return Unimplemented(
-          "--model {}: serving from a bucket on several ranks is not supported yet; fix: copy the weights "
-          "to every node with `k3 weights sync` and serve the local directory",
-          dir);
-    }
-    return dir;
-  }
+  if (RemoteModelUri(dir)) return dir;
   if (!std::filesystem::is_directory(dir)) {
     return NotFound(
         "--model {}: not a directory. k3 serve loads a local checkpoint directory (config.json, "
@@ -116,19 +108,36 @@ Result<api::SamplingDefaults> GenerationDefaults(const ServeConfig& config, cons
   return defaults;
 }
 
-// Joins the group (if any) and loads the model of this rank.
+// Joins the group (if any) and loads the model of this rank from a directory or a bucket (`dir` is a URI);
+// a bucket's tokenizer and generation files come back in *remote_files (when not null).
 Status LoadModel(const ServeConfig& config, const std::string& dir, ThreadPool* pool,
-                 std::function<void(const Status&)> on_failure, model::GroupMember* out) {
-  std::string fingerprint;
+                 std::function<void(const Status&)> on_failure, model::LoadProgress* progress,
+                 model::GroupMember* out, model::RemoteModelFiles* remote_files) {
   if (config.group.world > 1) {
-    K3_ASSIGN_OR_RETURN(fingerprint, dist::GroupFingerprint(config.version, dir));
     spdlog::info(
         "rank {} of {} ({}, node {} of {}), rendezvous at {}:{}", config.group.rank, config.group.world,
         config.group.expert_parallel ? "tensor + expert parallel" : "tensor parallel", config.group.node_rank,
         config.group.nnodes, config.group.master_addr, config.group.master_port);
   }
-  K3_ASSIGN_OR_RETURN(*out,
-                      model::JoinGroupAndLoad(dir, pool, config.group, fingerprint, std::move(on_failure)));
+  if (std::optional<storage::ObjectUri> uri = RemoteModelUri(dir)) {
+    K3_ASSIGN_OR_RETURN(std::unique_ptr<storage::ObjectStore> store,
+                        storage::OpenObjectStore(*uri, config.store));
+    model::RemoteLoadOptions remote_load = config.remote_load;
+    remote_load.progress = progress;
+    if (progress != nullptr) progress->SetPhase(fmt::format("listing {}", store->Describe()));
+    K3_ASSIGN_OR_RETURN(model::RemoteGroupMember remote,
+                        model::JoinGroupAndLoadFromStore(*store, pool, config.group, config.version,
+                                                         std::move(on_failure), remote_load));
+    *out = std::move(remote.member);
+    if (remote_files != nullptr) *remote_files = std::move(remote.files);
+  } else {
+    std::string fingerprint;
+    if (config.group.world > 1) {
+      K3_ASSIGN_OR_RETURN(fingerprint, dist::GroupFingerprint(config.version, dir));
+    }
+    K3_ASSIGN_OR_RETURN(*out,
+                        model::JoinGroupAndLoad(dir, pool, config.group, fingerprint, std::move(on_failure)));
+  }
   if (config.on_group_formed) config.on_group_formed();
   return OkStatus();
 }
@@ -140,21 +149,14 @@ Status Load(const ServeConfig& config, OpenAiService* service, const std::string
   const auto t0 = std::chrono::steady_clock::now();
   out->pool = std::make_unique<ThreadPool>(static_cast<size_t>(config.threads));
   std::optional<std::string> remote_generation_config;
-  if (std::optional<storage::ObjectUri> uri = RemoteModelUri(dir)) {
-    K3_ASSIGN_OR_RETURN(std::unique_ptr<storage::ObjectStore> store,
-                        storage::OpenObjectStore(*uri, config.store));
-    model::RemoteLoadOptions remote_load = config.remote_load;
-    remote_load.progress = progress;
-    progress->SetPhase(fmt::format("listing {}", store->Describe()));
-    K3_ASSIGN_OR_RETURN(model::RemoteModel remote,
-                        model::LoadModelFromStore(*store, out->pool.get(), {}, remote_load));
-    K3_ASSIGN_OR_RETURN(tokenizer::Tokenizer tok,
-                        tokenizer::Tokenizer::LoadFromContents(
-                            store->Describe(), remote.files.tokenizer_model, remote.files.tokenizer_config));
+  if (RemoteModelUri(dir)) {
+    model::RemoteModelFiles files;
+    K3_RETURN_IF_ERROR(
+        LoadModel(config, dir, out->pool.get(), std::move(on_failure), progress, &out->member, &files));
+    K3_ASSIGN_OR_RETURN(tokenizer::Tokenizer tok, tokenizer::Tokenizer::LoadFromContents(
+                                                      dir, files.tokenizer_model, files.tokenizer_config));
     out->tokenizer = std::make_unique<tokenizer::Tokenizer>(std::move(tok));
-    out->member.model = std::move(remote.model);
-    remote_generation_config = std::move(remote.files.generation_config);
-    if (config.on_group_formed) config.on_group_formed();
+    remote_generation_config = std::move(files.generation_config);
   } else {
     progress->SetPhase(config.group.world > 1
                            ? fmt::format("joining the group of {} ranks and loading this rank's shard of {}",
@@ -162,7 +164,8 @@ Status Load(const ServeConfig& config, OpenAiService* service, const std::string
                            : fmt::format("loading {}", dir));
     K3_ASSIGN_OR_RETURN(tokenizer::Tokenizer tok, tokenizer::Tokenizer::LoadFromDirectory(dir));
     out->tokenizer = std::make_unique<tokenizer::Tokenizer>(std::move(tok));
-    K3_RETURN_IF_ERROR(LoadModel(config, dir, out->pool.get(), std::move(on_failure), &out->member));
+    K3_RETURN_IF_ERROR(
+        LoadModel(config, dir, out->pool.get(), std::move(on_failure), progress, &out->member, nullptr));
   }
   model::Model* model = out->member.model.get();
   const io::ModelConfig& cfg = model->config();
@@ -227,7 +230,7 @@ int RunWorkerRank(const ServeConfig& config) {
   }
   ThreadPool pool(static_cast<size_t>(config.threads));
   model::GroupMember member;
-  Status loaded = LoadModel(config, *dir, &pool, nullptr, &member);
+  Status loaded = LoadModel(config, *dir, &pool, nullptr, nullptr, &member, nullptr);
   if (!loaded.ok()) {
     spdlog::error("rank {}: {}", config.group.rank, loaded.ToString());
     return kExitGroupLost;
