@@ -8,6 +8,7 @@
 
 #include "src/base/file.h"
 #include "src/storage/form_post.h"
+#include "src/storage/percent_encoding.h"
 #include "src/storage/xml_tree.h"
 
 namespace k3::storage {
@@ -65,8 +66,8 @@ Result<AwsCredentials> AssumeRoleWithWebIdentity(const EnvLookup& env) {
 
   const std::string form =
       "Action=AssumeRoleWithWebIdentity&Version=2011-06-15&DurationSeconds=3600&RoleArn=" +
-      FormEncode(*role_arn) + "&RoleSessionName=" + FormEncode(session) +
-      "&WebIdentityToken=" + FormEncode(*token);
+      PercentEncode(*role_arn, false) + "&RoleSessionName=" + PercentEncode(session, false) +
+      "&WebIdentityToken=" + PercentEncode(*token, false);
   auto reply = PostForm(endpoint + "/", form, "application/xml", kAttempts);
   if (!reply.ok()) return reply.status().WithPrefix(fmt::format("{} (after {} attempts)", source, kAttempts));
   return ParseAssumeRoleReply(reply->body, reply->status, source);

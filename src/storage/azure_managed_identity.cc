@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "src/storage/form_post.h"
+#include "src/storage/percent_encoding.h"
 
 namespace k3::storage {
 
@@ -16,8 +17,8 @@ Result<AzureBearerToken> FetchManagedIdentityToken(const EnvLookup& env) {
                                          client_id ? "client " + *client_id : "system-assigned", host);
   CredentialRequest request;
   request.url = host + "/metadata/identity/oauth2/token?api-version=2018-02-01&resource=" +
-                FormEncode("https://storage.azure.com/") +
-                (client_id ? "&client_id=" + FormEncode(*client_id) : "");
+                PercentEncode("https://storage.azure.com/", false) +
+                (client_id ? "&client_id=" + PercentEncode(*client_id, false) : "");
   request.headers = {"Metadata: true", "Accept: application/json"};
   request.connect_timeout_ms = 2'000;
   request.timeout_ms = 10'000;

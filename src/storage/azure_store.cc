@@ -14,7 +14,7 @@
 #include "src/storage/azure_request.h"
 #include "src/storage/azure_shared_key.h"
 #include "src/storage/azure_xml.h"
-#include "src/storage/s3_store.h"  // AwsUriEncode: RFC 3986 encoding, which Azure paths and queries take too
+#include "src/storage/percent_encoding.h"
 #include "src/storage/store_exchange.h"
 
 namespace k3::storage {
@@ -105,10 +105,10 @@ std::string AzureStore::Redact(std::string text) const {
 Result<AzureStore::Reply> AzureStore::Execute(Request& request, const std::vector<long>& accepted) {
   // The path as sent (and signed): [endpoint path]/container[/blob], blob names RFC 3986-encoded.
   std::string url_path = endpoint_path_ + "/" + uri_.bucket;
-  if (!request.blob.empty()) url_path += "/" + AwsUriEncode(request.blob, /*keep_slash=*/true);
+  if (!request.blob.empty()) url_path += "/" + PercentEncode(request.blob, /*keep_slash=*/true);
   std::string query;
   for (const auto& [name, value] : request.query) {
-    query += (query.empty() ? "" : "&") + AwsUriEncode(name, false) + "=" + AwsUriEncode(value, false);
+    query += (query.empty() ? "" : "&") + PercentEncode(name, false) + "=" + PercentEncode(value, false);
   }
   if (access_.credentials.kind == AzureAuthKind::kSas) {
     query += (query.empty() ? "" : "&") + access_.credentials.sas_token;

@@ -8,7 +8,7 @@
 #include <chrono>
 
 #include "src/storage/azure_shared_key.h"
-#include "src/storage/s3_store.h"  // AwsUriEncode
+#include "src/storage/percent_encoding.h"
 #include "src/storage/testing/azurite_process.h"
 #include "src/storage/testing/fault_proxy.h"
 
@@ -41,8 +41,8 @@ std::string AccountSas(const std::string& permissions, const std::string& key) {
   const std::string version = "2019-12-12", expiry = "2099-01-01T00:00:00Z";
   const std::string string_to_sign =
       std::string(kAzuriteAccount) + "\n" + permissions + "\nb\nsco\n\n" + expiry + "\n\n\n" + version + "\n";
-  return "sv=" + version + "&ss=b&srt=sco&sp=" + permissions + "&se=" + AwsUriEncode(expiry, false) +
-         "&sig=" + AwsUriEncode(HmacSha256Base64(key, string_to_sign), false);
+  return "sv=" + version + "&ss=b&srt=sco&sp=" + permissions + "&se=" + PercentEncode(expiry, false) +
+         "&sig=" + PercentEncode(HmacSha256Base64(key, string_to_sign), false);
 }
 
 class AzureStoreTest : public ::testing::Test {

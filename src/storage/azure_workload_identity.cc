@@ -6,6 +6,7 @@
 
 #include "src/base/file.h"
 #include "src/storage/form_post.h"
+#include "src/storage/percent_encoding.h"
 
 namespace k3::storage {
 namespace {
@@ -56,10 +57,11 @@ Result<AzureBearerToken> ExchangeFederatedToken(const EnvLookup& env) {
   if (token->empty()) return InvalidArgument("{}: the token file is empty", source);
 
   const std::string url = authority + "/" + *tenant_id + "/oauth2/v2.0/token";
-  const std::string form = "client_id=" + FormEncode(*client_id) + "&scope=" + FormEncode(kStorageScope) +
+  const std::string form = "client_id=" + PercentEncode(*client_id, false) +
+                           "&scope=" + PercentEncode(kStorageScope, false) +
                            "&grant_type=client_credentials&client_assertion_type=" +
-                           FormEncode("urn:ietf:params:oauth:client-assertion-type:jwt-bearer") +
-                           "&client_assertion=" + FormEncode(*token);
+                           PercentEncode("urn:ietf:params:oauth:client-assertion-type:jwt-bearer", false) +
+                           "&client_assertion=" + PercentEncode(*token, false);
   auto reply = PostForm(url, form, "application/json", kAttempts);
   if (!reply.ok()) return reply.status().WithPrefix(fmt::format("{} (after {} attempts)", source, kAttempts));
   K3_ASSIGN_OR_RETURN(std::string access_token, ParseTokenReply(reply->body, reply->status, source));

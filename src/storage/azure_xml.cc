@@ -4,34 +4,12 @@
 #include <charconv>
 
 #include "src/base/xml_escape.h"
+#include "src/storage/percent_encoding.h"
 #include "src/storage/s3_xml.h"
 #include "src/storage/xml_tree.h"
 
 namespace k3::storage {
 namespace {
-
-// "a%20b" -> "a b"; a '%' not followed by two hex digits is an error naming the document.
-Result<std::string> PercentDecode(std::string_view text, std::string_view what) {
-  auto hex = [](char c) -> int {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-  };
-  std::string out;
-  for (size_t i = 0; i < text.size(); ++i) {
-    if (text[i] != '%') {
-      out += text[i];
-      continue;
-    }
-    const int high = i + 2 < text.size() ? hex(text[i + 1]) : -1;
-    const int low = i + 2 < text.size() ? hex(text[i + 2]) : -1;
-    if (high < 0 || low < 0) return DataLoss("{}: a blob name marked Encoded has a bad '%' escape", what);
-    out += static_cast<char>(high * 16 + low);
-    i += 2;
-  }
-  return out;
-}
 
 // A non-negative decimal integer, or DataLoss naming the field.
 Result<uint64_t> ParseSize(const std::string& text, std::string_view what, std::string_view field,
@@ -77,7 +55,9 @@ Result<ListBlobsPage> ParseListBlobs(std::string_view xml, std::string_view what
     info.key = name->text;
     if (name->Attribute("Encoded") == "true") {
       // Names holding characters XML 1.0 cannot carry come percent-encoded (Encoded="true").
-      K3_ASSIGN_OR_RETURN(info.key, PercentDecode(name->text, what));
+      std::optional<std::string> decoded = PercentDecode(name->text);
+      if (!decoded) return DataLoss("{}: a blob name marked Encoded has a bad '%' escape", what);
+      info.key = std::move(*decoded);
     }
     const XmlElement* properties = blob->Child("Properties");
     if (properties == nullptr) return DataLoss("{}: blob '{}' has no <Properties>", what, info.key);

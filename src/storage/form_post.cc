@@ -1,9 +1,8 @@
-// SendCredentialRequest, PostForm and FormEncode (form_post.h).
+// SendCredentialRequest and PostForm (form_post.h).
 #include "src/storage/form_post.h"
 
 #include <curl/curl.h>
 
-#include <cctype>
 #include <chrono>
 #include <thread>
 
@@ -20,21 +19,6 @@ size_t AppendBody(char* data, size_t size, size_t count, void* out) {
 }
 
 }  // namespace
-
-std::string FormEncode(std::string_view value) {
-  static const char kHex[] = "0123456789ABCDEF";
-  std::string out;
-  for (unsigned char c : value) {
-    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
-      out += static_cast<char>(c);
-    } else {
-      out += '%';
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    }
-  }
-  return out;
-}
 
 Result<FormPostReply> SendCredentialRequest(const CredentialRequest& request) {
   EnsureCurlInitialized();

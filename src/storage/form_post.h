@@ -18,9 +18,6 @@ struct FormPostReply {
   std::string body;  // at most 1 MiB (a token reply is a few KiB)
 };
 
-// RFC 3986 percent-encoding of one form value (unreserved characters kept).
-std::string FormEncode(std::string_view value);
-
 struct CredentialRequest {
   std::string method = "GET";  // GET | PUT | POST
   std::string url;

@@ -11,6 +11,7 @@
 #include "src/storage/azure_shared_key.h"         // Base64Encode
 #include "src/storage/azure_workload_identity.h"  // ParseTokenReply
 #include "src/storage/form_post.h"
+#include "src/storage/percent_encoding.h"
 
 namespace k3::storage {
 namespace {
@@ -98,8 +99,8 @@ Result<GoogleAccessToken> GoogleTokenFromKeyFile(std::string_view json_text, con
     auto jwt = SignJwtRs256(header.dump(), claims.dump(), pem);
     if (!jwt.ok()) return jwt.status().WithPrefix(source);
     return Exchange(token_uri,
-                    "grant_type=" + FormEncode("urn:ietf:params:oauth:grant-type:jwt-bearer") +
-                        "&assertion=" + FormEncode(*jwt),
+                    "grant_type=" + PercentEncode("urn:ietf:params:oauth:grant-type:jwt-bearer", false) +
+                        "&assertion=" + PercentEncode(*jwt, false),
                     source);
   }
   if (type == "authorized_user") {
@@ -111,8 +112,9 @@ Result<GoogleAccessToken> GoogleTokenFromKeyFile(std::string_view json_text, con
                              where);
     }
     return Exchange(token_uri,
-                    "grant_type=refresh_token&client_id=" + FormEncode(client_id) + "&client_secret=" +
-                        FormEncode(client_secret) + "&refresh_token=" + FormEncode(refresh_token),
+                    "grant_type=refresh_token&client_id=" + PercentEncode(client_id, false) +
+                        "&client_secret=" + PercentEncode(client_secret, false) +
+                        "&refresh_token=" + PercentEncode(refresh_token, false),
                     fmt::format("authorized user {} ({})", client_id, where));
   }
   return InvalidArgument(

@@ -6,7 +6,7 @@
 
 #include "src/base/curl_transport.h"  // EnsureCurlInitialized
 #include "src/storage/hf_tree.h"
-#include "src/storage/s3_store.h"  // AwsUriEncode: RFC 3986 encoding
+#include "src/storage/percent_encoding.h"
 
 namespace k3::storage {
 namespace {
@@ -54,8 +54,8 @@ HfStore::HfStore(ObjectUri uri, HfOptions options) : uri_(std::move(uri)), optio
 std::string HfStore::Describe(std::string_view key) const { return uri_.Describe(key); }
 
 std::string HfStore::ResolveUrl(std::string_view key) const {
-  return options_.endpoint + "/" + AwsUriEncode(uri_.bucket, true) + "/resolve/" +
-         AwsUriEncode(uri_.revision, false) + "/" + AwsUriEncode(root_ + std::string(key), true);
+  return options_.endpoint + "/" + PercentEncode(uri_.bucket, true) + "/resolve/" +
+         PercentEncode(uri_.revision, false) + "/" + PercentEncode(root_ + std::string(key), true);
 }
 
 Result<StoreReply> HfStore::Execute(const std::string& method, const std::string& url,
@@ -98,9 +98,9 @@ Result<std::vector<ObjectInfo>> HfStore::List(std::string_view prefix) {
   const std::string what = Describe(prefix);
   std::string dir = root_;
   if (!dir.empty()) dir.pop_back();
-  std::string url = options_.endpoint + "/api/models/" + AwsUriEncode(uri_.bucket, true) + "/tree/" +
-                    AwsUriEncode(uri_.revision, false) + (dir.empty() ? "" : "/" + AwsUriEncode(dir, true)) +
-                    "?recursive=true";
+  std::string url = options_.endpoint + "/api/models/" + PercentEncode(uri_.bucket, true) + "/tree/" +
+                    PercentEncode(uri_.revision, false) +
+                    (dir.empty() ? "" : "/" + PercentEncode(dir, true)) + "?recursive=true";
   std::vector<ObjectInfo> out;
   for (int page = 0; !url.empty(); ++page) {
     if (page >= 100'000) return DataLoss("{}: the Hub's listing did not end after 100,000 pages", what);

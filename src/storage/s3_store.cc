@@ -4,9 +4,9 @@
 #include <curl/curl.h>
 
 #include <algorithm>
-#include <cctype>
 
 #include "src/base/curl_transport.h"
+#include "src/storage/percent_encoding.h"
 #include "src/storage/s3_request.h"
 #include "src/storage/s3_xml.h"
 #include "src/storage/sha256.h"
@@ -16,21 +16,6 @@ namespace k3::storage {
 
 Result<std::unique_ptr<ObjectWriter>> OpenS3Writer(S3Store* store, std::string_view key,
                                                    const WriteOptions& options);
-
-std::string AwsUriEncode(std::string_view text, bool keep_slash) {
-  static const char kHex[] = "0123456789ABCDEF";
-  std::string out;
-  for (unsigned char c : text) {
-    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~' || (keep_slash && c == '/')) {
-      out += static_cast<char>(c);
-    } else {
-      out += '%';
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    }
-  }
-  return out;
-}
 
 S3Options S3OptionsFromEnvironment(const EnvLookup& env) {
   S3Options options;
@@ -100,7 +85,7 @@ std::string S3Store::UrlOf(const std::string& full_key, const std::string& query
     url = options_.endpoint.substr(0, host_begin) + uri_.bucket + "." + options_.endpoint.substr(host_begin) +
           "/";
   }
-  url += AwsUriEncode(full_key, /*keep_slash=*/true);
+  url += PercentEncode(full_key, /*keep_slash=*/true);
   if (!query.empty()) url += "?" + query;
   return url;
 }
@@ -110,7 +95,7 @@ Result<S3Store::Reply> S3Store::Execute(Request& request, const std::vector<long
   std::string query;
   for (const auto& [name, value] : request.query) {
     if (!query.empty()) query += '&';
-    query += AwsUriEncode(name, false) + "=" + AwsUriEncode(value, false);
+    query += PercentEncode(name, false) + "=" + PercentEncode(value, false);
   }
   const std::string payload_hash =
       Sha256Hex(std::string_view(reinterpret_cast<const char*>(request.body.data()), request.body.size()));

@@ -105,8 +105,4 @@ class S3Store : public ObjectStore {
   CurlHandlePool handles_;
 };
 
-// RFC 3986 encoding as AWS Signature V4 wants it: unreserved characters kept, everything else %XX
-// (upper-case hex); '/' kept when keep_slash (object keys in paths).
-std::string AwsUriEncode(std::string_view text, bool keep_slash);
-
 }  // namespace k3::storage
