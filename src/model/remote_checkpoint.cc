@@ -22,6 +22,7 @@
 #include "src/model/tensors.h"
 #include "src/storage/range_fetcher.h"
 #include "src/weights/manifest.h"
+#include "src/weights/shard_header.h"
 
 namespace k3::model {
 namespace {
@@ -150,11 +151,9 @@ constexpr uint64_t kCoalesceGapBytes = uint64_t{64} << 10;
 Result<std::vector<ByteRange>> ExpertParallelRanges(storage::ObjectStore& store, const std::string& shard,
                                                     std::span<uint8_t> dst, Range mine) {
   const std::string what = store.Describe(shard);
-  if (dst.size() < 8) return DataLoss("{}: {} bytes, shorter than a safetensors header", what, dst.size());
-  if (Status s = store.ReadRange(shard, 0, dst.first(8)); !s.ok()) return Named(s, store, shard);
-  K3_ASSIGN_OR_RETURN(const uint64_t header,
-                      io::SafetensorsFile::HeaderLength(dst.data(), 8, dst.size(), what));
-  if (Status s = store.ReadRange(shard, 8, dst.subspan(8, header)); !s.ok()) return Named(s, store, shard);
+  auto prefix = weights::ReadShardPrefix(store, shard, dst.size());
+  if (!prefix.ok()) return Named(prefix.status(), store, shard);
+  std::copy(prefix->begin(), prefix->end(), dst.begin());
   K3_ASSIGN_OR_RETURN(std::unique_ptr<io::SafetensorsFile> file,
                       io::SafetensorsFile::Parse(dst.data(), dst.size(), what));
   std::vector<ByteRange> wanted;

@@ -10,6 +10,7 @@
 #include "src/io/safetensors.h"
 #include "src/storage/sha256.h"
 #include "src/weights/manifest.h"
+#include "src/weights/shard_header.h"
 
 namespace k3::weights {
 namespace {
@@ -20,16 +21,7 @@ using storage::ObjectStore;
 // Reads and checks one shard's header; returns its tensor names.
 Result<std::set<std::string>> CheckHeader(ObjectStore& store, const ObjectInfo& file) {
   const std::string what = store.Describe(file.key);
-  uint8_t length_bytes[8] = {0};
-  if (file.size < 8) {
-    return DataLoss("{}: {} bytes, shorter than the 8-byte header length of a safetensors file", what,
-                    file.size);
-  }
-  K3_RETURN_IF_ERROR(store.ReadRange(file.key, 0, length_bytes));
-  K3_ASSIGN_OR_RETURN(const uint64_t header_len,
-                      io::SafetensorsFile::HeaderLength(length_bytes, 8, file.size, what));
-  std::vector<uint8_t> prefix(8 + header_len);
-  K3_RETURN_IF_ERROR(store.ReadRange(file.key, 0, prefix));
+  K3_ASSIGN_OR_RETURN(const std::vector<uint8_t> prefix, ReadShardPrefix(store, file.key, file.size));
   K3_ASSIGN_OR_RETURN(std::unique_ptr<io::SafetensorsFile> parsed,
                       io::SafetensorsFile::ParseHeader(prefix.data(), prefix.size(), file.size, what));
   std::set<std::string> names;
