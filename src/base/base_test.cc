@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <thread>
 #include <utility>
@@ -111,6 +112,23 @@ TEST(HugePageBuffer, AlignedZeroedAndMovable) {
   EXPECT_EQ(HugePageBuffer(0).data(), nullptr);
   EXPECT_EQ(HugePageAlign(1), kHugePageBytes);
   EXPECT_EQ(HugePageAlign(kHugePageBytes), kHugePageBytes);
+}
+
+TEST(HugePageBuffer, ReleasedPagesReadAsZerosAndTheRestKeepsItsBytes) {
+  HugePageBuffer buffer(kHugePageBytes + 5000);
+  std::memset(buffer.data(), 0xAB, buffer.size());
+  // Only whole 4 KiB pages inside the range: [100, 9000) releases [4096, 8192).
+  EXPECT_EQ(buffer.ReleasePages(100, 8900), 4096u);
+  for (size_t i : {size_t{0}, size_t{4095}, size_t{8192}, size_t{8999}})
+    EXPECT_EQ(buffer.data()[i], 0xAB) << i;
+  for (size_t i : {size_t{4096}, size_t{6000}, size_t{8191}}) EXPECT_EQ(buffer.data()[i], 0) << i;
+  // A range past the end is clipped; the partial last page stays.
+  EXPECT_EQ(buffer.ReleasePages(kHugePageBytes, 1 << 30), 4096u);
+  EXPECT_EQ(buffer.data()[kHugePageBytes + 4095], 0);
+  EXPECT_EQ(buffer.data()[kHugePageBytes + 4096], 0xAB);
+  EXPECT_EQ(buffer.ReleasePages(buffer.size(), 10), 0u);
+  EXPECT_EQ(buffer.ReleasePages(10, 20), 0u);  // no whole page inside
+  EXPECT_EQ(buffer.data()[10], 0xAB);
 }
 
 }  // namespace

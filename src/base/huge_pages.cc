@@ -3,6 +3,7 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cstring>
 #include <new>
 #include <utility>
@@ -35,6 +36,18 @@ void HugePageBuffer::Release() {
   data_ = nullptr;
   mapping_ = nullptr;
   size_ = mapping_bytes_ = 0;
+}
+
+size_t HugePageBuffer::ReleasePages(size_t offset, size_t length) {
+  constexpr size_t kPage = 4096;
+  if (mapping_ == nullptr || offset >= size_) return 0;
+  const size_t end = std::min(size_, offset + std::min(length, size_ - offset));
+  // data_ is 2 MiB-aligned, so offsets rounded to 4 KiB are page addresses.
+  const size_t first = (offset + kPage - 1) / kPage * kPage;
+  const size_t last = end / kPage * kPage;
+  if (last <= first) return 0;
+  if (::madvise(data_ + first, last - first, MADV_DONTNEED) != 0) return 0;
+  return last - first;
 }
 
 HugePageBuffer::~HugePageBuffer() { Release(); }

@@ -31,6 +31,9 @@ class HugePageBuffer {
   HugePageBuffer& operator=(const HugePageBuffer&) = delete;
 
   uint8_t* data() const { return data_; }
+  // Hands the whole 4 KiB pages inside [offset, offset + length) back to the system; they read as zeros
+  // afterwards. Returns the bytes released (0 for the heap fallback, which keeps its pages).
+  size_t ReleasePages(size_t offset, size_t length);
   size_t size() const { return size_; }
   template <class T>
   T* as() const {

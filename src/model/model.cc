@@ -89,6 +89,7 @@ class ModelImpl final : public Model {
   double CollectiveSeconds() const override { return collectives_.seconds(); }
   Status Execute(const StepPlan& plan, ForwardOutput* out) override;
   void SetKdaPrefillForm(KdaPrefillForm form) override { s_.kda.prefill_form = form; }
+  std::vector<std::span<const uint8_t>> ViewedStorage() const override { return ViewedBytes(*weights_); }
 
  private:
   // The forward pass over the batch's segments (their states prepared, tokens checked).

@@ -102,6 +102,9 @@ class Model {
   virtual double CollectiveSeconds() const { return 0.0; }
   // KDA prefill algorithm (kda_core.h); kRecurrent by default.
   virtual void SetKdaPrefillForm(KdaPrefillForm form) = 0;
+  // The bytes of FromTensors' storage this model reads (its weights as viewed, ViewedBytes in
+  // weights.h): a loader may hand every other page of its buffers back to the system.
+  virtual std::vector<std::span<const uint8_t>> ViewedStorage() const = 0;
 
   // One engine drives a model at a time: its KV cache chooses the block ids of the model's paged MLA
   // memory. Engine::Create claims the model (false: another engine holds it); the engine releases it.

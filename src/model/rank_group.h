@@ -44,6 +44,7 @@ class LeaderModel final : public Model {
   Status Execute(const StepPlan& plan, ForwardOutput* out) override;
   double CollectiveSeconds() const override { return local_->CollectiveSeconds() + plan_seconds_; }
   void SetKdaPrefillForm(KdaPrefillForm form) override { local_->SetKdaPrefillForm(form); }
+  std::vector<std::span<const uint8_t>> ViewedStorage() const override { return local_->ViewedStorage(); }
 
   // Tells every worker to leave its loop (success) and stops the heartbeat. Idempotent.
   Status Shutdown();

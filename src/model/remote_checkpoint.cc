@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
+#include <cstring>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -177,6 +178,32 @@ Result<std::vector<ByteRange>> ExpertParallelRanges(storage::ObjectStore& store,
   return ranges;
 }
 
+// Hands back the pages of `buffers` that no view of the model covers: tensors it converted or copied
+// (conv taps, column slices of a tensor-parallel rank), the rows of other ranks, tensors it does not use.
+// Each shard's length field and JSON header stay (the checkpoint's names point into them). Returns the
+// bytes released.
+uint64_t ReleaseUnviewed(std::vector<HugePageBuffer>& buffers, std::vector<std::span<const uint8_t>> viewed) {
+  std::sort(viewed.begin(), viewed.end(),
+            [](std::span<const uint8_t> a, std::span<const uint8_t> b) { return a.data() < b.data(); });
+  uint64_t released = 0;
+  for (HugePageBuffer& buffer : buffers) {
+    const uint8_t* begin = buffer.data();
+    const uint8_t* end = begin + buffer.size();
+    uint64_t header_len = 0;
+    if (buffer.size() >= 8) std::memcpy(&header_len, begin, 8);  // little-endian hosts (x86-64, arm64)
+    size_t kept_to = buffer.size() < 8 ? buffer.size() : 8 + std::min<size_t>(header_len, buffer.size() - 8);
+    auto it = std::lower_bound(viewed.begin(), viewed.end(), begin,
+                               [](std::span<const uint8_t> s, const uint8_t* p) { return s.data() < p; });
+    for (; it != viewed.end() && it->data() < end; ++it) {
+      const size_t from = static_cast<size_t>(it->data() - begin);
+      if (from > kept_to) released += buffer.ReleasePages(kept_to, from - kept_to);
+      kept_to = std::max(kept_to, std::min(buffer.size(), from + it->size()));
+    }
+    if (kept_to < buffer.size()) released += buffer.ReleasePages(kept_to, buffer.size() - kept_to);
+  }
+  return released;
+}
+
 }  // namespace
 
 Result<RemoteModel> LoadModelFromStore(storage::ObjectStore& store, ThreadPool* pool,
@@ -281,8 +308,10 @@ Result<RemoteModel> LoadModelFromStore(storage::ObjectStore& store, ThreadPool* 
     K3_RETURN_IF_ERROR(storage::ReadRangesParallel(counting, ranges, read));
   }
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  spdlog::info("read {} from {} in {:.2f} s ({}/s)", MiB(total), location, s,
-               MiB(s > 0 ? static_cast<uint64_t>(static_cast<double>(total) / s) : total));
+  const double bytes_per_s = s > 0 ? static_cast<double>(total) / s : static_cast<double>(total);
+  // The measured rate in the unit `k3 plan --weights-bandwidth` takes, for the probe budgets it renders.
+  spdlog::info("read {} from {} in {:.2f} s ({}/s; k3 plan --weights-bandwidth {:.0f}MB/s)", MiB(total),
+               location, s, MiB(static_cast<uint64_t>(bytes_per_s)), std::max(1.0, bytes_per_s / 1e6));
 
   if (options.progress != nullptr) options.progress->SetPhase("checking the checkpoint and binding tensors");
   K3_ASSIGN_OR_RETURN(storage_box->checkpoint, io::Checkpoint::FromMemory(location, files));
@@ -291,6 +320,11 @@ Result<RemoteModel> LoadModelFromStore(storage::ObjectStore& store, ThreadPool* 
   auto model = Model::FromTensors(cfg, lookup, storage_box, pool, parallelism);
   if (!model.ok()) return model.status().WithPrefix(location);
   out.model = std::move(model).value();
+  const uint64_t released = ReleaseUnviewed(storage_box->buffers, out.model->ViewedStorage());
+  spdlog::info(
+      "weights in memory: at most {} of the checkpoint's {} ({} handed back: not viewed by this "
+      "rank's tensors)",
+      MiB(checkpoint_bytes - std::min(checkpoint_bytes, released)), MiB(checkpoint_bytes), MiB(released));
   return out;
 }
 

@@ -253,4 +253,57 @@ Result<std::unique_ptr<ModelWeights>> BindWeights(const io::ModelConfig& cfg, co
   return weights;
 }
 
+namespace {
+
+void AddMatrix(const Bf16Matrix& m, std::vector<std::span<const uint8_t>>* out) {
+  if (m.data == nullptr || m.rows * m.cols == 0) return;
+  out->emplace_back(reinterpret_cast<const uint8_t*>(m.data), static_cast<size_t>(m.rows * m.cols) * 2);
+}
+
+void AddExpert(const ExpertMatrix& m, std::vector<std::span<const uint8_t>>* out) {
+  const size_t values = static_cast<size_t>(m.rows * m.cols);
+  if (values == 0) return;
+  if (m.bf16_data != nullptr) out->emplace_back(reinterpret_cast<const uint8_t*>(m.bf16_data), values * 2);
+  if (m.packed != nullptr) out->emplace_back(m.packed, values / 2);   // two FP4 values a byte
+  if (m.scales != nullptr) out->emplace_back(m.scales, values / 32);  // one E8M0 scale per 32 values
+}
+
+void AddMlp(const MlpWeights& m, std::vector<std::span<const uint8_t>>* out) {
+  AddMatrix(m.gate, out);
+  AddMatrix(m.up, out);
+  AddMatrix(m.down, out);
+}
+
+}  // namespace
+
+std::vector<std::span<const uint8_t>> ViewedBytes(const ModelWeights& w) {
+  std::vector<std::span<const uint8_t>> out;
+  AddMatrix(w.embed, &out);
+  AddMatrix(w.lm_head, &out);
+  for (const LayerWeights& layer : w.layers) {
+    const KdaWeights& k = layer.kda;
+    for (const Bf16Matrix* m : {&k.q_proj, &k.k_proj, &k.v_proj, &k.f_a_proj, &k.f_b_proj, &k.b_proj,
+                                &k.g_proj, &k.g_a_proj, &k.g_b_proj, &k.o_proj}) {
+      AddMatrix(*m, &out);
+    }
+    const MlaWeights& a = layer.mla;
+    for (const Bf16Matrix* m :
+         {&a.q_a_proj, &a.q_b_proj, &a.q_proj, &a.kv_a_proj, &a.kv_b_proj, &a.g_proj, &a.o_proj}) {
+      AddMatrix(*m, &out);
+    }
+    AddMlp(layer.mlp, &out);
+    const MoeWeights& moe = layer.moe;
+    AddMatrix(moe.router, &out);
+    AddMatrix(moe.latent_down, &out);
+    AddMatrix(moe.latent_up, &out);
+    if (moe.has_shared) AddMlp(moe.shared, &out);
+    for (const ExpertWeights& e : moe.experts) {
+      AddExpert(e.gate, &out);
+      AddExpert(e.up, &out);
+      AddExpert(e.down, &out);
+    }
+  }
+  return out;
+}
+
 }  // namespace k3::model

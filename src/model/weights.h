@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -142,5 +143,9 @@ using TensorLookup = std::function<const io::TensorView*(const std::string& name
 
 // Binds every tensor of ListTensors(cfg). The views must outlive the result.
 Result<std::unique_ptr<ModelWeights>> BindWeights(const io::ModelConfig& cfg, const TensorLookup& lookup);
+
+// The bytes of the checkpoint's storage that `w` views (every matrix, as sliced for this rank; copies in
+// `owned` and converted vectors are not views). Empty views are left out; the spans may touch.
+std::vector<std::span<const uint8_t>> ViewedBytes(const ModelWeights& w);
 
 }  // namespace k3::model

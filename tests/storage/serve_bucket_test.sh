@@ -148,6 +148,14 @@ if [[ $scheme == s3 ]]; then
     sed -E "s/.* reads ([0-9.]+) MiB of the checkpoint's ([0-9.]+) MiB.*/\1 \2/" |
     awk '{ if ($1 >= $2) { print "FAIL: a rank read " $1 " of " $2 " MiB"; bad = 1 } } END { exit bad }' ||
     fail "an expert-parallel rank read the whole checkpoint"
+  # After loading, a tensor-parallel rank hands back the pages its slices do not view: "weights in memory:
+  # at most X MiB of the checkpoint's Y MiB" with X < Y on both ranks.
+  held=$(grep -E "weights in memory: at most" "$tmp/run_bucket_tp.out" |
+    sed -E "s/.* at most ([0-9.]+) MiB of the checkpoint's ([0-9.]+) MiB.*/\1 \2/")
+  echo "tensor-parallel ranks hold (MiB of MiB): $(echo $held)"
+  [[ $(wc -l <<<"$held") -eq 2 ]] || { cat "$tmp/run_bucket_tp.out"; fail "not two 'weights in memory' lines"; }
+  awk '{ if ($1 >= $2) { print "FAIL: a rank holds " $1 " of " $2 " MiB"; bad = 1 } } END { exit bad }' <<<"$held" ||
+    fail "a tensor-parallel rank kept the whole checkpoint in memory"
 fi
 # What /health said while loading (a tiny model may load before the first probe: shown, not required).
 [[ -f $tmp/health_seen.json ]] && sort -u "$tmp/health_seen.json" | head -n 5
