@@ -110,7 +110,11 @@ Result<std::vector<ObjectInfo>> HfStore::List(std::string_view prefix) {
       if (!entry.path.starts_with(root_)) continue;
       std::string key = entry.path.substr(root_.size());
       if (key.empty() || !key.starts_with(prefix) || IsPartialStateKey(key)) continue;
-      out.push_back(ObjectInfo{std::move(key), entry.size, std::move(entry.oid), ""});
+      // An LFS file's oid is its content's SHA-256: published, so a copy can be checked against it.
+      const bool sha256 = entry.lfs && entry.oid.size() == 64 &&
+                          entry.oid.find_first_not_of("0123456789abcdef") == std::string::npos;
+      ObjectInfo info{std::move(key), entry.size, entry.oid, "", sha256 ? entry.oid : ""};
+      out.push_back(std::move(info));
     }
     std::string next = NextLinkUrl(reply.link);
     if (next.starts_with("/")) next = options_.endpoint + next;

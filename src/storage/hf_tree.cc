@@ -38,6 +38,7 @@ Result<std::vector<HfTreeEntry>> ParseHfTreePage(std::string_view json, const st
     file.size = *size;
     const nlohmann::json& ids = lfs ? entry["lfs"] : entry;
     if (ids.contains("oid") && ids["oid"].is_string()) file.oid = ids["oid"].get<std::string>();
+    file.lfs = lfs;
     out.push_back(std::move(file));
   }
   return out;

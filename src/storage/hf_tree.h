@@ -18,6 +18,7 @@ struct HfTreeEntry {
   std::string path;   // from the repository's root
   uint64_t size = 0;  // the file's bytes (lfs.size for files stored in LFS)
   std::string oid;    // lfs.oid (the sha256) for LFS files, else the git blob id
+  bool lfs = false;   // stored in LFS: oid is the content's SHA-256
 };
 
 // The files of one page (directories skipped). `what` names the listing in errors.

@@ -29,6 +29,9 @@ struct ObjectInfo {
   uint64_t size = 0;
   std::string etag;           // without quotes; empty when the store has none (local files)
   std::string last_modified;  // as the store reports it (ISO 8601 for S3, "mtime:<s>.<ns>" for files)
+  // The content's SHA-256 (64 lowercase hex digits) where the store publishes one (the Hub, for files in
+  // LFS); a copy must hash to it. Empty when unknown.
+  std::string sha256;
 };
 
 struct WriteOptions {

@@ -74,8 +74,17 @@ class Copier {
       return DataLoss("{}: copied {} bytes, the source listed {}", source_.Describe(file.key),
                       resume + written, file.size);
     }
+    std::string sha256 = hash.FinishHex();
     K3_RETURN_IF_ERROR(writer->Commit());
-    return hash.FinishHex();
+    if (!file.sha256.empty() && sha256 != file.sha256) {
+      // Committed first so that no partial state is left for a resume to reuse; then removed.
+      K3_RETURN_IF_ERROR(destination_.Delete(file.key));
+      return DataLoss(
+          "{}: the copy's SHA-256 is {} but the source publishes {}; the download was corrupted or the file "
+          "changed while it was read; fix: run the sync again (the copy was removed)",
+          source_.Describe(file.key), sha256, file.sha256);
+    }
+    return sha256;
   }
 
   bool Report() { return !options_.on_progress || options_.on_progress(*progress_); }

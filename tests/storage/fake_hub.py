@@ -8,7 +8,9 @@ Serves each directory ROOT/ORG/NAME as the model repository ORG/NAME at one revi
   GET|HEAD /ORG/NAME/resolve/REV/PATH   small files directly (Range honoured); *.safetensors files answer
        302 to a second port (the "CDN"), as the Hub does for LFS files
   GET|HEAD /blobs/PATH on the CDN port   the file (Range honoured); a request that carries an
-       Authorization header is refused (400) and counted: the token must not leave the Hub's host
+       Authorization header is refused (400) and counted: the token must not leave the Hub's host; for a
+       repository whose NAME starts with "corrupt" it serves the file with its last byte flipped (the
+       listing keeps the true sha256), a download that does not match what the Hub publishes
 With --token, Hub requests without "Authorization: Bearer TOKEN" get 401 {"error": ...}.
 Prints {"hub": PORT, "cdn": PORT} on stdout, then serves until its stdin closes.
 """
@@ -22,7 +24,7 @@ import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
-def serve_file(handler, path, head):
+def serve_file(handler, path, head, flip_last=False):
     size = os.path.getsize(path)
     first, last = 0, size - 1
     status = 200
@@ -47,7 +49,10 @@ def serve_file(handler, path, head):
     if not head:
         with open(path, "rb") as f:
             f.seek(first)
-            handler.wfile.write(f.read(last - first + 1))
+            body = bytearray(f.read(last - first + 1))
+        if flip_last and last == size - 1 and body:
+            body[-1] ^= 0xFF
+        handler.wfile.write(bytes(body))
 
 
 def main():
@@ -167,7 +172,7 @@ def main():
             path = local_path(repo, rest[1:]) if repo else None
             if path is None:
                 return send_json(self, 404, {"error": "no such blob"})
-            return serve_file(self, path, head)
+            return serve_file(self, path, head, flip_last=repo.split("/")[1].startswith("corrupt"))
 
         def do_GET(self):
             self.handle_any(False)

@@ -69,4 +69,16 @@ if "$k3" weights sync "$tmp/model" hf://org/other --progress none >"$tmp/ro.out"
   fail "sync into hf:// succeeded"
 fi
 grep -q "read-only" "$tmp/ro.out" || { cat "$tmp/ro.out"; fail "no read-only error"; }
+# A download that does not match the SHA-256 the Hub publishes for an LFS file: sync fails naming the
+# file, and the destination is not a finished copy (no manifest, the file not left in place).
+cp -r "$tmp/model" "$fake_hub_root/org/corrupt-tiny"
+if "$k3" weights sync hf://org/corrupt-tiny "$tmp/bad" --progress none >"$tmp/bad.out" 2>&1; then
+  fail "sync of a download that does not match the Hub's sha256 succeeded"
+fi
+grep -q "SHA-256" "$tmp/bad.out" || { cat "$tmp/bad.out"; fail "the mismatch is not named"; }
+grep -q "$shard" "$tmp/bad.out" || { cat "$tmp/bad.out"; fail "the mismatching file is not named"; }
+cat "$tmp/bad.out"
+[[ ! -e $tmp/bad/k3-manifest.json ]] || fail "a manifest beside a corrupt download"
+[[ ! -e $tmp/bad/$shard ]] || fail "the corrupt download was left in place"
+if "$k3" weights verify "$tmp/bad" >/dev/null 2>&1; then fail "verify passed a failed sync"; fi
 echo "hf_cli_test: ok ($files files)"
