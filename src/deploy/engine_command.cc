@@ -59,6 +59,7 @@ std::vector<std::string> K3ServeArgv(const ServeSpec& spec, K3Role role) {
   if (spec.max_model_len > 0)
     argv.insert(argv.end(), {"--max-model-len", std::to_string(spec.max_model_len)});
   if (spec.k3_world > 1) argv.insert(argv.end(), {"--tensor-parallel-size", std::to_string(spec.k3_world)});
+  if (spec.k3_world > 1 && spec.expert_parallel) argv.push_back("--enable-expert-parallel");
   if (role == K3Role::kWorker) argv.push_back("--headless");
   return argv;
 }

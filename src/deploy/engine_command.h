@@ -29,7 +29,10 @@ struct ServeSpec {
   int k3_world = 0;           // `k3 serve --tensor-parallel-size` (ranks of the group; <= 1: not passed)
   // vLLM: model_ref is an object-store URI read by RunAI Model Streamer (--load-format runai_streamer)
   // instead of a local directory read by fastsafetensors.
+  // k3: model_ref is a bucket URI `k3 serve` streams from.
   bool stream_from_bucket = false;
+  // k3: --enable-expert-parallel (whole routed experts per rank instead of slices of every expert).
+  bool expert_parallel = false;
 };
 
 // vLLM flags after the model (the guide's order): "--trust-remote-code", "--load-format", ...

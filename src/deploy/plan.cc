@@ -121,14 +121,21 @@ Result<double> ParseBandwidth(const std::string& text) {
   } catch (...) {
     value = 0;
   }
-  static const std::pair<const char*, double> kUnits[] = {{"tbps", 1e12}, {"gbps", 1e9}, {"mbps", 1e6},
-                                                          {"gb/s", 8e9},  {"mb/s", 8e6}, {"tb/s", 8e12}};
+  // Bits per second (a NIC's rating) or bytes per second (what `k3 serve` and `k3 weights sync` measure).
+  static const std::pair<const char*, double> kUnits[] = {{"tbps", 1e12},
+                                                          {"gbps", 1e9},
+                                                          {"mbps", 1e6},
+                                                          {"gb/s", 8e9},
+                                                          {"mb/s", 8e6},
+                                                          {"tb/s", 8e12},
+                                                          {"gib/s", 8.0 * (1 << 30)},
+                                                          {"mib/s", 8.0 * (1 << 20)}};
   for (const auto& [name, scale] : kUnits) {
     if (unit == name && value > 0 && std::isfinite(value)) return value * scale;
   }
   return InvalidArgument(
       "--weights-bandwidth '{}': expected a positive number with a unit, e.g. 10Gbps, "
-      "100Mbps, 2GB/s",
+      "100Mbps, 2GB/s, 850MiB/s (the rate `k3 serve` logs after loading from a bucket)",
       text);
 }
 

@@ -152,12 +152,21 @@ RenderedFile RenderNotes(const RenderContext& ctx, const std::vector<std::string
   s += fmt::format("- Weights: {} ({:.0f} GB); load at the planned bandwidth {}; startup budget {}\n",
                    ctx.weights.uri, ctx.model.weight_bytes / 1e9, FormatDuration(p.probes.load_seconds),
                    FormatDuration(p.probes.startup_budget_seconds));
-  if (ctx.stream_weights) {
+  if (ctx.stream_weights && ctx.options.engine == Engine::kVllm) {
     s += fmt::format(
         "- The engine streams the weights from {} at every start (RunAI Model Streamer, no volume). Fill the "
         "bucket once before applying, from a machine in its region: `k3 weights sync hf://{} {}` (resumable; "
         "writes k3-manifest.json last; `k3 weights verify {}` checks it)\n",
         ctx.serve.model_ref, ctx.model.hf_id, ctx.weights.uri, ctx.weights.uri);
+  } else if (ctx.stream_weights) {
+    s += fmt::format(
+        "- `k3 serve` streams the weights from {} into memory at every start (no volume; /health answers 503 "
+        "with the load's progress until then){}. weights.yaml's Job fills the bucket first with `k3 weights "
+        "sync hf://{} {}` (skips what is there and identical, resumes, writes k3-manifest.json last); the "
+        "pods' cloud identity needs write access for the Job and read access for the server\n",
+        ctx.weights.uri,
+        ctx.serve.expert_parallel ? "; expert parallel, so each rank reads only its own experts" : "",
+        ctx.model.hf_id, ctx.weights.uri);
   }
   for (const std::string& w : p.warnings) s += "- WARNING: " + w + "\n";
   s += "\n## Capacity and cleanup\n\n";
@@ -224,18 +233,28 @@ Result<std::vector<RenderedFile>> Render(const Catalog& catalog, const RenderOpt
   ctx.model_dir = std::string(kModelRoot) + "/" + ctx.model.served_name;
   const bool managed = target->id == "azure-ml" || target->id == "gcp-vertex";
   ctx.serve.model_ref = managed ? ctx.model.hf_id : ctx.model_dir;
-  // vLLM streams object-store weights on the Kubernetes targets (the guide's RunAI Model Streamer path);
-  // `k3 serve` reads a bucket only as one rank, so k3 keeps the volume `k3 weights sync` fills.
+  // On the Kubernetes targets both engines stream s3:// / gs:// / az:// weights at every start instead of
+  // copying them to a volume: vLLM with RunAI Model Streamer, k3 with its own loader (oss:// is refused
+  // there by CheckServable: the OSS CSI volume of --target alibaba-ack is its path).
   const std::string& t = target->id;
   const bool pvc_target = t == "aws-eks" || t == "azure-aks" || t == "gcp-gke" || t == "k8s";
   const std::string& scheme = ctx.weights.scheme;
-  if (options.engine == Engine::kVllm && pvc_target && (scheme == "s3" || scheme == "gs" || scheme == "az")) {
+  if (pvc_target && (scheme == "s3" || scheme == "gs" || scheme == "az")) {
     ctx.stream_weights = true;
     ctx.serve.stream_from_bucket = true;
-    // RunAI names a blob az://CONTAINER/PREFIX and takes the account from AZURE_STORAGE_ACCOUNT_NAME.
-    ctx.serve.model_ref = scheme == "az" ? "az://" + ctx.weights.bucket +
-                                               (ctx.weights.path.empty() ? "" : "/" + ctx.weights.path)
-                                         : ctx.weights.uri;
+    if (options.engine == Engine::kK3) {
+      ctx.serve.model_ref = ctx.weights.uri;
+      // Each rank of an expert-parallel group reads only its own routed experts (and the other tensors)
+      // from the bucket; a tensor-parallel rank would read every expert whole, ranks x 1.56 TB per node.
+      // (Only where the ranks divide the experts, as `k3 serve` requires; else every rank reads them all.)
+      const int64_t experts = ctx.model.routed_experts;
+      ctx.serve.expert_parallel = ctx.serve.k3_world > 1 && experts > 0 && experts % ctx.serve.k3_world == 0;
+    } else {
+      // RunAI names a blob az://CONTAINER/PREFIX and takes the account from AZURE_STORAGE_ACCOUNT_NAME.
+      ctx.serve.model_ref = scheme == "az" ? "az://" + ctx.weights.bucket +
+                                                 (ctx.weights.path.empty() ? "" : "/" + ctx.weights.path)
+                                           : ctx.weights.uri;
+    }
   }
   K3_RETURN_IF_ERROR(CheckServable(ctx));
   if (options.gateway) {

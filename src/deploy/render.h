@@ -50,9 +50,13 @@ struct RenderContext {
   std::string app_name;  // "kimi-k3": object names and labels
   std::string image;
   std::string model_dir;  // where the weights land and the engine reads them: "/mnt/models/Kimi-K3"
-  // vLLM on a Kubernetes target with s3:// / gs:// / az:// weights: RunAI Model Streamer reads the bucket
-  // straight into GPU memory (serve.model_ref is the bucket URI); no weights volume, no pre-sync Job.
+  // A Kubernetes target with s3:// / gs:// / az:// weights: the engine streams them at every start
+  // (serve.model_ref is the bucket URI) and no volume holds them. vLLM: through RunAI Model Streamer, no
+  // pre-sync Job (the bucket is filled beforehand). k3: its own loader; its pre-sync Job fills the bucket
+  // from the hub.
   bool stream_weights = false;
+  // weights.yaml holds a pre-sync Job (and, without streaming, the PVC it fills).
+  bool presync_job() const { return !stream_weights || options.engine == Engine::kK3; }
   std::string version;  // app.kubernetes.io/version
 };
 

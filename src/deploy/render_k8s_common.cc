@@ -102,7 +102,10 @@ Doc EngineEnvList(const RenderContext& ctx, bool multi_node) {
   // The engine reads the pre-synced directory; offline, a missing file is an error instead of a second
   // 1.56 TB download into a volume sized for one copy.
   env.push_back(Doc{{"name", "HF_HUB_OFFLINE"}, {"value", "1"}});
-  if (ctx.stream_weights && ctx.weights.scheme == "az") {
+  if (ctx.stream_weights && ctx.weights.scheme == "az" && ctx.options.engine == Engine::kK3) {
+    // k3 reads az://ACCOUNT/CONTAINER/PREFIX with the node's managed identity (as the pre-sync Job does).
+    env.push_back(Doc{{"name", "K3_AZURE_MANAGED_IDENTITY"}, {"value", "1"}});
+  } else if (ctx.stream_weights && ctx.weights.scheme == "az") {
     // RunAI Model Streamer's az:// names the container; the account comes from here, the credentials
     // from the pod's identity (DefaultAzureCredential: workload or managed identity).
     env.push_back(Doc{{"name", "AZURE_STORAGE_ACCOUNT_NAME"}, {"value", ctx.weights.account}});
@@ -152,8 +155,13 @@ PresyncContainer K3Presync(const RenderContext& ctx) {
   PresyncContainer p;
   p.image = ctx.image;
   p.command = {"k3"};
-  const std::string source = w.scheme == "hf" ? "hf://" + w.bucket + "/" + w.path : w.uri;
-  p.args = {"weights", "sync", source, ctx.model_dir, "--progress", "log"};
+  if (ctx.stream_weights) {
+    // The bucket the server streams from, filled from the hub (a no-op once it holds an identical copy).
+    p.args = {"weights", "sync", "hf://" + ctx.model.hf_id, w.uri, "--progress", "log"};
+  } else {
+    const std::string source = w.scheme == "hf" ? "hf://" + w.bucket + "/" + w.path : w.uri;
+    p.args = {"weights", "sync", source, ctx.model_dir, "--progress", "log"};
+  }
   if (w.scheme == "az") p.env.push_back({"K3_AZURE_MANAGED_IDENTITY", "1"});
   return p;
 }
@@ -176,20 +184,17 @@ PresyncContainer HubPresync(const RenderContext& ctx) {
 Doc PresyncJob(const RenderContext& ctx) {
   const PresyncContainer p = ctx.options.engine == Engine::kK3 ? K3Presync(ctx) : HubPresync(ctx);
   Doc container = {
-      {"name", "presync"},
-      {"image", p.image},
-      {"command", Doc::array()},
-      {"args", Doc::array()},
-      {"volumeMounts", Doc::array({Doc{{"name", "model-cache"}, {"mountPath", kWeightsMountPath}}})}};
+      {"name", "presync"}, {"image", p.image}, {"command", Doc::array()}, {"args", Doc::array()}};
+  if (!ctx.stream_weights)
+    container["volumeMounts"] = Doc::array({Doc{{"name", "model-cache"}, {"mountPath", kWeightsMountPath}}});
   for (const std::string& c : p.command) container["command"].push_back(c);
   for (const std::string& a : p.args) container["args"].push_back(a);
   if (!p.env.empty()) {
     container["env"] = Doc::array();
     for (const auto& [name, value] : p.env) container["env"].push_back(Doc{{"name", name}, {"value", value}});
   }
-  Doc pod = {{"restartPolicy", "OnFailure"},
-             {"containers", Doc::array({container})},
-             {"volumes", Doc::array({WeightsVolume(ctx)})}};
+  Doc pod = {{"restartPolicy", "OnFailure"}, {"containers", Doc::array({container})}};
+  if (!ctx.stream_weights) pod["volumes"] = Doc::array({WeightsVolume(ctx)});
   return Doc{{"apiVersion", "batch/v1"},
              {"kind", "Job"},
              {"metadata", ObjectMeta(ctx, ctx.app_name + "-weights-presync", "weights")},

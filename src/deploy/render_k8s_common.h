@@ -49,7 +49,8 @@ inline constexpr const char* kHuggingFaceHubVersion = "1.30.0";
 
 // A Job that fills the weights PVC at ctx.model_dir from the weights source (hub or object store): with
 // --engine k3 `k3 weights sync SOURCE DIR` from the k3 image, with --engine vllm (hub weights only:
-// vLLM streams object-store weights) `hf download`.
+// vLLM streams object-store weights) `hf download`. With --engine k3 and streamed weights
+// (ctx.stream_weights) it fills the bucket instead, `k3 weights sync hf://MODEL BUCKET`, with no volume.
 Doc PresyncJob(const RenderContext& ctx);
 
 // The LoadBalancer Service for the serving port; `selector` picks the pods (LWS: leader only).

@@ -44,6 +44,11 @@ Result<std::vector<RenderedFile>> RenderLwsTarget(const RenderContext& ctx) {
         {"weights.yaml", YamlFile({"Weights cache volume and the Job that fills it from " + ctx.weights.uri,
                                    "apply and wait for the Job before the serving workload"},
                                   {WeightsPvc(ctx, overlay.storage_class), PresyncJob(ctx)})});
+  } else if (ctx.presync_job()) {
+    files.push_back({"weights.yaml", YamlFile({"The Job that fills " + ctx.weights.uri + " from hf://" +
+                                                   ctx.model.hf_id + " (the server streams from the bucket)",
+                                               "apply and wait for the Job before the serving workload"},
+                                              {PresyncJob(ctx)})});
   }
   if (ctx.options.gateway) {
     files.push_back({"gateway.yaml", YamlFile({"Inference Gateway: endpoint picker (" + ctx.app_name +
@@ -68,7 +73,7 @@ Result<std::vector<RenderedFile>> RenderLwsTarget(const RenderContext& ctx) {
         "kubectl apply --server-side -f https://github.com/kubernetes-sigs/lws/releases/download/v0.10.0/"
         "manifests.yaml");  // the release whose CRD ../shared/schemas validates against
   }
-  if (!ctx.stream_weights) {
+  if (ctx.presync_job()) {
     apply.push_back(
         "kubectl apply -f weights.yaml && kubectl wait --for=condition=complete --timeout=24h job/" +
         ctx.app_name + "-weights-presync");

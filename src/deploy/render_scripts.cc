@@ -54,6 +54,9 @@ std::string KubectlDeletes(const RenderContext& ctx, const std::string& manifest
   s += "run \"" + manifest + " objects\" kubectl delete -f " + manifest + " --ignore-not-found\n";
   if (!ctx.stream_weights) {
     s += "run \"weights.yaml objects (PVC, Job)\" kubectl delete -f weights.yaml --ignore-not-found\n";
+  } else if (ctx.presync_job()) {
+    s += "run \"weights.yaml objects (Job; the bucket keeps the weights)\" kubectl delete -f weights.yaml "
+         "--ignore-not-found\n";
   }
   return s;
 }

@@ -131,12 +131,21 @@ TEST(DryRunDefects, Defect05AzureBlobSyncLandsWhereTheServerReads) {
   EXPECT_EQ(account, "kimi");
   EXPECT_EQ(vllm["setup-cluster.sh"].find("STORAGE_ACCOUNT"), std::string::npos)
       << "the account is in the URI: no ConfigMap, no variable";
-  // k3 copies it with `k3 weights sync` into the directory `k3 serve` reads.
+  // k3 streams the same URI itself (the node's managed identity), and its Job fills that URI from the hub
+  // with `k3 weights sync`: the writer's URI is the reader's.
   auto k3 = testing::RenderFiles("azure-aks", Engine::kK3, "az://kimi/models/Kimi-K3");
-  const std::string job = Joined(FindDoc(k3, "Job")["spec"]["template"]["spec"]["containers"][0]["args"]);
-  const std::string model = Flag(Joined(ServingContainer(k3)["args"]), "--model");
-  EXPECT_EQ(model, "/mnt/models/Kimi-K3");
-  EXPECT_EQ(Flag(job, "sync az://kimi/models/Kimi-K3"), model) << job;
+  const Json job_pod = FindDoc(k3, "Job")["spec"]["template"]["spec"];
+  const std::string job = Joined(job_pod["containers"][0]["args"]);
+  const Json k3_server = ServingContainer(k3);
+  const std::string model = Flag(Joined(k3_server["args"]), "--model");
+  EXPECT_EQ(model, "az://kimi/models/Kimi-K3");
+  EXPECT_EQ(Flag(job, "sync hf://moonshotai/Kimi-K3"), model) << job;
+  EXPECT_FALSE(job_pod.contains("volumes")) << job_pod.dump();
+  EXPECT_EQ(k3["weights.yaml"].find("PersistentVolumeClaim"), std::string::npos);
+  bool identity = false;
+  for (const Json& e : k3_server["env"])
+    identity |= e["name"] == "K3_AZURE_MANAGED_IDENTITY" && e["value"] == "1";
+  EXPECT_TRUE(identity) << k3_server["env"].dump();
 }
 
 TEST(DryRunDefects, Defect06VertexScriptHasNoAngleBracketPlaceholders) {

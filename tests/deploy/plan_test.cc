@@ -195,6 +195,9 @@ TEST(PlanTest, BandwidthAndProbeBudget) {
   EXPECT_DOUBLE_EQ(*ParseBandwidth("10Gbps"), 1e10);
   EXPECT_DOUBLE_EQ(*ParseBandwidth("100Mbps"), 1e8);
   EXPECT_DOUBLE_EQ(*ParseBandwidth("2GB/s"), 1.6e10);
+  EXPECT_DOUBLE_EQ(*ParseBandwidth("850MB/s"), 6.8e9);  // k3 serve logs its measured load rate so
+  EXPECT_DOUBLE_EQ(*ParseBandwidth("1GiB/s"), 8.0 * (1 << 30));
+  EXPECT_DOUBLE_EQ(*ParseBandwidth("512MiB/s"), 8.0 * (1 << 29));
   for (const char* bad : {"", "fast", "10", "-1Gbps", "0Gbps", "1e999Gbps", "Gbps"}) {
     EXPECT_FALSE(ParseBandwidth(bad).ok()) << bad;
   }

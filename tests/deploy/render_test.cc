@@ -92,15 +92,16 @@ TEST(RenderTest, K3EngineRendersK3ServeOnOneNode) {
   EXPECT_TRUE(serving.contains("startupProbe"));
 }
 
-// --engine k3: the pre-sync Job is `k3 weights sync SOURCE DIR` from the k3 image on every cloud and for
-// every source, writing the directory `k3 serve` reads; the account of az:// weights is in the URI, and
-// the Job uses the node's managed identity.
-TEST(RenderTest, K3EnginePresyncIsK3WeightsSyncIntoTheServedDirectory) {
+// --engine k3: the pre-sync Job is `k3 weights sync` from the k3 image on every cloud and for every
+// source. Hub weights land in the volume directory `k3 serve` reads; bucket weights are streamed by the
+// server from the bucket, and the Job fills that bucket from the hub (no volume anywhere). The account of
+// az:// weights is in the URI; the Job and the server use the node's managed identity.
+TEST(RenderTest, K3EnginePresyncIsK3WeightsSyncToWhatTheServerReads) {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"", "hf://moonshotai/Kimi-K3"},
-      {"s3://my-bucket/kimi-k3", "s3://my-bucket/kimi-k3"},
-      {"az://kimi/models/Kimi-K3", "az://kimi/models/Kimi-K3"},
-      {"gs://my-bucket/Kimi-K3", "gs://my-bucket/Kimi-K3"}};
+      {"s3://my-bucket/kimi-k3", "hf://moonshotai/Kimi-K3"},
+      {"az://kimi/models/Kimi-K3", "hf://moonshotai/Kimi-K3"},
+      {"gs://my-bucket/Kimi-K3", "hf://moonshotai/Kimi-K3"}};
   for (const char* target : {"aws-eks", "azure-aks", "gcp-gke", "k8s"}) {
     for (const auto& [weights, source] : cases) {
       auto files = testing::RenderFiles(target, Engine::kK3, weights);
@@ -117,12 +118,53 @@ TEST(RenderTest, K3EnginePresyncIsK3WeightsSyncIntoTheServedDirectory) {
       for (size_t i = 0; i + 1 < serving["args"].size(); ++i) {
         if (serving["args"][i] == "--model") model = serving["args"][i + 1];
       }
+      const bool streamed = !weights.empty();
+      EXPECT_EQ(model, streamed ? weights : "/mnt/models/Kimi-K3") << target;
       EXPECT_EQ(c["args"], Json::array({"weights", "sync", source, model, "--progress", "log"}))
           << target << " " << weights << ": " << c["args"].dump();
+      EXPECT_EQ(job["spec"]["template"]["spec"].contains("volumes"), !streamed) << target << " " << weights;
+      EXPECT_EQ(files["weights.yaml"].find("PersistentVolumeClaim") != std::string::npos, !streamed);
+      EXPECT_EQ(serving.contains("volumeMounts") &&
+                    serving["volumeMounts"].dump().find("model-cache") != std::string::npos,
+                !streamed)
+          << target << " " << weights;
       const bool managed_identity =
           c.contains("env") && c["env"].dump().find("K3_AZURE_MANAGED_IDENTITY") != std::string::npos;
       EXPECT_EQ(managed_identity, weights.starts_with("az://")) << target << " " << weights;
+      EXPECT_EQ(serving["env"].dump().find("K3_AZURE_MANAGED_IDENTITY") != std::string::npos,
+                weights.starts_with("az://"))
+          << target << " " << weights;
     }
+  }
+}
+
+// Several k3 ranks streaming from a bucket are expert parallel (each reads its own experts), on the
+// leader and the workers alike; from a volume the group stays tensor parallel.
+TEST(RenderTest, K3RanksStreamingFromABucketAreExpertParallel) {
+  for (const std::string weights : {"s3://my-bucket/kimi-k3", ""}) {
+    RenderOptions o;
+    o.target = "k8s";
+    o.engine = Engine::kK3;
+    o.image = "registry.example/k3:test";
+    o.weights = weights;
+    o.plan.instance = "ecs.re6.26xlarge";  // a two-node CPU group
+    auto files = Render(testing::TestCatalog(), o);
+    ASSERT_TRUE(files.ok()) << files.status().ToString();
+    int k3_commands = 0;
+    for (const RenderedFile& f : *files) {
+      if (f.path.ends_with(".yaml") && f.path != "weights.yaml") {
+        for (size_t at = f.content.find("--tensor-parallel-size"); at != std::string::npos;
+             at = f.content.find("--tensor-parallel-size", at + 1)) {
+          ++k3_commands;
+          const size_t next = f.content.find("- serve", at);
+          const std::string rest =
+              f.content.substr(at, next == std::string::npos ? std::string::npos : next - at);
+          EXPECT_EQ(rest.find("--enable-expert-parallel") != std::string::npos, !weights.empty())
+              << weights << ": " << rest;
+        }
+      }
+    }
+    EXPECT_EQ(k3_commands, 2) << weights;  // leader and worker
   }
 }
 

@@ -222,26 +222,47 @@ def served_model(container):
     return m.group(1) if m else None
 
 
-def check_streamed_weights(label, weights, docs, job):
-    """vLLM reads object-store weights with RunAI Model Streamer: the bucket --weights names (az: the
-    container, with AZURE_STORAGE_ACCOUNT_NAME the account), no volume and no Job."""
+def check_streamed_weights(label, weights, docs, job, engine):
+    """Bucket weights on a Kubernetes target are streamed at every start, with no volume. vLLM reads them
+    with RunAI Model Streamer (az: the container, with AZURE_STORAGE_ACCOUNT_NAME the account) and has no
+    Job; k3 reads the URI itself and its Job fills that same URI from the hub with `k3 weights sync`."""
     scheme, rest = weights.split("://", 1)
-    expected = f"az://{rest.split('/', 1)[1]}" if scheme == "az" else weights
-    if job is not None:
-        fail(f"{label}: a pre-sync Job beside streamed weights")
+    if engine == "vllm":
+        expected = f"az://{rest.split('/', 1)[1]}" if scheme == "az" else weights
+        if job is not None:
+            fail(f"{label}: a pre-sync Job beside streamed weights")
+    else:
+        expected = weights
+        if job is None:
+            return fail(f"{label}: no Job fills {weights}")
+        job_pod = job["spec"]["template"]["spec"]
+        args = job_pod["containers"][0].get("args") or []
+        if args[:2] != ["weights", "sync"] or args[3:4] != [weights] or not args[2].startswith("hf://"):
+            fail(f"{label}: the Job runs k3 {' '.join(args)}, expected `weights sync hf://... {weights}`")
+        if job_pod.get("volumes"):
+            fail(f"{label}: the bucket-filling Job mounts {job_pod['volumes']}")
     for kind, pod in pod_specs(docs):
+        if kind != "serving":
+            continue
         c = pod["containers"][0]
         read = served_model(c)
         if read is None:
             continue  # a Ray worker
         text = " ".join((c.get("command") or []) + (c.get("args") or []))
-        if read != expected or "--load-format runai_streamer" not in text:
-            fail(f"{label}: the engine reads {read} ({text[:80]}...), expected {expected} via runai_streamer")
+        if read != expected:
+            fail(f"{label}: the engine reads {read} ({text[:80]}...), expected {expected}")
+        if engine == "vllm" and "--load-format runai_streamer" not in text:
+            fail(f"{label}: vLLM reads {read} without --load-format runai_streamer")
         if any((v.get("persistentVolumeClaim") or {}) for v in pod.get("volumes") or []):
             fail(f"{label}: a weights volume beside streamed weights")
         env = {e["name"]: e.get("value") for e in c.get("env") or []}
-        if scheme == "az" and env.get("AZURE_STORAGE_ACCOUNT_NAME") != rest.split("/", 1)[0]:
+        if engine == "vllm" and scheme == "az" and env.get("AZURE_STORAGE_ACCOUNT_NAME") != rest.split("/", 1)[0]:
             fail(f"{label}: AZURE_STORAGE_ACCOUNT_NAME is {env.get('AZURE_STORAGE_ACCOUNT_NAME')}")
+        if engine == "k3" and scheme == "az" and env.get("K3_AZURE_MANAGED_IDENTITY") != "1":
+            fail(f"{label}: k3 reads {read} without K3_AZURE_MANAGED_IDENTITY=1 (the node's identity)")
+        if engine == "k3" and "--tensor-parallel-size" in text and "--enable-expert-parallel" not in text:
+            fail(f"{label}: several k3 ranks stream {read} without --enable-expert-parallel "
+                 "(each would read every expert)")
 
 
 def job_destination(job):
@@ -280,8 +301,9 @@ def check_path_chain(label, target, argv, d, counts):
     if target in KUBERNETES:
         job = next((doc for _, doc in docs if doc.get("kind") == "Job"), None)
         weights = argv[argv.index("--weights") + 1] if "--weights" in argv else ""
-        if "--engine vllm" in " ".join(argv) and weights.split("://")[0] in ("s3", "gs", "az"):
-            return check_streamed_weights(label, weights, docs, job)
+        engine = "k3" if "--engine k3" in " ".join(argv) else "vllm"
+        if weights.split("://")[0] in ("s3", "gs", "az"):
+            return check_streamed_weights(label, weights, docs, job, engine)
         if job is None:
             return fail(f"{label}: no pre-sync Job")
         written = job_destination(job)
