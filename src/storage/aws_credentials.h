@@ -11,9 +11,11 @@
 // into the request signer.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "src/base/status.h"
+#include "src/storage/credential_expiry.h"
 #include "src/storage/environment.h"
 
 namespace k3::storage {
@@ -23,6 +25,8 @@ struct AwsCredentials {
   std::string secret_access_key;
   std::string session_token;  // empty for long-term keys
   std::string source;         // where they came from, for messages
+  // Temporary credentials (STS, metadata services): when they stop working. Unset for long-term keys.
+  std::optional<WallClock::time_point> expiration;
 };
 
 Result<AwsCredentials> ResolveAwsCredentials(const EnvLookup& env);

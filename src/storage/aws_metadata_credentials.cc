@@ -55,7 +55,8 @@ Result<AwsCredentials> ParseMetadataCredentials(std::string_view json, const std
     return InvalidArgument("{}: the metadata service answered Code {}{}", source, code,
                            text("Message").empty() ? "" : ": " + FirstLine(text("Message")));
   }
-  AwsCredentials creds{text("AccessKeyId"), text("SecretAccessKey"), text("Token"), source};
+  AwsCredentials creds{text("AccessKeyId"), text("SecretAccessKey"), text("Token"), source,
+                       ParseIso8601Utc(text("Expiration"))};
   if (creds.access_key_id.empty() || creds.secret_access_key.empty()) {
     return InvalidArgument("{}: the reply lacks AccessKeyId or SecretAccessKey", source);
   }

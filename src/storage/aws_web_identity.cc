@@ -45,6 +45,7 @@ Result<AwsCredentials> ParseAssumeRoleReply(std::string_view xml, long status, c
   out.secret_access_key = creds->ChildText("SecretAccessKey");
   out.session_token = creds->ChildText("SessionToken");
   out.source = source;
+  out.expiration = ParseIso8601Utc(creds->ChildText("Expiration"));
   if (out.access_key_id.empty() || out.secret_access_key.empty() || out.session_token.empty())
     return Internal("{}: the STS reply lacks AccessKeyId, SecretAccessKey or SessionToken", source);
   return out;

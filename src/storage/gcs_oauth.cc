@@ -32,7 +32,8 @@ Result<GoogleAccessToken> Exchange(const std::string& token_uri, const std::stri
     return reply.status().WithPrefix(fmt::format("{} (after {} attempts)", source, kTokenAttempts));
   }
   K3_ASSIGN_OR_RETURN(std::string token, ParseTokenReply(reply->body, reply->status, source));
-  return GoogleAccessToken{std::move(token), std::move(source)};
+  return GoogleAccessToken{std::move(token), std::move(source),
+                           ExpiryFromTokenReply(reply->body, WallClock::now())};
 }
 
 }  // namespace
@@ -136,7 +137,7 @@ Result<GoogleAccessToken> GoogleTokenFromMetadataServer(const EnvLookup& env) {
     return reply.status().WithPrefix(fmt::format("{} (after {} attempts)", source, request.attempts));
   }
   K3_ASSIGN_OR_RETURN(std::string token, ParseTokenReply(reply->body, reply->status, source));
-  return GoogleAccessToken{std::move(token), source};
+  return GoogleAccessToken{std::move(token), source, ExpiryFromTokenReply(reply->body, WallClock::now())};
 }
 
 }  // namespace k3::storage

@@ -15,10 +15,12 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
 #include "src/base/status.h"
+#include "src/storage/credential_expiry.h"
 #include "src/storage/environment.h"
 
 namespace k3::storage {
@@ -29,6 +31,7 @@ inline constexpr const char* kGcsReadWriteScope = "https://www.googleapis.com/au
 struct GoogleAccessToken {
   std::string access_token;
   std::string source;  // "service account NAME (GOOGLE_APPLICATION_CREDENTIALS PATH)", "GCE metadata ..."
+  std::optional<WallClock::time_point> expiration;  // from the reply's expires_in
 };
 
 // From the key file GOOGLE_APPLICATION_CREDENTIALS names (its text already read); `now_unix` stamps the

@@ -280,6 +280,26 @@ TEST(GcsOptionsTest, BearerTokenReplacesTheSignatureOnRequests) {
   EXPECT_NE((*store)->Describe("obj").find("gs://bkt/pre/obj"), std::string::npos);
 }
 
+// A token with 60 s left (inside the 5-minute margin) is fetched again before the next request, which
+// carries the new one; the new one (an hour) is kept for the request after.
+TEST(GcsOptionsTest, TokenAboutToExpireIsFetchedAgain) {
+  CannedHttpServer metadata({{200, R"({"access_token":"ya29.first","expires_in":60})"},
+                             {200, R"({"access_token":"ya29.second","expires_in":3599})"}},
+                            "application/json");
+  CannedHttpServer gcs({{200, "a"}, {200, "b"}}, "application/octet-stream");
+  auto env =
+      FakeEnv({{"GCE_METADATA_HOST", metadata.endpoint().substr(7)}, {"K3_GCS_ENDPOINT", gcs.endpoint()}});
+  auto store = OpenObjectStore(ParseObjectUri("gs://bkt/pre").value(), {}, env);
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  std::vector<uint8_t> got(1);
+  ASSERT_TRUE((*store)->ReadRange("x", 0, got).ok());
+  ASSERT_TRUE((*store)->ReadRange("y", 0, got).ok());
+  EXPECT_EQ(metadata.requests().size(), 2u);
+  ASSERT_EQ(gcs.requests().size(), 2u);
+  for (const auto& r : gcs.requests())
+    EXPECT_NE(r.head.find("Authorization: Bearer ya29.second"), std::string::npos) << r.head;
+}
+
 TEST(OssOptionsTest, RegionGivesTheVirtualHostedEndpoint) {
   auto options = OssOptionsFromEnvironment(FakeEnv({{"OSS_REGION", "oss-cn-hangzhou"},
                                                     {"ALIBABA_CLOUD_ACCESS_KEY_ID", "LTAI"},

@@ -6,12 +6,15 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 
 #include "src/storage/aws_credentials.h"
 #include "src/storage/aws_metadata_credentials.h"
 #include "src/storage/azure_credentials.h"
+#include "src/storage/credential_expiry.h"
+#include "src/storage/s3_store.h"
 #include "src/storage/testing/canned_http_server.h"
 #include "src/storage/testing/fake_env.h"
 
@@ -117,6 +120,66 @@ TEST(AwsMetadataCredentialsTest, ContainerCredentialsWithPodIdentityTokenFile) {
       << denied->status().ToString();
   EXPECT_FALSE(FetchContainerCredentials(FakeEnv({})).has_value());
   std::filesystem::remove(token_path);
+}
+
+// IMDS keys that expire in `minutes`, with session token `token`, in the service's JSON.
+std::string KeysExpiringIn(int minutes, const std::string& token) {
+  const std::time_t at = WallClock::to_time_t(WallClock::now() + std::chrono::minutes(minutes));
+  std::tm tm{};
+  ::gmtime_r(&at, &tm);
+  char when[32];
+  std::strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return std::string(R"({"Code": "Success", "AccessKeyId": "ASIA)") + token +
+         R"(", "SecretAccessKey": "s", )" + R"("Token": ")" + token + R"(", "Expiration": ")" + when +
+         R"("})";
+}
+
+// Temporary keys are fetched again from the same source before they expire: keys with 2 minutes left
+// (inside the 5-minute margin) are renewed before the next request, which signs with the new ones; keys
+// with hours left are used as they are.
+TEST(AwsMetadataCredentialsTest, S3StoreRenewsTemporaryKeysBeforeTheyExpire) {
+  CannedHttpServer imds({{200, "T1"},
+                         {200, "role"},
+                         {200, KeysExpiringIn(2, "FIRST")},
+                         {200, "T2"},
+                         {200, "role"},
+                         {200, KeysExpiringIn(360, "SECOND")}},
+                        "text/plain");
+  CannedHttpServer s3({{200, ""}, {200, ""}}, "application/xml");
+  auto env = FakeEnv({{"HOME", "/nonexistent"}, {"AWS_EC2_METADATA_SERVICE_ENDPOINT", imds.endpoint()}});
+  S3Options options;
+  options.endpoint = s3.endpoint();
+  auto store = S3Store::Create(ParseObjectUri("s3://bucket/prefix").value(), options, env);
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  EXPECT_EQ(imds.requests().size(), 3u);  // the first keys, at Create
+  ASSERT_TRUE((*store)->Stat("a").ok());
+  ASSERT_TRUE((*store)->Stat("b").ok());
+  EXPECT_EQ(imds.requests().size(), 6u);  // renewed once, before the first request
+  const auto requests = s3.requests();
+  ASSERT_EQ(requests.size(), 2u);
+  for (const auto& r : requests) {
+    EXPECT_NE(r.head.find("x-amz-security-token: SECOND"), std::string::npos) << r.head;
+    EXPECT_NE(r.head.find("Credential=ASIASECOND/"), std::string::npos) << r.head;
+  }
+}
+
+TEST(CredentialExpiryTest, ParsesTheFormatsTheServicesWrite) {
+  const auto t = ParseIso8601Utc("2026-12-05T03:40:00Z");
+  ASSERT_TRUE(t.has_value());
+  EXPECT_EQ(WallClock::to_time_t(*t), 1796442000);
+  EXPECT_EQ(ParseIso8601Utc("2026-12-05T03:40:00.123Z"), t);
+  EXPECT_EQ(ParseIso8601Utc("2026-12-05T03:40:00+00:00"), t);
+  for (const char* bad : {"", "2026-12-05", "2026-13-05T03:40:00Z", "2026-12-05T03:40:00+02:00", "soon"})
+    EXPECT_FALSE(ParseIso8601Utc(bad).has_value()) << bad;
+  const WallClock::time_point now = WallClock::from_time_t(1000);
+  EXPECT_EQ(ExpiryFromTokenReply(R"({"access_token": "x", "expires_in": 3599})", now),
+            now + std::chrono::seconds(3599));
+  EXPECT_EQ(ExpiryFromTokenReply(R"({"expires_in": "86399"})", now), now + std::chrono::seconds(86399));
+  EXPECT_FALSE(ExpiryFromTokenReply(R"({"expires_in": -5})", now).has_value());
+  EXPECT_FALSE(ExpiryFromTokenReply("not json", now).has_value());
+  EXPECT_TRUE(NeedsRenewal(now + std::chrono::minutes(4), now));
+  EXPECT_FALSE(NeedsRenewal(now + std::chrono::minutes(6), now));
+  EXPECT_FALSE(NeedsRenewal(std::nullopt, now));
 }
 
 TEST(AwsMetadataCredentialsTest, ReplyParser) {

@@ -42,26 +42,32 @@ Result<S3Options> GcsOptionsFromEnvironment(const EnvLookup& env) {
     options.credentials = std::move(hmac);
     return options;
   }
-  Result<GoogleAccessToken> token = NotFound("unset");
-  if (auto path = env("GOOGLE_APPLICATION_CREDENTIALS")) {
-    auto text = ReadFileToString(*path);
-    if (!text.ok()) return text.status().WithPrefix("GOOGLE_APPLICATION_CREDENTIALS");
-    const int64_t now =
-        std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
-            .count();
-    token = GoogleTokenFromKeyFile(*text, *path, now);
-  } else {
-    token = GoogleTokenFromMetadataServer(env);
+  // The token from the key file or the metadata server; fetched again by the store before it expires.
+  auto fetch_token = [env]() -> Result<GoogleAccessToken> {
+    if (auto path = env("GOOGLE_APPLICATION_CREDENTIALS")) {
+      auto text = ReadFileToString(*path);
+      if (!text.ok()) return text.status().WithPrefix("GOOGLE_APPLICATION_CREDENTIALS");
+      const int64_t now =
+          std::chrono::duration_cast<std::chrono::seconds>(WallClock::now().time_since_epoch()).count();
+      return GoogleTokenFromKeyFile(*text, *path, now);
+    }
+    auto token = GoogleTokenFromMetadataServer(env);
     if (!token.ok()) {
       return NotFound(
           "no GCS credentials found (looked at: env GCS_HMAC_ACCESS_KEY_ID, env "
           "GOOGLE_APPLICATION_CREDENTIALS, {}); set an HMAC key pair or a service-account key file",
           token.status().message());
     }
-  }
-  if (!token.ok()) return token.status();
-  options.bearer_token = std::move(token->access_token);
-  options.credentials = AwsCredentials{"", "", "", token->source};
+    return token;
+  };
+  K3_ASSIGN_OR_RETURN(GoogleAccessToken token, fetch_token());
+  options.bearer_token = std::move(token.access_token);
+  options.credentials = AwsCredentials{"", "", "", token.source, token.expiration};
+  options.renew_credentials = [fetch_token]() -> Result<RenewedCredentials> {
+    K3_ASSIGN_OR_RETURN(GoogleAccessToken fresh, fetch_token());
+    return RenewedCredentials{AwsCredentials{"", "", "", fresh.source, fresh.expiration},
+                              std::move(fresh.access_token)};
+  };
   return options;
 }
 

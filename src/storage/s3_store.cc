@@ -46,6 +46,12 @@ Result<std::unique_ptr<S3Store>> S3Store::Create(const ObjectUri& uri, S3Options
     auto resolved = ResolveAwsCredentials(env);
     if (!resolved.ok()) return resolved.status().WithPrefix(uri.Describe());
     credentials = std::move(resolved).value();
+    if (credentials.expiration && !options.renew_credentials) {
+      options.renew_credentials = [env]() -> Result<RenewedCredentials> {
+        K3_ASSIGN_OR_RETURN(AwsCredentials fresh, ResolveAwsCredentials(env));
+        return RenewedCredentials{std::move(fresh), ""};
+      };
+    }
   }
   if (options.region.empty() || options.region.find(':') != std::string::npos) {
     return InvalidArgument("{}: region '{}' is not a region name (AWS_REGION)", uri.Describe(),
@@ -61,6 +67,31 @@ S3Store::S3Store(ObjectUri uri, S3Options options, AwsCredentials credentials)
     : uri_(std::move(uri)), options_(std::move(options)), credentials_(std::move(credentials)) {
   root_ = uri_.prefix;
   if (!root_.empty() && root_.back() != '/') root_ += '/';
+  bearer_token_ = std::move(options_.bearer_token);
+  options_.bearer_token.clear();
+}
+
+std::string S3Store::credential_source() const {
+  std::lock_guard lock(credentials_mu_);
+  return credentials_.source;
+}
+
+Result<RenewedCredentials> S3Store::CurrentCredentials() {
+  std::lock_guard lock(credentials_mu_);
+  const WallClock::time_point now = WallClock::now();
+  if (options_.renew_credentials && NeedsRenewal(credentials_.expiration, now)) {
+    auto fresh = options_.renew_credentials();
+    if (fresh.ok()) {
+      credentials_ = std::move(fresh->credentials);
+      bearer_token_ = std::move(fresh->bearer_token);
+    } else if (now >= *credentials_.expiration) {
+      return fresh.status().WithPrefix(
+          fmt::format("{}: the credentials from {} expired and new ones could not be fetched",
+                      uri_.Describe(), credentials_.source));
+    }
+    // Else: the old ones still work for a few minutes; the next request tries again.
+  }
+  return RenewedCredentials{credentials_, bearer_token_};
 }
 
 S3Store::~S3Store() = default;
@@ -100,9 +131,11 @@ Result<S3Store::Reply> S3Store::Execute(Request& request, const std::vector<long
   const std::string payload_hash =
       Sha256Hex(std::string_view(reinterpret_cast<const char*>(request.body.data()), request.body.size()));
   const std::string sigv4 = "aws:amz:" + options_.region + ":s3";
+  K3_ASSIGN_OR_RETURN(const RenewedCredentials current, CurrentCredentials());
+  const AwsCredentials& keys = current.credentials;
   RetriedCall call;
   call.what = request.what;
-  call.context = fmt::format("credentials: {}", credentials_.source);
+  call.context = fmt::format("credentials: {}", keys.source);
   call.accepted = accepted;
   call.range_offset = request.range_offset;
   call.dst = request.dst;
@@ -112,18 +145,17 @@ Result<S3Store::Reply> S3Store::Execute(Request& request, const std::vector<long
     exchange.url = UrlOf(request.full_key, query);
     exchange.body = request.body;
     exchange.headers.push_back("x-amz-content-sha256: " + payload_hash);
-    if (!credentials_.session_token.empty())
-      exchange.headers.push_back("x-amz-security-token: " + credentials_.session_token);
+    if (!keys.session_token.empty())
+      exchange.headers.push_back("x-amz-security-token: " + keys.session_token);
     if (!request.content_type.empty()) exchange.headers.push_back("Content-Type: " + request.content_type);
     if (request.range_offset) {
       exchange.curl_range = fmt::format("{}-{}", *request.range_offset + dst_written,
                                         *request.range_offset + request.dst.size() - 1);
     }
-    if (options_.bearer_token.empty()) {
-      exchange.sigv4 =
-          StoreExchange::SigV4{sigv4, credentials_.access_key_id, credentials_.secret_access_key};
+    if (current.bearer_token.empty()) {
+      exchange.sigv4 = StoreExchange::SigV4{sigv4, keys.access_key_id, keys.secret_access_key};
     } else {
-      exchange.headers.push_back("Authorization: Bearer " + options_.bearer_token);
+      exchange.headers.push_back("Authorization: Bearer " + current.bearer_token);
     }
     exchange.connect_timeout_s = options_.connect_timeout_s;
     exchange.low_speed_time_s = options_.low_speed_time_s;

@@ -25,7 +25,9 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -38,6 +40,12 @@
 #include "src/storage/store_exchange.h"
 
 namespace k3::storage {
+
+// Fresh credentials from the same source, for S3Options::renew_credentials.
+struct RenewedCredentials {
+  AwsCredentials credentials;
+  std::string bearer_token;  // gs:// OAuth; empty for SigV4 keys
+};
 
 struct S3Options {
   // "http://127.0.0.1:4568" (scheme, host, port; no path). Empty: https://s3.<region>.amazonaws.com.
@@ -58,6 +66,10 @@ struct S3Options {
   // An OAuth access token (gs:// without HMAC keys): requests carry "Authorization: Bearer" instead of a
   // SigV4 signature; `credentials` then only names the token's source.
   std::string bearer_token;
+  // Temporary credentials or token (credentials->expiration set): fetches new ones from the same source,
+  // called under the store's lock once the expiration is within kRenewBefore. Create sets it when it
+  // resolves the environment chain; gs:// sets it for OAuth tokens.
+  std::function<Result<RenewedCredentials>()> renew_credentials;
 };
 
 // Endpoint from AWS_ENDPOINT_URL_S3 or AWS_ENDPOINT_URL, region from AWS_REGION or AWS_DEFAULT_REGION
@@ -83,7 +95,7 @@ class S3Store : public ObjectStore {
   Status CreateBucket();
 
   const S3Options& options() const { return options_; }
-  const std::string& credential_source() const { return credentials_.source; }
+  std::string credential_source() const;
 
   // Implementation types, public so s3_store.cc's helpers can name them.
   struct Request;
@@ -97,11 +109,16 @@ class S3Store : public ObjectStore {
  private:
   S3Store(ObjectUri uri, S3Options options, AwsCredentials credentials);
   std::string UrlOf(const std::string& full_key, const std::string& query) const;
+  // The credentials and bearer token to sign the next request with, renewed first when they are about
+  // to expire (a failed renewal is an error only once the old ones have expired).
+  Result<RenewedCredentials> CurrentCredentials();
 
   ObjectUri uri_;
   std::string root_;  // uri_.prefix with a trailing '/', or empty
   S3Options options_;
-  AwsCredentials credentials_;
+  mutable std::mutex credentials_mu_;
+  AwsCredentials credentials_;  // guarded by credentials_mu_
+  std::string bearer_token_;    // guarded by credentials_mu_
   CurlHandlePool handles_;
 };
 
