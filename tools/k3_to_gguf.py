@@ -156,6 +156,66 @@ def _padded(n):
     return (n + ALIGNMENT - 1) // ALIGNMENT * ALIGNMENT
 
 
+# GGUF reading (tests, bench/peer/run.py's bytes per token)
+
+_SCALARS = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?", 10: "<Q", 11: "<q", 12: "<d"}
+_TYPE_BYTES = {GGML_F32: (1, 4), GGML_BF16: (1, 2), GGML_MXFP4: (MXFP4_BLOCK_VALUES, MXFP4_BLOCK_BYTES)}
+
+
+def read_gguf(path):
+    """(metadata {key: value}, tensors {name: (ggml type, ne, numpy uint8 view of its bytes)}) of a GGUF v3
+    file whose tensors are F32, BF16 or MXFP4."""
+    data = np.memmap(path, dtype=np.uint8, mode="r")
+    pos = 0
+
+    def take(fmt):
+        nonlocal pos
+        (v,) = struct.unpack_from(fmt, data, pos)
+        pos += struct.calcsize(fmt)
+        return v
+
+    def string():
+        nonlocal pos
+        n = take("<Q")
+        s = bytes(data[pos:pos + n]).decode("utf-8")
+        pos += n
+        return s
+
+    def value(vtype):
+        if vtype == T_STRING:
+            return string()
+        if vtype == T_ARRAY:
+            etype, count = take("<I"), take("<Q")
+            return [value(etype) for _ in range(count)]
+        return take(_SCALARS[vtype])
+
+    if bytes(data[:4]) != GGUF_MAGIC:
+        raise ValueError(f"{path}: not a GGUF file")
+    pos = 4
+    version, n_tensors, n_kv = take("<I"), take("<Q"), take("<Q")
+    if version != GGUF_VERSION:
+        raise ValueError(f"{path}: GGUF version {version}, expected {GGUF_VERSION}")
+    meta = {}
+    for _ in range(n_kv):
+        key = string()
+        meta[key] = value(take("<I"))
+    infos = []
+    for _ in range(n_tensors):
+        name = string()
+        ne = tuple(take("<Q") for _ in range(take("<I")))
+        infos.append((name, take("<I"), ne, take("<Q")))
+    base = _padded(pos) if meta.get("general.alignment", ALIGNMENT) == ALIGNMENT else None
+    if base is None:
+        raise ValueError(f"{path}: alignment {meta['general.alignment']} is not {ALIGNMENT}")
+    tensors = {}
+    for name, ggml_type, ne, offset in infos:
+        per, nbytes = _TYPE_BYTES[ggml_type]
+        count = int(np.prod(ne))
+        size = count // per * nbytes
+        tensors[name] = (ggml_type, ne, data[base + offset:base + offset + size])
+    return meta, tensors
+
+
 # ---------------------------------------------------------------------------------------------------
 # MXFP4: compressed-tensors -> ggml block_mxfp4
 
