@@ -7,7 +7,8 @@
 
 From a clean checkout it does what is missing first, and says so: builds bench/peer_k3 (a Release tree in
 --build, only that target), runs `npm ci` in bench/peer (node-llama-cpp 3.22.1: llama.cpp's prebuilt CPU
-binaries with the kimi-k3 architecture; ~725 MB, test / bench only), generates the checkpoint
+binaries with the kimi-k3 architecture; ~725 MB, test / bench only; where npm ci refuses the lockfile,
+`npm install --no-save` of the same locked versions), generates the checkpoint
 (`peer_k3 gen`, mini-k3: 2.3 GB) and converts it (tools/k3_to_gguf.py) into --build/peer/.
 
 Then for each measurement (decode at each of --decode-threads: a --decode-prompt-token prompt, then
@@ -64,7 +65,15 @@ def ensure_node_modules():
         return
     say("bench/peer/node_modules is missing: running npm ci there (node-llama-cpp 3.22.1 from "
         "package-lock.json, ~725 MB with its prebuilt binaries; bench / test only)")
-    sh(["npm", "ci", "--no-audit", "--no-fund", "--loglevel=error"], cwd=PEER)
+    try:
+        sh(["npm", "ci", "--no-audit", "--no-fund", "--loglevel=error"], cwd=PEER)
+    except subprocess.CalledProcessError:
+        # 3.22.1 lists optional packages for other platforms (win-*, mac-*, linux-riscv64) that the registry
+        # does not serve, so the lockfile cannot hold them and npm ci refuses it as out of sync; npm install
+        # installs the same locked versions and leaves package.json and the lockfile as they are
+        say("npm ci refused the lockfile (node-llama-cpp 3.22.1's other-platform packages are not served): "
+            "installing the same locked versions with npm install --no-save")
+        sh(["npm", "install", "--no-save", "--no-audit", "--no-fund", "--loglevel=error"], cwd=PEER)
 
 
 def ensure_model(peer_k3, work, preset):
