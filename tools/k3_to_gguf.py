@@ -422,7 +422,8 @@ def convert(src_dir, out_path):
             res_score(lp + "mlp_res", blk + "ffn_res_score.weight")
         # g_proj: the full-rank KDA output gate, or the MLA output gate
         if lp + "self_attn.g_proj.weight" in ck.entries:
-            matrix(w, ck, take(lp + "self_attn.g_proj.weight"), blk + ("attn_gate.weight" if is_mla else "ssm_g.weight"))
+            gate = blk + ("attn_gate.weight" if is_mla else "ssm_g.weight")
+            matrix(w, ck, take(lp + "self_attn.g_proj.weight"), gate)
         if not is_mla:
             for c in "qkv":  # [P, 1, K] -> ne [K, 1, P, 1], fp32
                 t = ck.f32(take(f"{lp}self_attn.{c}_conv1d.weight"))

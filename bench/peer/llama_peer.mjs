@@ -3,8 +3,8 @@
 // measured run, the mirror of bench/peer/peer_k3.cc:
 //   node llama_peer.mjs --model FILE.gguf --threads N --prompt-ids 1,2,3 --decode-steps S
 // loads the GGUF (no GPU layers, mmap), warms up on the context's sequence and clears it, then prefills
-// the prompt in one batch and greedily decodes S tokens one step at a time. Prints one JSON line: prefill and decode seconds and the greedy tokens (the
-// prefill's argmax first).
+// the prompt in one batch and greedily decodes S tokens one step at a time. Prints one JSON line:
+// prefill and decode seconds and the greedy tokens (the prefill's argmax first).
 import {getLlama, LlamaLogLevel} from "node-llama-cpp";
 
 function flag(name, fallback) {

@@ -15,8 +15,9 @@ Then for each measurement (decode at each of --decode-threads: a --decode-prompt
 --decode-steps greedy steps; prefill of a --prefill-tokens prompt at each of --prefill-threads) it runs
 k3 (bench/peer_k3) and llama.cpp (bench/peer/llama_peer.mjs) alternately, --runs times each, one process
 per run (the engine that goes first alternates), and prints every run, the medians and the best runs
-(the least disturbed on a shared machine), the ratios k3 / llama.cpp, the weight bytes one decode token reads in each engine's file, and whether the two
-engines' greedy tokens agree (top-1 agreement). Exit status 1 when a run fails.
+(the least disturbed on a shared machine), the ratios k3 / llama.cpp, the weight bytes one decode token
+reads in each engine's file, and whether the two engines' greedy tokens agree (top-1 agreement). Exits
+non-zero when a run fails.
 
 On a machine shared with other work, --nice N (negative: root) runs both engines' processes at that
 niceness: ggml's worker threads wait for each other at every graph node by spinning, so a 2-thread
@@ -204,7 +205,8 @@ def main():
         say(f"{kind} {threads} thread(s), prompt {plen}{f', {steps} steps' if steps else ''}: "
             f"k3 {med['k3']:.2f} tok/s [{fmt(rates['k3'])}], llama.cpp {med['llama.cpp']:.2f} tok/s "
             f"[{fmt(rates['llama.cpp'])}], k3/llama.cpp {row['ratio']:.2f}x; greedy tokens equal "
-            f"{same}/{row['top1_compared']} (first {lead} in a row){'' if all(stable.values()) else ', NOT deterministic'}")
+            f"{same}/{row['top1_compared']} (first {lead} in a row)"
+            f"{'' if all(stable.values()) else ', NOT deterministic'}")
 
     load_after = open("/proc/loadavg").read().split()[:3]
     print()
