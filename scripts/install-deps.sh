@@ -36,6 +36,7 @@ tests=(
   # tests/deploy/rendered_test.py: rendered scripts through shellcheck, and every aws / az command line
   # through the real CLI offline (gcloud and kubectl are not in Debian: checked where installed)
   shellcheck awscli azure-cli python3-yaml
+  python3-numpy  # tests/peer: tools/k3_to_gguf.py (k3 checkpoint -> GGUF) against its checkpoint
   googletest libgtest-dev libgmock-dev libbenchmark-dev
   openssl  # tests/compat/http_layer: a self-signed certificate for the HTTPS test
   chromium  # tests/e2e: k3 bench SVG screenshot; with 23 libraries ~360 MB installed, ~1 min to install
