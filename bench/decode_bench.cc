@@ -15,8 +15,11 @@
 // --compare-bf16-paths 1 each decode repetition is paired with one on the fp32 path (ops.h).
 // With --context N only long-context decode is measured (LongContextDecode): batch-1 decode after N
 // cached tokens with the MLA latent cache in bf16 (the default) and in fp32 words, alternating.
+// With --batch-sizes 4,16,64 only batched decode is measured (BatchedDecode): B sequences decoding in
+// one batch, aggregate tokens/s against the rate the step's bytes allow at the measured bandwidth, the
+// bytes from the actual routing (the distinct experts each step ran, plus every dense weight).
 //   decode_bench --model DIR [--threads N] [--prompt-len 2048] [--decode-steps 32] [--repeats 5]
-//                [--prefill-repeats 3] [--compare-bf16-paths 1] [--context 8192]
+//                [--prefill-repeats 3] [--compare-bf16-paths 1] [--context 8192] [--batch-sizes 4,16,64]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -27,6 +30,8 @@
 #include <memory>
 #include <string>
 #include <vector>
+
+#include <fmt/format.h>
 
 #include "bench/machine_limits.h"
 #include "src/base/check.h"
@@ -125,6 +130,9 @@ double FreshMappingTouchSeconds(const std::string& dir, k3::ThreadPool* pool) {
 struct TokenCost {
   double decode_bytes = 0;   // weight bytes one decode token reads
   double matrix_params = 0;  // active matrix parameters per token (for 2 x FLOPs)
+  double dense_bytes = 0;    // of decode_bytes, every byte but the routed experts' (one embedding row)
+  double expert_bytes = 0;   // one routed expert of one layer, as stored
+  double embedding_row_bytes = 0;
 };
 
 TokenCost CostPerToken(const k3::io::ModelConfig& cfg) {
@@ -145,12 +153,17 @@ TokenCost CostPerToken(const k3::io::ModelConfig& cfg) {
       }
     } else if (t.init == k3::model::InitKind::kEmbedding) {
       cost.decode_bytes += bytes / static_cast<double>(t.shape[0]);  // one row
+      cost.embedding_row_bytes += bytes / static_cast<double>(t.shape[0]);
     } else {
       cost.decode_bytes += bytes;
       if (t.shape.size() == 2 && t.shape[0] > 1) cost.matrix_params += n;
     }
   }
   // Each MoE layer runs top-k experts (expert0_* already sums over the layers).
+  cost.dense_bytes = cost.decode_bytes;
+  int64_t moe_layers = 0;
+  for (int64_t l = 0; l < cfg.num_layers; ++l) moe_layers += cfg.LayerFfn(l) == k3::io::FfnKind::kMoe;
+  cost.expert_bytes = moe_layers > 0 ? expert0_bytes / static_cast<double>(moe_layers) : 0;
   const double experts = static_cast<double>(cfg.num_experts_per_token);
   cost.decode_bytes += experts * expert0_bytes;
   cost.matrix_params += experts * expert0_params;
@@ -218,6 +231,82 @@ void LongContextDecode(k3::model::Model& model, int64_t context, int64_t decode_
               LoadAverage().c_str());
 }
 
+// Batched decode (issue 18 item 3): for each B, B sequences each prefilled with its own 16-token prompt,
+// then `decode_steps` steps with all B in one batch; per repetition the read bandwidth is measured right
+// before. A step reads the dense weights once (with B embedding rows) and each distinct expert the step
+// ran once (ForwardOutput::routed_experts_run, from the actual routing), so the rate those bytes allow is
+// B tokens per (step bytes / bandwidth); printed: aggregate tokens/s, that roofline and their ratio
+// (median of the per-repetition ratios), the unique experts per MoE layer per step, and the gain over B=1.
+// Beside it the compute limit, the measured MatMulBf16 FLOP/s over 2 x the active matrix parameters of a
+// token: a batch can go no faster than the smaller of the two.
+void BatchedDecode(k3::model::Model& model, const std::vector<int64_t>& batch_sizes, int64_t decode_steps,
+                   int64_t repeats, size_t threads) {
+  using k3::bench::Median;
+  const k3::io::ModelConfig& cfg = model.config();
+  const TokenCost cost = CostPerToken(cfg);
+  const int32_t vocab = static_cast<int32_t>(cfg.vocab_size);
+  int64_t moe_layers = 0;
+  for (int64_t l = 0; l < cfg.num_layers; ++l) moe_layers += cfg.LayerFfn(l) == k3::io::FfnKind::kMoe;
+  double batch1_tps = 0;
+  const double matmul_flops = k3::bench::MeasureMatMulFlops(threads, 3) * 1e9;
+  const double compute_tps = matmul_flops / (2.0 * cost.matrix_params);
+  std::printf(
+      "compute limit: %.1f GFLOP/s measured MatMulBf16 / (2 x %.1f M active matrix parameters a token) = "
+      "%.1f tokens/s at any batch\n",
+      matmul_flops / 1e9, cost.matrix_params / 1e6, compute_tps);
+  for (int64_t B : batch_sizes) {
+    std::vector<double> tps, roofline, ratios, unique_per_layer;
+    for (int64_t r = 0; r < repeats; ++r) {
+      const double bandwidth = k3::bench::MeasureMemoryReadBandwidth(size_t{1} << 30, threads, 3) * 1e9;
+      k3::model::Sequences seqs(model);
+      std::vector<int32_t> slots(static_cast<size_t>(B));
+      std::vector<std::vector<int32_t>> prompts(static_cast<size_t>(B), std::vector<int32_t>(16));
+      std::vector<k3::model::SequenceBatchItem> items(static_cast<size_t>(B));
+      for (int64_t b = 0; b < B; ++b) {
+        slots[b] = seqs.New();
+        for (size_t i = 0; i < 16; ++i)
+          prompts[b][i] = static_cast<int32_t>((i * 7919 + 13 + b * 104729 + r) % vocab);
+        items[b] = {slots[b], prompts[b], false};
+      }
+      k3::model::ForwardOutput out;
+      K3_CHECK_OK(seqs.Forward(items, &out));
+      std::vector<std::vector<int32_t>> next(static_cast<size_t>(B), std::vector<int32_t>(1));
+      double step_bytes = 0;
+      int64_t experts_run = 0;
+      const auto d0 = Clock::now();
+      for (int64_t s = 0; s < decode_steps; ++s) {
+        for (int64_t b = 0; b < B; ++b) {
+          next[b][0] = static_cast<int32_t>((s * 31 + b * 7 + r) % vocab);
+          items[b] = {slots[b], next[b], false};
+        }
+        K3_CHECK_OK(seqs.Forward(items, &out));
+        experts_run += out.routed_experts_run;
+      }
+      const double seconds = Seconds(d0, Clock::now());
+      const double steps = static_cast<double>(decode_steps);
+      step_bytes = cost.dense_bytes + static_cast<double>(B - 1) * cost.embedding_row_bytes +
+                   static_cast<double>(experts_run) / steps * cost.expert_bytes;
+      tps.push_back(static_cast<double>(B) * steps / seconds);
+      roofline.push_back(static_cast<double>(B) * bandwidth / step_bytes);
+      ratios.push_back(tps.back() / roofline.back());
+      unique_per_layer.push_back(
+          moe_layers > 0 ? static_cast<double>(experts_run) / steps / static_cast<double>(moe_layers) : 0);
+    }
+    if (B == 1) batch1_tps = Median(tps);
+    std::printf(
+        "decode batch %lld: median %.2f tokens/s [%s]; roofline %.2f tokens/s [%s] from %.1f distinct "
+        "experts "
+        "per MoE layer per step (of %lld; top-%lld x %lld tokens) -> median of the per-run ratios %.0f%% "
+        "[%s] (target >= 80%%); %.0f%% of min(bytes, compute) roofline%s\n",
+        static_cast<long long>(B), Median(tps), Samples(tps).c_str(), Median(roofline),
+        Samples(roofline).c_str(), Median(unique_per_layer), static_cast<long long>(cfg.num_experts),
+        static_cast<long long>(cfg.num_experts_per_token), static_cast<long long>(B), 100.0 * Median(ratios),
+        Samples(ratios).c_str(), 100.0 * Median(tps) / std::min(Median(roofline), compute_tps),
+        batch1_tps > 0 && B > 1 ? fmt::format("; {:.2f}x batch 1", Median(tps) / batch1_tps).c_str() : "");
+  }
+  std::printf("load average after: %s\n", LoadAverage().c_str());
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -226,6 +315,7 @@ int main(int argc, char** argv) {
   size_t threads = 0;
   int64_t prompt_len = 2048, decode_steps = 32, repeats = 5, prefill_repeats = 3, context = 0;
   bool compare_bf16_paths = false;
+  std::vector<int64_t> batch_sizes;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
     if (flag == "--model")
@@ -244,11 +334,29 @@ int main(int argc, char** argv) {
       context = std::strtoll(argv[i + 1], nullptr, 10);
     else if (flag == "--prefill-repeats")
       prefill_repeats = std::strtoll(argv[i + 1], nullptr, 10);
+    else if (flag == "--batch-sizes")
+      for (const char* p = argv[i + 1]; *p != '\0';) {
+        char* end = nullptr;
+        const int64_t b = std::strtoll(p, &end, 10);
+        if (end == p || b < 1 || b > 4096) {
+          std::fprintf(stderr, "decode_bench: --batch-sizes %s: expected sizes like 1,4,16,64\n",
+                       argv[i + 1]);
+          return 2;
+        }
+        batch_sizes.push_back(b);
+        p = *end == ',' ? end + 1 : end;
+        if (*end != ',' && *end != '\0') {
+          std::fprintf(stderr, "decode_bench: --batch-sizes %s: expected sizes like 1,4,16,64\n",
+                       argv[i + 1]);
+          return 2;
+        }
+      }
   }
   if (dir.empty() || prompt_len < 1 || decode_steps < 1 || repeats < 1 || prefill_repeats < 0) {
     std::fprintf(stderr,
                  "usage: decode_bench --model DIR [--threads N] [--prompt-len 2048] [--decode-steps 32] "
-                 "[--repeats 5] [--prefill-repeats 3] [--compare-bf16-paths 1]\n");
+                 "[--repeats 5] [--prefill-repeats 3] [--compare-bf16-paths 1] [--context N] "
+                 "[--batch-sizes 1,4,16,64]\n");
     return 2;
   }
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // each figure appears as soon as it is measured
@@ -265,6 +373,15 @@ int main(int argc, char** argv) {
       return 1;
     }
     LongContextDecode(**loaded, context, decode_steps, repeats);
+    return 0;
+  }
+  if (!batch_sizes.empty()) {
+    auto loaded = k3::model::Model::Load(dir, &pool);
+    if (!loaded.ok()) {
+      std::fprintf(stderr, "decode_bench: %s\n", loaded.status().ToString().c_str());
+      return 1;
+    }
+    BatchedDecode(**loaded, batch_sizes, decode_steps, repeats, threads);
     return 0;
   }
 

@@ -205,6 +205,7 @@ Status ModelImpl::Forward(std::span<const SequenceSegment> segments, std::span<c
   };
   if (out->capture_hidden) out->layer_hidden.resize(static_cast<size_t>(cfg_.num_layers + 1));
   capture(0);
+  out->routed_experts_run = 0;
   float* bank = Grow(s_.bank, T * std::max<int64_t>(B, 1) * D);
   float* mixed = Grow(s_.mixed, T * D);
   int64_t bank_size = 0;
@@ -240,6 +241,7 @@ Status ModelImpl::Forward(std::span<const SequenceSegment> segments, std::span<c
       NormRows(h, layer.post_attention_norm, T);
     }
     Ffn(layer, T);
+    if (layer.ffn == io::FfnKind::kMoe) out->routed_experts_run += s_.moe.experts_run;
     kernels::AddRoundBf16(h, s_.sublayer.data(), static_cast<size_t>(T * D));
     capture(l + 1);
   }

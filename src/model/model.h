@@ -74,6 +74,9 @@ struct ForwardOutput {
   bool capture_final_hidden = false;
   std::vector<std::vector<float>> layer_hidden;
   std::vector<float> final_hidden;
+  // Distinct routed experts the step ran, summed over the MoE layers (this rank's, when sharded): with
+  // the dense weights, what a decode step reads (bench/decode_bench's batched roofline).
+  int64_t routed_experts_run = 0;
 };
 
 class Model {

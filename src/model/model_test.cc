@@ -151,6 +151,31 @@ TEST_P(ModelTest, BatchingDoesNotChangeLogits) {
   }
 }
 
+// routed_experts_run counts each MoE layer's distinct experts once however many tokens chose them: one
+// token runs top-k per layer; the same token twice (two sequences, one batch) still top-k; a long prompt
+// at least that and at most every expert.
+TEST_P(ModelTest, RoutedExpertsRunCountsDistinctExpertsPerLayer) {
+  io::ModelConfig cfg = Config();
+  auto model = testing::MakeRandomModel(cfg, 3, nullptr);
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  int64_t moe_layers = 0;
+  for (int64_t l = 0; l < cfg.num_layers; ++l) moe_layers += cfg.LayerFfn(l) == io::FfnKind::kMoe;
+  Sequences seqs(**model);
+  const std::vector<int32_t> one = {7};
+  SequenceBatchItem items[2] = {{seqs.New(), one, false}, {seqs.New(), one, false}};
+  ForwardOutput out;
+  K3_CHECK_OK(seqs.Forward(std::span<const SequenceBatchItem>(items, 1), &out));
+  EXPECT_EQ(out.routed_experts_run, moe_layers * cfg.num_experts_per_token);
+  items[0].slot = seqs.New();
+  K3_CHECK_OK(seqs.Forward(std::span<const SequenceBatchItem>(items, 2), &out));
+  EXPECT_EQ(out.routed_experts_run, moe_layers * cfg.num_experts_per_token);
+  const std::vector<int32_t> prompt = Prompt(40, cfg.vocab_size, 4);
+  SequenceBatchItem long_item{seqs.New(), prompt, false};
+  K3_CHECK_OK(seqs.Forward(std::span<const SequenceBatchItem>(&long_item, 1), &out));
+  EXPECT_GE(out.routed_experts_run, moe_layers * cfg.num_experts_per_token);
+  EXPECT_LE(out.routed_experts_run, moe_layers * cfg.num_experts);
+}
+
 TEST_P(ModelTest, CloneContinuesIdentically) {
   io::ModelConfig cfg = Config();
   auto model = testing::MakeRandomModel(cfg, 5, nullptr);

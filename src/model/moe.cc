@@ -58,6 +58,8 @@ void MoeForward(const io::ModelConfig& cfg, const MoeWeights& w, const float* x,
   int32_t* next = Grow(s->expert_fill, E);  // next free slot per expert
   std::copy(begin, begin + E, next);
   for (int64_t i = 0; i < T * Ek; ++i) order[next[experts[i]]++] = static_cast<int32_t>(i);
+  s->experts_run = 0;
+  for (int64_t e = 0; e < E; ++e) s->experts_run += begin[e + 1] > begin[e];
 
   // Every selected expert over its rows: the rows of expert e are z of the tokens of its slots
   // order[begin[e]..begin[e + 1]); its outputs go back to slot_out[(token, slot)].

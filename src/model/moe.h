@@ -38,6 +38,7 @@ struct MoeScratch {
   std::vector<float> shared_out;      // [T, D]
   MlpScratch mlp;                     // the routed experts' gate / up
   MlpScratch shared_mlp;              // the shared experts' gate / up [T, Is]
+  int64_t experts_run = 0;            // distinct routed experts the last call ran (over all T tokens)
 };
 
 // x: [T, D] (post_attention_layernorm output) -> out: [T, D].
