@@ -133,6 +133,7 @@ struct TokenCost {
   double dense_bytes = 0;    // of decode_bytes, every byte but the routed experts' (one embedding row)
   double expert_bytes = 0;   // one routed expert of one layer, as stored
   double embedding_row_bytes = 0;
+  int64_t moe_layers = 0;
 };
 
 TokenCost CostPerToken(const k3::io::ModelConfig& cfg) {
@@ -161,9 +162,8 @@ TokenCost CostPerToken(const k3::io::ModelConfig& cfg) {
   }
   // Each MoE layer runs top-k experts (expert0_* already sums over the layers).
   cost.dense_bytes = cost.decode_bytes;
-  int64_t moe_layers = 0;
-  for (int64_t l = 0; l < cfg.num_layers; ++l) moe_layers += cfg.LayerFfn(l) == k3::io::FfnKind::kMoe;
-  cost.expert_bytes = moe_layers > 0 ? expert0_bytes / static_cast<double>(moe_layers) : 0;
+  for (int64_t l = 0; l < cfg.num_layers; ++l) cost.moe_layers += cfg.LayerFfn(l) == k3::io::FfnKind::kMoe;
+  cost.expert_bytes = cost.moe_layers > 0 ? expert0_bytes / static_cast<double>(cost.moe_layers) : 0;
   const double experts = static_cast<double>(cfg.num_experts_per_token);
   cost.decode_bytes += experts * expert0_bytes;
   cost.matrix_params += experts * expert0_params;
@@ -245,8 +245,6 @@ void BatchedDecode(k3::model::Model& model, const std::vector<int64_t>& batch_si
   const k3::io::ModelConfig& cfg = model.config();
   const TokenCost cost = CostPerToken(cfg);
   const int32_t vocab = static_cast<int32_t>(cfg.vocab_size);
-  int64_t moe_layers = 0;
-  for (int64_t l = 0; l < cfg.num_layers; ++l) moe_layers += cfg.LayerFfn(l) == k3::io::FfnKind::kMoe;
   double batch1_tps = 0;
   const double matmul_flops = k3::bench::MeasureMatMulFlops(threads, 3) * 1e9;
   const double compute_tps = matmul_flops / (2.0 * cost.matrix_params);
@@ -271,7 +269,6 @@ void BatchedDecode(k3::model::Model& model, const std::vector<int64_t>& batch_si
       k3::model::ForwardOutput out;
       K3_CHECK_OK(seqs.Forward(items, &out));
       std::vector<std::vector<int32_t>> next(static_cast<size_t>(B), std::vector<int32_t>(1));
-      double step_bytes = 0;
       int64_t experts_run = 0;
       const auto d0 = Clock::now();
       for (int64_t s = 0; s < decode_steps; ++s) {
@@ -284,13 +281,14 @@ void BatchedDecode(k3::model::Model& model, const std::vector<int64_t>& batch_si
       }
       const double seconds = Seconds(d0, Clock::now());
       const double steps = static_cast<double>(decode_steps);
-      step_bytes = cost.dense_bytes + static_cast<double>(B - 1) * cost.embedding_row_bytes +
-                   static_cast<double>(experts_run) / steps * cost.expert_bytes;
+      const double step_bytes = cost.dense_bytes + static_cast<double>(B - 1) * cost.embedding_row_bytes +
+                                static_cast<double>(experts_run) / steps * cost.expert_bytes;
       tps.push_back(static_cast<double>(B) * steps / seconds);
       roofline.push_back(static_cast<double>(B) * bandwidth / step_bytes);
       ratios.push_back(tps.back() / roofline.back());
-      unique_per_layer.push_back(
-          moe_layers > 0 ? static_cast<double>(experts_run) / steps / static_cast<double>(moe_layers) : 0);
+      unique_per_layer.push_back(cost.moe_layers > 0 ? static_cast<double>(experts_run) / steps /
+                                                           static_cast<double>(cost.moe_layers)
+                                                     : 0);
     }
     if (B == 1) batch1_tps = Median(tps);
     std::printf(

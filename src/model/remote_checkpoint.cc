@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
-#include <cstring>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -189,9 +188,10 @@ uint64_t ReleaseUnviewed(std::vector<HugePageBuffer>& buffers, std::vector<std::
   for (HugePageBuffer& buffer : buffers) {
     const uint8_t* begin = buffer.data();
     const uint8_t* end = begin + buffer.size();
-    uint64_t header_len = 0;
-    if (buffer.size() >= 8) std::memcpy(&header_len, begin, 8);  // little-endian hosts (x86-64, arm64)
-    size_t kept_to = buffer.size() < 8 ? buffer.size() : 8 + std::min<size_t>(header_len, buffer.size() - 8);
+    // The checkpoint over these bytes parsed every header already, so the length is valid here.
+    auto header = io::SafetensorsFile::HeaderLength(begin, buffer.size(), buffer.size(), "shard");
+    if (!header.ok()) continue;
+    size_t kept_to = static_cast<size_t>(8 + *header);
     auto it = std::lower_bound(viewed.begin(), viewed.end(), begin,
                                [](std::span<const uint8_t> s, const uint8_t* p) { return s.data() < p; });
     for (; it != viewed.end() && it->data() < end; ++it) {

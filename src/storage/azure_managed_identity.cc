@@ -24,8 +24,8 @@ Result<AzureBearerToken> FetchManagedIdentityToken(const EnvLookup& env) {
   request.timeout_ms = 10'000;
   auto reply = SendCredentialRequest(request);
   if (!reply.ok()) return reply.status().WithPrefix(source);
-  K3_ASSIGN_OR_RETURN(std::string access_token, ParseTokenReply(reply->body, reply->status, source));
-  return AzureBearerToken{std::move(access_token), source};
+  K3_ASSIGN_OR_RETURN(OAuthTokenReply token, ParseTokenReply(reply->body, reply->status, source));
+  return AzureBearerToken{std::move(token.access_token), source};
 }
 
 }  // namespace k3::storage

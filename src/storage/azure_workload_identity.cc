@@ -16,7 +16,8 @@ constexpr const char* kStorageScope = "https://storage.azure.com/.default";
 
 }  // namespace
 
-Result<std::string> ParseTokenReply(std::string_view text, long status, const std::string& source) {
+Result<OAuthTokenReply> ParseTokenReply(std::string_view text, long status, const std::string& source,
+                                        WallClock::time_point now) {
   const nlohmann::json reply = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (status < 200 || status >= 300) {
     std::string error, description;
@@ -34,7 +35,7 @@ Result<std::string> ParseTokenReply(std::string_view text, long status, const st
       reply["access_token"].get<std::string>().empty()) {
     return DataLoss("{}: the token endpoint's reply has no access_token", source);
   }
-  return reply["access_token"].get<std::string>();
+  return OAuthTokenReply{reply["access_token"].get<std::string>(), ExpiryFromExpiresIn(reply, now)};
 }
 
 Result<AzureBearerToken> ExchangeFederatedToken(const EnvLookup& env) {
@@ -64,8 +65,8 @@ Result<AzureBearerToken> ExchangeFederatedToken(const EnvLookup& env) {
                            "&client_assertion=" + PercentEncode(*token, false);
   auto reply = PostForm(url, form, "application/json", kAttempts);
   if (!reply.ok()) return reply.status().WithPrefix(fmt::format("{} (after {} attempts)", source, kAttempts));
-  K3_ASSIGN_OR_RETURN(std::string access_token, ParseTokenReply(reply->body, reply->status, source));
-  return AzureBearerToken{std::move(access_token), source};
+  K3_ASSIGN_OR_RETURN(OAuthTokenReply reply_token, ParseTokenReply(reply->body, reply->status, source));
+  return AzureBearerToken{std::move(reply_token.access_token), source};
 }
 
 }  // namespace k3::storage

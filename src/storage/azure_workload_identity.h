@@ -12,10 +12,12 @@
 // and a rerun resumes it (as web identity does for S3). Neither token ever appears in messages.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 
 #include "src/base/status.h"
+#include "src/storage/credential_expiry.h"
 #include "src/storage/environment.h"
 
 namespace k3::storage {
@@ -28,8 +30,15 @@ struct AzureBearerToken {
 // Exchanges the federated token; 3 attempts on transport errors and 5xx.
 Result<AzureBearerToken> ExchangeFederatedToken(const EnvLookup& env);
 
-// The access token of a token endpoint's JSON reply, or the error it carries ("error" and the first
-// line of "error_description"). `status` is the HTTP status; `source` prefixes errors.
-Result<std::string> ParseTokenReply(std::string_view json, long status, const std::string& source);
+struct OAuthTokenReply {
+  std::string access_token;
+  std::optional<WallClock::time_point> expiration;  // now + "expires_in", when the reply gives it
+};
+
+// The access token of a token endpoint's JSON reply and when it expires, or the error it carries
+// ("error" and the first line of "error_description"). `status` is the HTTP status; `source` prefixes
+// errors; `now` is when the reply arrived.
+Result<OAuthTokenReply> ParseTokenReply(std::string_view json, long status, const std::string& source,
+                                        WallClock::time_point now = WallClock::now());
 
 }  // namespace k3::storage

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -103,9 +104,12 @@ TEST(AzureWorkloadIdentityTest, ErrorsNameClientTenantAndCodeButNeverTheToken) {
 }
 
 TEST(AzureWorkloadIdentityTest, TokenReplyParser) {
-  auto ok = ParseTokenReply(R"({"access_token": "abc", "expires_in": 10})", 200, "src");
+  const WallClock::time_point now = WallClock::from_time_t(1000);
+  auto ok = ParseTokenReply(R"({"access_token": "abc", "expires_in": 10})", 200, "src", now);
   ASSERT_TRUE(ok.ok());
-  EXPECT_EQ(*ok, "abc");
+  EXPECT_EQ(ok->access_token, "abc");
+  EXPECT_EQ(ok->expiration, now + std::chrono::seconds(10));
+  EXPECT_FALSE(ParseTokenReply(R"({"access_token": "abc"})", 200, "src")->expiration.has_value());
   EXPECT_FALSE(ParseTokenReply(R"({"token_type": "Bearer"})", 200, "src").ok());
   EXPECT_FALSE(ParseTokenReply(R"({"access_token": ""})", 200, "src").ok());
   EXPECT_FALSE(ParseTokenReply("not json", 200, "src").ok());

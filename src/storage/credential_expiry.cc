@@ -53,10 +53,10 @@ std::optional<WallClock::time_point> ParseIso8601Utc(std::string_view text) {
   return WallClock::from_time_t(seconds);
 }
 
-std::optional<WallClock::time_point> ExpiryFromTokenReply(std::string_view json, WallClock::time_point now) {
-  const nlohmann::json reply = nlohmann::json::parse(json, nullptr, /*allow_exceptions=*/false);
+std::optional<WallClock::time_point> ExpiryFromExpiresIn(const nlohmann::json& reply,
+                                                         WallClock::time_point now) {
   if (!reply.is_object() || !reply.contains("expires_in")) return std::nullopt;
-  const nlohmann::json& field = reply["expires_in"];
+  const nlohmann::json& field = reply.at("expires_in");
   int64_t seconds = -1;
   if (field.is_number_integer()) {
     seconds = field.get<int64_t>();

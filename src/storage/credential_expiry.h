@@ -10,6 +10,8 @@
 #include <optional>
 #include <string_view>
 
+#include <nlohmann/json_fwd.hpp>
+
 namespace k3::storage {
 
 using WallClock = std::chrono::system_clock;
@@ -22,8 +24,9 @@ inline constexpr std::chrono::minutes kRenewBefore{5};
 std::optional<WallClock::time_point> ParseIso8601Utc(std::string_view text);
 
 // An OAuth token reply's "expires_in" (seconds, a number or a numeric string) counted from `now`;
-// nullopt when absent or malformed.
-std::optional<WallClock::time_point> ExpiryFromTokenReply(std::string_view json, WallClock::time_point now);
+// nullopt when absent or malformed. `reply` is the parsed JSON (ParseTokenReply reads it once).
+std::optional<WallClock::time_point> ExpiryFromExpiresIn(const nlohmann::json& reply,
+                                                         WallClock::time_point now);
 
 // True when credentials expiring at `expiration` should be renewed at `now` (never without one).
 inline bool NeedsRenewal(const std::optional<WallClock::time_point>& expiration, WallClock::time_point now) {

@@ -31,9 +31,8 @@ Result<GoogleAccessToken> Exchange(const std::string& token_uri, const std::stri
   if (!reply.ok()) {
     return reply.status().WithPrefix(fmt::format("{} (after {} attempts)", source, kTokenAttempts));
   }
-  K3_ASSIGN_OR_RETURN(std::string token, ParseTokenReply(reply->body, reply->status, source));
-  return GoogleAccessToken{std::move(token), std::move(source),
-                           ExpiryFromTokenReply(reply->body, WallClock::now())};
+  K3_ASSIGN_OR_RETURN(OAuthTokenReply token, ParseTokenReply(reply->body, reply->status, source));
+  return GoogleAccessToken{std::move(token.access_token), std::move(source), token.expiration};
 }
 
 }  // namespace
@@ -136,8 +135,8 @@ Result<GoogleAccessToken> GoogleTokenFromMetadataServer(const EnvLookup& env) {
   if (!reply.ok()) {
     return reply.status().WithPrefix(fmt::format("{} (after {} attempts)", source, request.attempts));
   }
-  K3_ASSIGN_OR_RETURN(std::string token, ParseTokenReply(reply->body, reply->status, source));
-  return GoogleAccessToken{std::move(token), source, ExpiryFromTokenReply(reply->body, WallClock::now())};
+  K3_ASSIGN_OR_RETURN(OAuthTokenReply token, ParseTokenReply(reply->body, reply->status, source));
+  return GoogleAccessToken{std::move(token.access_token), source, token.expiration};
 }
 
 }  // namespace k3::storage

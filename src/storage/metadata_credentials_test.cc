@@ -10,6 +10,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include <nlohmann/json.hpp>
+
 #include "src/storage/aws_credentials.h"
 #include "src/storage/aws_metadata_credentials.h"
 #include "src/storage/azure_credentials.h"
@@ -172,11 +174,12 @@ TEST(CredentialExpiryTest, ParsesTheFormatsTheServicesWrite) {
   for (const char* bad : {"", "2026-12-05", "2026-13-05T03:40:00Z", "2026-12-05T03:40:00+02:00", "soon"})
     EXPECT_FALSE(ParseIso8601Utc(bad).has_value()) << bad;
   const WallClock::time_point now = WallClock::from_time_t(1000);
-  EXPECT_EQ(ExpiryFromTokenReply(R"({"access_token": "x", "expires_in": 3599})", now),
+  EXPECT_EQ(ExpiryFromExpiresIn(nlohmann::json::parse(R"({"access_token": "x", "expires_in": 3599})"), now),
             now + std::chrono::seconds(3599));
-  EXPECT_EQ(ExpiryFromTokenReply(R"({"expires_in": "86399"})", now), now + std::chrono::seconds(86399));
-  EXPECT_FALSE(ExpiryFromTokenReply(R"({"expires_in": -5})", now).has_value());
-  EXPECT_FALSE(ExpiryFromTokenReply("not json", now).has_value());
+  EXPECT_EQ(ExpiryFromExpiresIn(nlohmann::json::parse(R"({"expires_in": "86399"})"), now),
+            now + std::chrono::seconds(86399));
+  EXPECT_FALSE(ExpiryFromExpiresIn(nlohmann::json::parse(R"({"expires_in": -5})"), now).has_value());
+  EXPECT_FALSE(ExpiryFromExpiresIn(nlohmann::json::parse("[1]"), now).has_value());
   EXPECT_TRUE(NeedsRenewal(now + std::chrono::minutes(4), now));
   EXPECT_FALSE(NeedsRenewal(now + std::chrono::minutes(6), now));
   EXPECT_FALSE(NeedsRenewal(std::nullopt, now));
