@@ -10,8 +10,9 @@
 // Each figure is the median over repetitions. Two tables: wall-clock, and CPU-time per thread (the
 // estimate for a loaded machine, see machine_limits.h); each is a ratio against limits measured with the
 // same clock. Then the MLA decode attention of one layer over a long latent cache (RunLatentAttention):
-// fp32 rows vs bf16 rows, per cached token. Usage: kernels_bench [threads] [mla] (threads default: all
-// cores; `mla`: only the attention figures).
+// fp32 rows, bf16 rows one head at a time, and bf16 rows 4 heads per pass (LatentAttentionBf16Queries),
+// the last against the matmul and bandwidth limits. Usage: kernels_bench [threads] [mla] (threads default:
+// all cores; `mla`: only the attention figures).
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -40,12 +41,12 @@ struct Row {
 };
 
 // Calls run(copy) `calls` times over `copies` weight copies; the median seconds per call on each clock.
-// With two variants (`paths` = 2) the calls alternate between them (run(copy, path)), so both see the
-// same machine state: seconds[path][clock].
+// With several variants (`paths` = 2 or 3) the calls alternate between them (run(copy, path)), so all see
+// the same machine state: seconds[path][clock].
 template <class Run>
 void TimeCalls(size_t copies, size_t calls, size_t threads, size_t paths, const Run& run,
                double (*seconds)[2]) {
-  std::vector<double> samples[2][2];
+  std::vector<double> samples[3][2];
   for (size_t path = 0; path < paths; ++path) run(copies - 1, path);  // warm-up (threads, scratch growth)
   for (size_t i = 0; i < calls * paths; ++i) {
     const size_t path = i % paths;
@@ -142,8 +143,9 @@ void PrintTable(const char* title, const std::vector<Row>& rows, int clock, doub
 // scoring 576-wide latent rows [c (512), k_pe (64)] and summing the 512-wide c parts, heads spread over the
 // pool. The same cache in fp32 rows (LatentAttention) and in bf16 rows read in place (LatentAttentionBf16),
 // alternating call for call; medians of `calls` calls.
-void RunLatentAttention(size_t keys, ThreadPool& pool, size_t threads) {
-  constexpr size_t kHeads = 96, kWidth = 576, kCtx = 512;
+void RunLatentAttention(size_t keys, ThreadPool& pool, size_t threads, double bandwidth_gbps,
+                        double matmul_gflops) {
+  constexpr size_t kHeads = 96, kWidth = 576, kCtx = 512, kHeadsPerTask = 4;
   std::mt19937 rng(7);
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
   std::vector<float> cache32(keys * kWidth), queries(kHeads * kWidth), ctx(kHeads * kCtx);
@@ -157,12 +159,25 @@ void RunLatentAttention(size_t keys, ThreadPool& pool, size_t threads) {
     rows32[j] = cache32.data() + j * kWidth;
     rows16[j] = cache16.data() + j * kWidth;
   }
-  std::vector<std::vector<float>> scores(pool.num_threads() + 1, std::vector<float>(keys));
+  std::vector<std::vector<float>> scores(pool.num_threads() + 1, std::vector<float>(keys * kHeadsPerTask));
   const float scale = 1.0f / 13.856f;
-  double seconds[2][2];
+  double seconds[3][2];
   TimeCalls(
-      1, 15, threads, 2,
+      1, 15, threads, 3,
       [&](size_t, size_t path) {
+        if (path == 2) {  // bf16 rows, the heads in groups: each row read once per group
+          pool.ParallelFor(kHeads / kHeadsPerTask, [&](size_t group, size_t worker) {
+            const float* q[kHeadsPerTask];
+            float* c[kHeadsPerTask];
+            for (size_t g = 0; g < kHeadsPerTask; ++g) {
+              q[g] = queries.data() + (group * kHeadsPerTask + g) * kWidth;
+              c[g] = ctx.data() + (group * kHeadsPerTask + g) * kCtx;
+            }
+            kernels::LatentAttentionBf16Queries(q, kHeadsPerTask, rows16.data(), keys, kWidth, kCtx, scale,
+                                                scores[worker].data(), c);
+          });
+          return;
+        }
         pool.ParallelFor(kHeads, [&](size_t h, size_t worker) {
           if (path == 0) {
             kernels::LatentAttention(queries.data() + h * kWidth, rows32.data(), keys, kWidth, kCtx, scale,
@@ -174,12 +189,18 @@ void RunLatentAttention(size_t keys, ThreadPool& pool, size_t threads) {
         });
       },
       seconds);
+  // Per head and key: a dot product over the row (2 x 576 FLOP) and an axpy into the context (2 x 512).
+  const double flop = 2.0 * kHeads * keys * (kWidth + kCtx);
+  const double cache_bytes = keys * kWidth * 2.0;
   std::printf(
       "MLA attention, 1 layer, 96 heads, %zu cached tokens: fp32 rows %.3f ms (cache %.1f MB), bf16 rows "
-      "%.3f "
-      "ms (cache %.1f MB): bf16/fp32 time %.2f (wall clock medians)\n",
-      keys, seconds[0][0] * 1e3, keys * kWidth * 4 / 1e6, seconds[1][0] * 1e3, keys * kWidth * 2 / 1e6,
-      seconds[1][0] / seconds[0][0]);
+      "%.3f ms (cache %.1f MB, bf16/fp32 time %.2f), bf16 rows 4 heads per pass %.3f ms (%.2fx one head at a "
+      "time; %.1f GFLOP/s = %.2f of the matmul limit, cache read at %.2f GB/s = %.3f of the bandwidth) "
+      "(wall clock medians)\n",
+      keys, seconds[0][0] * 1e3, keys * kWidth * 4 / 1e6, seconds[1][0] * 1e3, cache_bytes / 1e6,
+      seconds[1][0] / seconds[0][0], seconds[2][0] * 1e3, seconds[1][0] / seconds[2][0],
+      flop / seconds[2][0] / 1e9, flop / seconds[2][0] / 1e9 / matmul_gflops,
+      cache_bytes / seconds[2][0] / 1e9, cache_bytes / seconds[2][0] / 1e9 / bandwidth_gbps);
 }
 
 int Main(int argc, char** argv) {
@@ -189,7 +210,10 @@ int Main(int argc, char** argv) {
   threads = pool.num_threads();
   if (argc > 2 && std::string(argv[2]) == "mla") {
     std::printf("kernel target: %s, threads: %zu\n", kernels::KernelTargetName(), threads);
-    for (size_t keys : {1024, 8192, 32768}) RunLatentAttention(keys, pool, threads);
+    const double bandwidth = MeasureMemoryReadBandwidth(kBandwidthBytes, threads, 7, Clock::kWall);
+    const double flops = MeasureMatMulFlops(threads, 5, Clock::kWall);
+    std::printf("read bandwidth %.2f GB/s, matmul limit %.2f GFLOP/s (wall clock)\n", bandwidth, flops);
+    for (size_t keys : {1024, 8192, 32768}) RunLatentAttention(keys, pool, threads, bandwidth, flops);
     return 0;
   }
   std::printf("kernel target: %s, bf16 dot products (AVX512_BF16): %s, threads: %zu\n",
@@ -207,7 +231,7 @@ int Main(int argc, char** argv) {
   PrintTable("wall clock", rows, 0, bandwidth[0], flops[0]);
   PrintTable("CPU time per thread", rows, 1, bandwidth[1], flops[1]);
   std::printf("\n");
-  for (size_t keys : {1024, 8192, 32768}) RunLatentAttention(keys, pool, threads);
+  for (size_t keys : {1024, 8192, 32768}) RunLatentAttention(keys, pool, threads, bandwidth[0], flops[0]);
   std::printf(
       "\nGB/s counts weight bytes (bf16: 2 per element; mxfp4: packed + scales) once per call. /dp: bf16 dot "
       "products; /f32: the fp32 path, timed call for call beside it. Limits: 1 GiB streaming read; "

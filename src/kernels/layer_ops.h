@@ -72,5 +72,11 @@ void LatentAttention(const float* query, const float* const* rows, size_t visibl
 // LatentAttention gives over the rows widened to fp32 (bit for bit when width is a multiple of 64).
 void LatentAttentionBf16(const float* query, const bf16* const* rows, size_t visible, size_t width,
                          size_t ctx_width, float scale, float* scores, float* ctx);
+// LatentAttentionBf16 of `num_queries` queries over the same rows (the heads of one token), bit for bit
+// per query; each row is read once per pass of up to 4 queries instead of once per query (ops-inl.h).
+// scores: [num_queries, visible] scratch; queries[g] [width], ctx[g] [ctx_width].
+void LatentAttentionBf16Queries(const float* const* queries, size_t num_queries, const bf16* const* rows,
+                                size_t visible, size_t width, size_t ctx_width, float scale, float* scores,
+                                float* const* ctx);
 
 }  // namespace k3::kernels

@@ -301,6 +301,127 @@ void SoftmaxImpl(float* x, size_t n) {
   ForEachVector(n, [&](auto dd, size_t j) HWY_ATTR { DivideStep(dd, sum, x + j); });
 }
 
+// ---- latent attention of several queries over the same bf16 rows ---------------------------------------
+// The heads of one token attend over the same latent rows (spec §2.4, absorbed form). One pass takes up to
+// kQueriesPerPass queries, so each row vector is loaded and widened once for all of them; the context
+// sums take kRowsPerStep rows per load and store of an accumulator vector. For each query the operations
+// on each value, and their order, are those of LatentAttentionBf16 (DotBf16Impl, SoftmaxImpl,
+// AxpyBf16Impl over j ascending), so every result is bit for bit the one-query kernel's.
+constexpr size_t kQueriesPerPass = 4;
+constexpr size_t kRowsPerStep = 4;
+
+// scores[g][j] = DotBf16Impl(queries[g], rows[j], width) * scale for j < visible, g < G.
+#if HWY_HAVE_SCALABLE
+// SVE / RVV vectors are sizeless types, which C++ cannot hold in the arrays the passes below use: one
+// query at a time there (LatentAttentionBf16's own sequence, so the results are the same).
+void LatentAttentionBf16QueriesImpl(const float* const* queries, size_t num_queries, const bf16* const* rows,
+                                    size_t visible, size_t width, size_t ctx_width, float scale,
+                                    float* scores, float* const* ctx) {
+  for (size_t g = 0; g < num_queries; ++g) {
+    float* query_scores = scores + g * visible;
+    for (size_t j = 0; j < visible; ++j) query_scores[j] = DotBf16Impl(queries[g], rows[j], width) * scale;
+    SoftmaxImpl(query_scores, visible);
+    std::fill(ctx[g], ctx[g] + ctx_width, 0.0f);
+    for (size_t j = 0; j < visible; ++j) {
+      ForEachVector(ctx_width, [&](auto d, size_t i)
+                                   HWY_ATTR { AxpyBf16Step(d, query_scores[j], rows[j] + i, ctx[g] + i); });
+    }
+  }
+}
+#else
+template <size_t G>
+HWY_INLINE void LatentScoresPass(const float* const* queries, const bf16* const* rows, size_t visible,
+                                 size_t width, float scale, float* const* scores) {
+  const DFull d;
+  const DOne d1;
+  const size_t L = hn::Lanes(d);
+  using V = hn::Vec<DFull>;
+  for (size_t j = 0; j < visible; ++j) {
+    const bf16* row = rows[j];
+    V sum[G][4];
+    for (size_t g = 0; g < G; ++g) {
+      for (size_t a = 0; a < 4; ++a) sum[g][a] = hn::Zero(d);
+    }
+    size_t i = 0;
+    for (; i + 4 * L <= width; i += 4 * L) {
+      V r[4];
+      for (size_t a = 0; a < 4; ++a) r[a] = LoadBf16(d, row + i + a * L);
+      for (size_t g = 0; g < G; ++g) {
+        for (size_t a = 0; a < 4; ++a)
+          sum[g][a] = hn::MulAdd(hn::LoadU(d, queries[g] + i + a * L), r[a], sum[g][a]);
+      }
+    }
+    for (; i + L <= width; i += L) {
+      const V r = LoadBf16(d, row + i);
+      for (size_t g = 0; g < G; ++g) sum[g][0] = hn::MulAdd(hn::LoadU(d, queries[g] + i), r, sum[g][0]);
+    }
+    for (size_t g = 0; g < G; ++g) {
+      float total = hn::GetLane(
+          hn::SumOfLanes(d, hn::Add(hn::Add(sum[g][0], sum[g][1]), hn::Add(sum[g][2], sum[g][3]))));
+      for (size_t k = i; k < width; ++k) {
+        const auto product = hn::Mul(hn::LoadU(d1, queries[g] + k), LoadBf16(d1, row + k));
+        total = hn::GetLane(hn::Add(hn::Set(d1, total), product));
+      }
+      scores[g][j] = total * scale;
+    }
+  }
+}
+
+// ctx[g][c] = sum over j < visible of p[g][j] * rows[j][c], accumulated in j order from 0 (AxpyBf16Impl's
+// MulAdd per row), for c < ctx_width.
+template <size_t G>
+HWY_INLINE void LatentContextPass(const float* const* p, const bf16* const* rows, size_t visible,
+                                  size_t ctx_width, float* const* ctx) {
+  for (size_t g = 0; g < G; ++g) std::fill(ctx[g], ctx[g] + ctx_width, 0.0f);
+  for (size_t j0 = 0; j0 < visible; j0 += kRowsPerStep) {
+    const size_t n = std::min(kRowsPerStep, visible - j0);
+    ForEachVector(ctx_width, [&](auto d, size_t c) HWY_ATTR {
+      hn::Vec<decltype(d)> r[kRowsPerStep];
+      for (size_t k = 0; k < n; ++k) r[k] = LoadBf16(d, rows[j0 + k] + c);
+      for (size_t g = 0; g < G; ++g) {
+        auto acc = hn::LoadU(d, ctx[g] + c);
+        for (size_t k = 0; k < n; ++k) acc = hn::MulAdd(hn::Set(d, p[g][j0 + k]), r[k], acc);
+        hn::StoreU(acc, d, ctx[g] + c);
+      }
+    });
+  }
+}
+
+template <size_t G>
+HWY_INLINE void LatentAttentionPass(const float* const* queries, const bf16* const* rows, size_t visible,
+                                    size_t width, size_t ctx_width, float scale, float* const* scores,
+                                    float* const* ctx) {
+  LatentScoresPass<G>(queries, rows, visible, width, scale, scores);
+  for (size_t g = 0; g < G; ++g) SoftmaxImpl(scores[g], visible);
+  LatentContextPass<G>(scores, rows, visible, ctx_width, ctx);
+}
+
+void LatentAttentionBf16QueriesImpl(const float* const* queries, size_t num_queries, const bf16* const* rows,
+                                    size_t visible, size_t width, size_t ctx_width, float scale,
+                                    float* scores, float* const* ctx) {
+  for (size_t q0 = 0; q0 < num_queries; q0 += kQueriesPerPass) {
+    const size_t n = std::min(kQueriesPerPass, num_queries - q0);
+    float* pass_scores[kQueriesPerPass] = {};
+    for (size_t g = 0; g < n; ++g) pass_scores[g] = scores + (q0 + g) * visible;
+    switch (n) {
+      case 1:
+        LatentAttentionPass<1>(queries + q0, rows, visible, width, ctx_width, scale, pass_scores, ctx + q0);
+        break;
+      case 2:
+        LatentAttentionPass<2>(queries + q0, rows, visible, width, ctx_width, scale, pass_scores, ctx + q0);
+        break;
+      case 3:
+        LatentAttentionPass<3>(queries + q0, rows, visible, width, ctx_width, scale, pass_scores, ctx + q0);
+        break;
+      default:
+        LatentAttentionPass<4>(queries + q0, rows, visible, width, ctx_width, scale, pass_scores, ctx + q0);
+        break;
+    }
+  }
+}
+
+#endif  // HWY_HAVE_SCALABLE
+
 }  // namespace k3::kernels::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
 

@@ -3,6 +3,7 @@
 // live in matmul.cc, the scalar references in ops_scalar.cc.
 #include <cstddef>
 
+#include "src/kernels/layer_ops.h"
 #include "src/kernels/ops.h"
 
 #undef HWY_TARGET_INCLUDE
@@ -35,6 +36,7 @@ HWY_EXPORT(SoftmaxImpl);
 HWY_EXPORT(F32ToBf16Impl);
 HWY_EXPORT(DotBf16ImplExport);
 HWY_EXPORT(AxpyBf16Impl);
+HWY_EXPORT(LatentAttentionBf16QueriesImpl);
 
 const char* KernelTargetName() { return HWY_DYNAMIC_DISPATCH(TargetNameImpl)(); }
 
@@ -64,6 +66,12 @@ float DotBf16(const float* a, const bf16* b, size_t n) {
 }
 void AxpyBf16(float alpha, const bf16* x, float* y, size_t n) {
   HWY_DYNAMIC_DISPATCH(AxpyBf16Impl)(alpha, x, y, n);
+}
+void LatentAttentionBf16Queries(const float* const* queries, size_t num_queries, const bf16* const* rows,
+                                size_t visible, size_t width, size_t ctx_width, float scale, float* scores,
+                                float* const* ctx) {
+  HWY_DYNAMIC_DISPATCH(LatentAttentionBf16QueriesImpl)
+  (queries, num_queries, rows, visible, width, ctx_width, scale, scores, ctx);
 }
 
 }  // namespace k3::kernels

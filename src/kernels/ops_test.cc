@@ -17,6 +17,7 @@
 #include "hwy/targets.h"
 #include "src/base/bf16.h"
 #include "src/base/thread_pool.h"
+#include "src/kernels/layer_ops.h"
 #include "src/kernels/ops.h"
 
 namespace k3::kernels {
@@ -815,6 +816,50 @@ TEST(MatMulTest, Mxfp4MixedRowsEqualEachRowAlone) {
         std::vector<float> row(s.N);
         MatMulMxfp4(x.data() + m * s.K, 1, s.K, packed.data(), scales.data(), s.N, row.data(), nullptr);
         ASSERT_TRUE(std::equal(row.begin(), row.end(), got.begin() + m * s.N)) << "row " << m << " M=" << s.M;
+      }
+    }
+  });
+}
+
+// Several queries over the same bf16 rows (the heads of one token, read once per pass of up to 4), on every
+// target: each query's scores and context are bit for bit what the one-query kernel gives, for every count of
+// queries (whole passes and a partial last one), widths with and without a remainder past whole vectors, and
+// visible counts with and without a partial last step of rows.
+TEST(AttentionTest, LatentAttentionOfSeveralQueriesEqualsOneAtATime) {
+  ForEachTarget([] {
+    for (const size_t width : {7, 37, 320, 576}) {
+      const size_t ctx_width = width > 64 ? width - 64 : width - 2;
+      for (const size_t visible : {1, 3, 6, 33}) {
+        std::mt19937 rng(static_cast<uint32_t>(width * 100 + visible));
+        std::vector<float> src = RandomFloats(rng, visible * width, -2.0f, 2.0f);
+        std::vector<std::vector<bf16>> stored(visible, std::vector<bf16>(width));
+        std::vector<bf16*> dst;
+        for (auto& r : stored) dst.push_back(r.data());
+        StoreRowsBf16(src.data(), width, dst.data(), visible);
+        std::vector<const bf16*> rows(dst.begin(), dst.end());
+        for (const size_t num_queries : {1, 2, 3, 4, 5, 9}) {
+          std::vector<std::vector<float>> q, ctx(num_queries, std::vector<float>(ctx_width, -1.0f));
+          std::vector<const float*> queries;
+          std::vector<float*> ctx_out;
+          for (size_t g = 0; g < num_queries; ++g) {
+            q.push_back(RandomFloats(rng, width, -1.5f, 1.5f));
+            queries.push_back(q.back().data());
+            ctx_out.push_back(ctx[g].data());
+          }
+          std::vector<float> scores(num_queries * visible);
+          LatentAttentionBf16Queries(queries.data(), num_queries, rows.data(), visible, width, ctx_width,
+                                     0.3f, scores.data(), ctx_out.data());
+          for (size_t g = 0; g < num_queries; ++g) {
+            std::vector<float> one_scores(visible), one_ctx(ctx_width);
+            LatentAttentionBf16(queries[g], rows.data(), visible, width, ctx_width, 0.3f, one_scores.data(),
+                                one_ctx.data());
+            SCOPED_TRACE(testing::Message() << "width " << width << " visible " << visible << " queries "
+                                            << num_queries << " query " << g);
+            EXPECT_EQ(std::vector<float>(scores.begin() + g * visible, scores.begin() + (g + 1) * visible),
+                      one_scores);
+            EXPECT_EQ(ctx[g], one_ctx);
+          }
+        }
       }
     }
   });

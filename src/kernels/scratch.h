@@ -9,8 +9,9 @@
 namespace k3::kernels {
 
 enum class ScratchSlot {
-  kMatMulInput = 0,     // the calling thread's copy of x in the kernel's layout
-  kMatMulAccumulators,  // each worker's partial sums between K blocks
+  kMatMulInput = 0,       // the calling thread's copy of x in the kernel's layout
+  kMatMulAccumulators,    // each worker's partial sums between K blocks
+  kMatMulDecodedWeights,  // each worker's weight panel decoded once for all x rows (MXFP4, M > 4)
   kSentinel,
 };
 

@@ -73,38 +73,52 @@ void MlaForward(const io::ModelConfig& cfg, const MlaWeights& w, int64_t mla_ind
     kernels::CopyRows(head_out + h * T * R, R, query + h * T * row_width, row_width, T, R);
     kernels::CopyRows(q + h * Q + nope, H * Q, query + h * T * row_width + R, row_width, T, Rp);
   }
-  // 4. Causal softmax attention over each sequence's cache, per (sequence, head); fp32 math, the rows
-  //    read in place in the cache's dtype.
+  // 4. Causal softmax attention over each sequence's cache; fp32 math, the rows read in place in the
+  //    cache's dtype. A bf16 cache is read by groups of heads (kernels::LatentAttentionBf16Queries: each
+  //    row once per pass of up to 4 heads, the same results as one head at a time); tasks are (sequence,
+  //    group of kHeadsPerTask heads).
+  constexpr int64_t kHeadsPerTask = 4;
   const float scale = 1.0f / std::sqrt(static_cast<float>(Q));
   const int64_t num_segments = static_cast<int64_t>(segments.size());
+  const int64_t head_groups = (H + kHeadsPerTask - 1) / kHeadsPerTask;
   int64_t max_pairs = 0;  // query-key pairs of the longest segment
   for (const SequenceSegment& seg : segments)
     max_pairs = std::max(max_pairs, seg.rows * (seg.start_pos + seg.rows));
-  ParallelTasks(pool, num_segments * H, max_pairs * 2 * row_width, [&](size_t task, size_t worker) {
-    const SequenceSegment& seg = segments[task / H];
-    const int64_t h = static_cast<int64_t>(task) % H;
-    const int64_t keys = seg.start_pos + seg.rows;
-    float* scores = Grow(s->scores[worker], static_cast<size_t>(keys));
-    if (seg.state->cache_dtype() == CacheDtype::kBf16) {
-      const bf16** rows = Grow(s->rows_bf16[worker], static_cast<size_t>(keys));
-      for (int64_t j = 0; j < keys; ++j) rows[j] = seg.state->MlaRowBf16(mla_index, j);
-      for (int64_t i = 0; i < seg.rows; ++i) {
-        const int64_t row = seg.row_begin + i;
-        const int64_t visible = seg.start_pos + i + 1;  // keys 0..pos
-        kernels::LatentAttentionBf16(query + (h * T + row) * row_width, rows, visible, row_width, R, scale,
-                                     scores, ctx + (h * T + row) * R);
-      }
-      return;
-    }
-    const float** rows = Grow(s->rows[worker], static_cast<size_t>(keys));
-    for (int64_t j = 0; j < keys; ++j) rows[j] = seg.state->MlaRowF32(mla_index, j);
-    for (int64_t i = 0; i < seg.rows; ++i) {
-      const int64_t row = seg.row_begin + i;
-      const int64_t visible = seg.start_pos + i + 1;  // keys 0..pos
-      kernels::LatentAttention(query + (h * T + row) * row_width, rows, visible, row_width, R, scale, scores,
-                               ctx + (h * T + row) * R);
-    }
-  });
+  ParallelTasks(pool, num_segments * head_groups, max_pairs * 2 * row_width * kHeadsPerTask,
+                [&](size_t task, size_t worker) {
+                  const SequenceSegment& seg = segments[task / head_groups];
+                  const int64_t h0 = static_cast<int64_t>(task) % head_groups * kHeadsPerTask;
+                  const int64_t h1 = std::min(H, h0 + kHeadsPerTask);
+                  const int64_t keys = seg.start_pos + seg.rows;
+                  float* scores = Grow(s->scores[worker], static_cast<size_t>(keys * kHeadsPerTask));
+                  if (seg.state->cache_dtype() == CacheDtype::kBf16) {
+                    const bf16** rows = Grow(s->rows_bf16[worker], static_cast<size_t>(keys));
+                    for (int64_t j = 0; j < keys; ++j) rows[j] = seg.state->MlaRowBf16(mla_index, j);
+                    const float* head_queries[kHeadsPerTask];
+                    float* head_ctx[kHeadsPerTask];
+                    for (int64_t i = 0; i < seg.rows; ++i) {
+                      const int64_t row = seg.row_begin + i;
+                      const int64_t visible = seg.start_pos + i + 1;  // keys 0..pos
+                      for (int64_t h = h0; h < h1; ++h) {
+                        head_queries[h - h0] = query + (h * T + row) * row_width;
+                        head_ctx[h - h0] = ctx + (h * T + row) * R;
+                      }
+                      kernels::LatentAttentionBf16Queries(head_queries, h1 - h0, rows, visible, row_width, R,
+                                                          scale, scores, head_ctx);
+                    }
+                    return;
+                  }
+                  const float** rows = Grow(s->rows[worker], static_cast<size_t>(keys));
+                  for (int64_t j = 0; j < keys; ++j) rows[j] = seg.state->MlaRowF32(mla_index, j);
+                  for (int64_t h = h0; h < h1; ++h) {
+                    for (int64_t i = 0; i < seg.rows; ++i) {
+                      const int64_t row = seg.row_begin + i;
+                      const int64_t visible = seg.start_pos + i + 1;  // keys 0..pos
+                      kernels::LatentAttention(query + (h * T + row) * row_width, rows, visible, row_width, R,
+                                               scale, scores, ctx + (h * T + row) * R);
+                    }
+                  }
+                });
   // 5. o_h = bf16(Wuv_h ctx_h): Wuv_h is rows [h*(nope+Vh) + nope, (h+1)*(nope+Vh)) of kv_b; one group.
   s->head_jobs.clear();
   for (int64_t h = 0; h < H; ++h) {
