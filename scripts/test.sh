@@ -155,8 +155,11 @@ arm64_stage() {
   echo "build-arm64: exit $rc, $((SECONDS - arm64_build_start)) s since it started in the background"
   ((rc == 0)) && scripts/arm64_test.sh test build-arm64
 }
+# A unity build (16 sources per translation unit): on 2026-12-05 the clean sanitizer tree compiled in 964 CPU s
+# (486 s wall on 2 idle cores) instead of ~1,400, and its 784 tests passed. Helpers in anonymous namespaces
+# must then have names unique within their target (src/base/text.h, src/deploy/units.h hold shared ones).
 background_build build-asan "${asan_compiler[@]}" -DCMAKE_BUILD_TYPE=Debug -DK3_SANITIZE=ON -DK3_FUZZ=$((fuzz)) \
-  -DK3_BUILD_BENCH=OFF -DK3_HWY_DISABLED_TARGETS=HWY_SSSE3+HWY_SSE4+HWY_AVX3 "-DCMAKE_CXX_FLAGS_DEBUG=$asan_debug_flags"
+  -DCMAKE_UNITY_BUILD=ON -DCMAKE_UNITY_BUILD_BATCH_SIZE=16 -DK3_BUILD_BENCH=OFF -DK3_HWY_DISABLED_TARGETS=HWY_SSSE3+HWY_SSE4+HWY_AVX3 "-DCMAKE_CXX_FLAGS_DEBUG=$asan_debug_flags"
 step "tests (release)" ctest_dir build
 # Every rendered deployment through shellcheck, `k3 serve --dry-run` and the real cloud CLIs (offline).
 step "rendered deployments (shellcheck, k3 --dry-run, cloud CLI argument checks)" \

@@ -19,7 +19,7 @@ using testing::Ev;
 using testing::ParseAll;
 using testing::TestContext;
 
-ChatPlan Plan(bool stream, bool thinking = true, bool tools = false, int32_t n = 1) {
+ChatPlan MakeChatPlan(bool stream, bool thinking = true, bool tools = false, int32_t n = 1) {
   ChatPlan plan;
   plan.model = "Kimi-K3";
   plan.stream = stream;
@@ -98,7 +98,7 @@ json BodyAsMerged(const json& body, int index) {
 
 TEST(ChatResponderTest, ReasoningThenContentStreaming) {
   const ServerContext ctx = TestContext();
-  ChatResponder responder(Plan(true), ctx, "chatcmpl-1", 42);
+  ChatResponder responder(MakeChatPlan(true), ctx, "chatcmpl-1", 42);
   const auto chunks =
       ParseAll(Feed(responder, {"Let me ", "think.<|close|>think<|sep|><|open|>resp", "onse<|sep|>Hello",
                                 " world.<|close|>response<|sep|><|close|>message<|sep|>"}));
@@ -132,7 +132,7 @@ TEST(ChatResponderTest, ReasoningThenContentStreaming) {
 
 TEST(ChatResponderTest, NonStreamingBody) {
   const ServerContext ctx = TestContext();
-  ChatResponder responder(Plan(false), ctx, "chatcmpl-2", 7);
+  ChatResponder responder(MakeChatPlan(false), ctx, "chatcmpl-2", 7);
   EXPECT_TRUE(Feed(responder, {kReasoningThenContent}).empty());
   const json body = json::parse(responder.FinalBody());
   EXPECT_EQ(body["object"], "chat.completion");
@@ -154,13 +154,13 @@ TEST(ChatResponderTest, NonStreamingBody) {
 
 TEST(ChatResponderTest, ThinkingOffAndIncludeReasoningFalseHaveNoReasoningField) {
   const ServerContext ctx = TestContext();
-  ChatResponder off(Plan(false, /*thinking=*/false), ctx, "c", 0);
+  ChatResponder off(MakeChatPlan(false, /*thinking=*/false), ctx, "c", 0);
   Feed(off, {"Hi there<|close|>response<|sep|>"});
   json body = json::parse(off.FinalBody());
   EXPECT_EQ(body["choices"][0]["message"]["content"], "Hi there");
   EXPECT_FALSE(body["choices"][0]["message"].contains("reasoning_content"));
 
-  ChatPlan plan = Plan(true);
+  ChatPlan plan = MakeChatPlan(true);
   plan.include_reasoning = false;
   ChatResponder hidden(plan, ctx, "c", 0);
   const auto chunks = ParseAll(Feed(hidden, {kReasoningThenContent}));
@@ -169,7 +169,7 @@ TEST(ChatResponderTest, ThinkingOffAndIncludeReasoningFalseHaveNoReasoningField)
 
   ServerContext no_alias = TestContext();
   no_alias.reasoning_alias = false;
-  ChatResponder plain(Plan(false), no_alias, "c", 0);
+  ChatResponder plain(MakeChatPlan(false), no_alias, "c", 0);
   Feed(plain, {kReasoningThenContent});
   body = json::parse(plain.FinalBody());
   EXPECT_EQ(body["choices"][0]["message"]["reasoning_content"], "Let me think.");
@@ -180,14 +180,14 @@ TEST(ChatResponderTest, ThinkingOffAndIncludeReasoningFalseHaveNoReasoningField)
 TEST(ChatResponderTest, WithoutReasoningParserReasoningStaysInContent) {
   ServerContext ctx = TestContext();
   ctx.reasoning_parser = false;
-  ChatResponder plain(Plan(false), ctx, "c", 0);
+  ChatResponder plain(MakeChatPlan(false), ctx, "c", 0);
   Feed(plain, {kReasoningThenContent});
   const json message = json::parse(plain.FinalBody())["choices"][0]["message"];
   EXPECT_EQ(message["content"], "Let me think.Hello world.");
   EXPECT_FALSE(message.contains("reasoning_content"));
   EXPECT_FALSE(message.contains("reasoning"));
 
-  ChatResponder streaming(Plan(true), ctx, "c", 0);
+  ChatResponder streaming(MakeChatPlan(true), ctx, "c", 0);
   const auto chunks =
       ParseAll(Feed(streaming, {"Let me ", "think.<|close|>think<|sep|><|open|>response<|sep|>",
                                 "Hello world.<|close|>response<|sep|><|close|>message<|sep|>"}));
@@ -203,7 +203,7 @@ TEST(ChatResponderTest, ToolCallsSplitAcrossEvents) {
   const ServerContext ctx = TestContext();
   std::vector<std::string> pieces;
   for (size_t i = 0; i < kTwoCalls.size(); i += 7) pieces.push_back(kTwoCalls.substr(i, 7));
-  ChatResponder streaming(Plan(true, true, /*tools=*/true), ctx, "chatcmpl-t", 1);
+  ChatResponder streaming(MakeChatPlan(true, true, /*tools=*/true), ctx, "chatcmpl-t", 1);
   const auto chunks = ParseAll(Feed(streaming, pieces));
   std::vector<json> call_deltas;
   for (const json& chunk : chunks) {
@@ -224,7 +224,7 @@ TEST(ChatResponderTest, ToolCallsSplitAcrossEvents) {
   EXPECT_EQ(call_deltas[1]["function"], json({{"name", "get_time"}, {"arguments", R"({"utc":true})"}}));
   EXPECT_EQ(chunks.back()["choices"][0]["finish_reason"], "tool_calls");
 
-  ChatResponder whole(Plan(false, true, true), ctx, "chatcmpl-t", 1);
+  ChatResponder whole(MakeChatPlan(false, true, true), ctx, "chatcmpl-t", 1);
   Feed(whole, {kTwoCalls});
   const json body = json::parse(whole.FinalBody());
   EXPECT_EQ(body["choices"][0]["message"]["content"], "Checking.");
@@ -234,7 +234,7 @@ TEST(ChatResponderTest, ToolCallsSplitAcrossEvents) {
 
 TEST(ChatResponderTest, ContentIsNullWithOnlyToolCallsAndLengthKeepsReasoning) {
   const ServerContext ctx = TestContext();
-  ChatResponder responder(Plan(false, true, true), ctx, "c", 0);
+  ChatResponder responder(MakeChatPlan(false, true, true), ctx, "c", 0);
   Feed(responder, {kToolsWithoutThinkClose});
   json body = json::parse(responder.FinalBody());
   EXPECT_TRUE(body["choices"][0]["message"]["content"].is_null());
@@ -242,7 +242,7 @@ TEST(ChatResponderTest, ContentIsNullWithOnlyToolCallsAndLengthKeepsReasoning) {
   EXPECT_EQ(body["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"], R"({"x":3})");
 
   // anchors.md §4 item 6: cut off by max_tokens inside think: reasoning kept, content empty.
-  ChatResponder cut(Plan(false), ctx, "c", 0);
+  ChatResponder cut(MakeChatPlan(false), ctx, "c", 0);
   Feed(cut, {"still ", "thinking"}, FinishReason::kLength);
   body = json::parse(cut.FinalBody());
   EXPECT_EQ(body["choices"][0]["finish_reason"], "length");
@@ -252,7 +252,7 @@ TEST(ChatResponderTest, ContentIsNullWithOnlyToolCallsAndLengthKeepsReasoning) {
 
 TEST(ChatResponderTest, TwoChoicesInterleaved) {
   const ServerContext ctx = TestContext();
-  ChatResponder responder(Plan(true, false, false, /*n=*/2), ctx, "c", 0);
+  ChatResponder responder(MakeChatPlan(true, false, false, /*n=*/2), ctx, "c", 0);
   std::vector<std::string> payloads;
   auto feed = [&](engine::Event event) {
     for (auto& p : responder.OnEvent(event)) payloads.push_back(std::move(p));
@@ -278,7 +278,7 @@ TEST(ChatResponderTest, TwoChoicesInterleaved) {
 
 TEST(ChatResponderTest, IncludeUsageAddsAFinalUsageChunk) {
   const ServerContext ctx = TestContext();
-  ChatPlan plan = Plan(true);
+  ChatPlan plan = MakeChatPlan(true);
   plan.include_usage = true;
   ChatResponder responder(plan, ctx, "c", 0);
   const auto chunks = ParseAll(Feed(responder, {"a", "b<|close|>think<|sep|>c"}));
@@ -302,7 +302,7 @@ engine::TokenLogprob Lp(int32_t token, float logprob, std::vector<engine::TopLog
 
 TEST(ChatResponderTest, LogprobsRideWithTheirTextAndNoneAreLost) {
   const ServerContext ctx = TestContext();
-  ChatPlan plan = Plan(true, /*thinking=*/false);
+  ChatPlan plan = MakeChatPlan(true, /*thinking=*/false);
   plan.logprobs = true;
   plan.top_logprobs = 1;
   ChatResponder streaming(plan, ctx, "c", 0);
@@ -339,7 +339,7 @@ TEST(ChatResponderTest, LogprobsRideWithTheirTextAndNoneAreLost) {
 
 TEST(ChatResponderTest, StopReasonIsTyped) {
   const ServerContext ctx = TestContext();
-  ChatPlan plan = Plan(false, false);
+  ChatPlan plan = MakeChatPlan(false, false);
   plan.stop = {"END"};
   plan.stop_token_ids = {300};
   for (const auto& [reason, expected] : std::vector<std::pair<std::string, json>>{
@@ -354,7 +354,7 @@ TEST(ChatResponderTest, StopReasonIsTyped) {
 
 TEST(ChatResponderTest, EngineErrorBecomesAFailure) {
   const ServerContext ctx = TestContext();
-  ChatResponder responder(Plan(true), ctx, "c", 0);
+  ChatResponder responder(MakeChatPlan(true), ctx, "c", 0);
   engine::Event event = Ev(0, "", FinishReason::kError, true);
   event.error = "out of cache";
   const auto payloads = ParseAll(responder.OnEvent(event));
@@ -393,13 +393,13 @@ TEST(ChatResponderTest, StreamingEqualsNonStreamingForEveryChunking) {
       }
       chunkings.push_back(pieces);
     }
-    ChatResponder whole(Plan(false, true, tools), ctx, "chatcmpl-p", 0);
+    ChatResponder whole(MakeChatPlan(false, true, tools), ctx, "chatcmpl-p", 0);
     Feed(whole, {text});
     const json expected = BodyAsMerged(json::parse(whole.FinalBody()), 0);
     for (const auto& pieces : chunkings) {
-      ChatResponder streaming(Plan(true, true, tools), ctx, "chatcmpl-p", 0);
+      ChatResponder streaming(MakeChatPlan(true, true, tools), ctx, "chatcmpl-p", 0);
       EXPECT_EQ(MergeChoice(ParseAll(Feed(streaming, pieces)), 0), expected) << text;
-      ChatResponder split(Plan(false, true, tools), ctx, "chatcmpl-p", 0);
+      ChatResponder split(MakeChatPlan(false, true, tools), ctx, "chatcmpl-p", 0);
       Feed(split, pieces);
       EXPECT_EQ(BodyAsMerged(json::parse(split.FinalBody()), 0), expected) << text;
     }
@@ -411,7 +411,7 @@ TEST(ChatResponderTest, StreamingEqualsNonStreamingForEveryChunking) {
 // the final chunk) and not; a valid value, or one cut at length, keeps its finish reason.
 TEST(ChatResponderTest, SchemaViolationIsTheFinishReason) {
   const ServerContext ctx = TestContext();
-  ChatPlan plan = Plan(false, /*thinking=*/false);
+  ChatPlan plan = MakeChatPlan(false, /*thinking=*/false);
   plan.schema_check = chat::OutputSchemaCheck::ForJson(
       {{"type", "array"}, {"items", {{"type", "string"}}}, {"uniqueItems", true}});
   ASSERT_NE(plan.schema_check, nullptr);
@@ -455,7 +455,7 @@ TEST(ChatResponderTest, SchemaViolationIsTheFinishReason) {
 // replaces finish_reason "tool_calls" and names the call.
 TEST(ChatResponderTest, ToolCallArgumentsAreCheckedAtTheEnd) {
   const ServerContext ctx = TestContext();
-  ChatPlan plan = Plan(false, /*thinking=*/false, /*tools=*/true);
+  ChatPlan plan = MakeChatPlan(false, /*thinking=*/false, /*tools=*/true);
   plan.schema_check = chat::OutputSchemaCheck::ForToolCalls(json::parse(R"([{"type": "function", "function": {
       "name": "tag", "parameters": {"type": "object", "properties": {"ids": {"type": "array",
       "items": {"type": "integer"}, "uniqueItems": true}}}}}])"),
@@ -484,7 +484,7 @@ TEST(ChatResponderTest, ToolCallArgumentsAreCheckedAtTheEnd) {
 // generated so far (the role chunks 0); the last usage chunk is the request's, as with include_usage.
 TEST(ChatResponderTest, ContinuousUsageOnEveryChunk) {
   const ServerContext ctx = TestContext();
-  ChatPlan plan = Plan(true, /*thinking=*/false, false, /*n=*/2);
+  ChatPlan plan = MakeChatPlan(true, /*thinking=*/false, false, /*n=*/2);
   plan.include_usage = true;
   plan.continuous_usage = true;
   plan.prompt_tokens = 12;

@@ -106,7 +106,7 @@ TEST(CompletionRequestTest, TooManyPromptsIsOneError) {
   EXPECT_NE(error.message.find("at most 256 prompts"), std::string::npos) << error.message;
 }
 
-CompletionPlan Plan(bool stream, bool echo = false, int32_t logprobs = -1) {
+CompletionPlan MakeCompletionPlan(bool stream, bool echo = false, int32_t logprobs = -1) {
   CompletionPlan plan;
   plan.model = "Kimi-K3";
   plan.stream = stream;
@@ -118,7 +118,7 @@ CompletionPlan Plan(bool stream, bool echo = false, int32_t logprobs = -1) {
 
 TEST(CompletionResponderTest, StreamingChunksConcatenateToTheBody) {
   const ServerContext ctx = TestContext();
-  CompletionPlan plan = Plan(true, /*echo=*/true, /*logprobs=*/0);
+  CompletionPlan plan = MakeCompletionPlan(true, /*echo=*/true, /*logprobs=*/0);
   plan.include_usage = true;
   CompletionResponder streaming(plan, ctx, "cmpl-1", 3);
   plan.stream = false;
@@ -173,7 +173,7 @@ TEST(CompletionResponderTest, StreamingChunksConcatenateToTheBody) {
 // so far (vLLM); the final usage chunk stays the request's.
 TEST(CompletionResponderTest, ContinuousUsageOnEveryChunk) {
   const ServerContext ctx = TestContext();
-  CompletionPlan plan = Plan(true);
+  CompletionPlan plan = MakeCompletionPlan(true);
   plan.include_usage = true;
   plan.continuous_usage = true;
   CompletionResponder responder(plan, ctx, "cmpl-1", 3);
@@ -201,7 +201,7 @@ TEST(CompletionResponderTest, ContinuousUsageOnEveryChunk) {
 // choice, {id: {logprob, rank, decoded_token}} with the prompt token and the top k.
 TEST(CompletionResponderTest, SeveralPromptsAndPromptLogprobs) {
   const ServerContext ctx = TestContext();
-  CompletionPlan plan = Plan(false, /*echo=*/true);
+  CompletionPlan plan = MakeCompletionPlan(false, /*echo=*/true);
   plan.prompts = {{{'a', 'b'}, "ab"}, {{'x', 'y'}, "xy"}};
   plan.n = 2;
   plan.prompt_logprobs = 1;
@@ -229,7 +229,7 @@ TEST(CompletionResponderTest, SeveralPromptsAndPromptLogprobs) {
 
 TEST(CompletionResponderTest, NoLogprobsMeansNull) {
   const ServerContext ctx = TestContext();
-  CompletionResponder responder(Plan(false), ctx, "cmpl", 0);
+  CompletionResponder responder(MakeCompletionPlan(false), ctx, "cmpl", 0);
   responder.OnEvent(Ev(0, "xyz", FinishReason::kStop, true));
   const json body = json::parse(responder.FinalBody());
   EXPECT_EQ(body["choices"][0]["text"], "xyz");

@@ -72,7 +72,7 @@ TEST(ResponsesRequestTest, RefusalsNameTheField) {
   EXPECT_EQ(error.http_status, 404);
 }
 
-ResponsesPlan Plan(bool stream, bool tools = false) {
+ResponsesPlan MakeResponsesPlan(bool stream, bool tools = false) {
   ApiError error;
   std::string body = std::string(R"({"input": "hi", "stream": )") + (stream ? "true" : "false");
   if (tools) body += R"(, "tools": [{"type": "function", "name": "f", "parameters": {"type": "object"}}])";
@@ -83,9 +83,9 @@ ResponsesPlan Plan(bool stream, bool tools = false) {
 
 TEST(ResponsesResponderTest, ReasoningMessageAndCallItemsStreamedAndWhole) {
   const ServerContext ctx = TestContext();
-  const ResponsesPlan plan = Plan(true, /*tools=*/true);
+  const ResponsesPlan plan = MakeResponsesPlan(true, /*tools=*/true);
   ResponsesResponder streaming(plan, ctx, "resp_1", 5);
-  ResponsesResponder whole(Plan(false, true), ctx, "resp_1", 5);
+  ResponsesResponder whole(MakeResponsesPlan(false, true), ctx, "resp_1", 5);
   std::vector<engine::Event> events = {
       Ev(0, "Think"), Ev(0, "ing.<|close|>think<|sep|><|open|>response<|sep|>Hel"),
       Ev(0,
@@ -132,13 +132,13 @@ TEST(ResponsesResponderTest, ReasoningMessageAndCallItemsStreamedAndWhole) {
 
 TEST(ResponsesResponderTest, LengthIsIncompleteAndErrorsFail) {
   const ServerContext ctx = TestContext();
-  ResponsesResponder cut(Plan(false), ctx, "resp_2", 0);
+  ResponsesResponder cut(MakeResponsesPlan(false), ctx, "resp_2", 0);
   cut.OnEvent(Ev(0, "abc", FinishReason::kLength, true));
   const json body = json::parse(cut.FinalBody());
   EXPECT_EQ(body["status"], "incomplete");
   EXPECT_EQ(body["incomplete_details"]["reason"], "max_output_tokens");
 
-  ResponsesResponder failed(Plan(true), ctx, "resp_3", 0);
+  ResponsesResponder failed(MakeResponsesPlan(true), ctx, "resp_3", 0);
   engine::Event event = Ev(0, "", FinishReason::kError, true);
   event.error = "boom";
   const auto stream = ParseAll(failed.OnEvent(event));

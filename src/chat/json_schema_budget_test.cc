@@ -38,15 +38,15 @@ enum class Policy { kUniform, kNeverStop };
 
 // Samples until the end id (or `cap` tokens). kNeverStop prefers ordinary tokens without '"', ']', '}'
 // or ',' (text goes on, strings and containers stay open), like a model that never closes anything.
-struct Walk {
+struct BudgetWalk {
   std::vector<tokenizer::TokenId> ids;
   std::string text;
   bool ended = false;
   size_t reasoning_tokens = 0;  // tokens before the first special
 };
-Walk RandomWalk(TokenConstraint& constraint, Policy policy, std::mt19937_64& rng, size_t cap) {
+BudgetWalk RandomWalk(TokenConstraint& constraint, Policy policy, std::mt19937_64& rng, size_t cap) {
   const Tokenizer& tok = TinyK3();
-  Walk walk;
+  BudgetWalk walk;
   bool in_reasoning = true;
   while (walk.ids.size() < cap) {
     const std::vector<int32_t> allowed = Allowed(constraint);
@@ -79,7 +79,7 @@ Walk RandomWalk(TokenConstraint& constraint, Policy policy, std::mt19937_64& rng
   return walk;
 }
 
-const json kTools = json::parse(R"([
+const json kBudgetTools = json::parse(R"([
   {"type": "function", "function": {"name": "get_weather", "parameters": {
     "type": "object",
     "properties": {"city": {"type": "string"}, "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]},
@@ -96,13 +96,14 @@ const json kTools = json::parse(R"([
 // Every walk of every policy ends within max_tokens with one or more tool calls the parser reads.
 void ToolCallsFit(const std::string& function, bool parallel, bool reasoning, int64_t max_tokens,
                   uint64_t seed) {
-  auto made = MakeToolCallConstraint(TinyK3(), kTools, function, parallel, Options(reasoning, max_tokens));
+  auto made =
+      MakeToolCallConstraint(TinyK3(), kBudgetTools, function, parallel, Options(reasoning, max_tokens));
   ASSERT_TRUE(made.ok()) << made.status().ToString();
   std::mt19937_64 rng(seed);
   for (Policy policy : {Policy::kUniform, Policy::kNeverStop}) {
     for (int w = 0; w < 12; ++w) {
       auto constraint = (*made)->Clone();
-      const Walk walk = RandomWalk(*constraint, policy, rng, 20000);
+      const BudgetWalk walk = RandomWalk(*constraint, policy, rng, 20000);
       ASSERT_TRUE(walk.ended) << walk.text;
       EXPECT_LE(static_cast<int64_t>(walk.ids.size()), max_tokens) << walk.text;
       if (reasoning) {
@@ -159,7 +160,7 @@ TEST(ConstraintBudget, JsonValuesFit) {
       for (Policy policy : {Policy::kUniform, Policy::kNeverStop}) {
         for (int w = 0; w < 10; ++w) {
           auto constraint = (*made)->Clone();
-          const Walk walk = RandomWalk(*constraint, policy, rng, 20000);
+          const BudgetWalk walk = RandomWalk(*constraint, policy, rng, 20000);
           ASSERT_TRUE(walk.ended) << walk.text;
           EXPECT_LE(walk.ids.size(), 150u) << walk.text;
           const ParsedOutput parsed = ParseOutput(walk.text, ParserOptions{reasoning, false});
@@ -182,7 +183,7 @@ TEST(ConstraintBudget, TheShortestOutputFits) {
   for (Policy policy : {Policy::kUniform, Policy::kNeverStop}) {
     for (int w = 0; w < 20; ++w) {
       auto constraint = (*made)->Clone();
-      const Walk walk = RandomWalk(*constraint, policy, rng, 1000);
+      const BudgetWalk walk = RandomWalk(*constraint, policy, rng, 1000);
       ASSERT_TRUE(walk.ended);
       EXPECT_LE(static_cast<int64_t>(walk.ids.size()), budget) << walk.text;
       EXPECT_TRUE(walk.text == "true" + closing || walk.text == "false" + closing) << walk.text;
@@ -192,7 +193,7 @@ TEST(ConstraintBudget, TheShortestOutputFits) {
 
 // Reasoning stops at half the budget: from then on only the think close is allowed.
 TEST(ConstraintBudget, ReasoningEndsAtHalfTheBudget) {
-  auto made = MakeToolCallConstraint(TinyK3(), kTools, "get_weather", false, Options(true, 400));
+  auto made = MakeToolCallConstraint(TinyK3(), kBudgetTools, "get_weather", false, Options(true, 400));
   ASSERT_TRUE(made.ok());
   TokenConstraint& c = **made;
   const auto a = static_cast<int32_t>(TinyK3().Encode("a", tokenizer::SpecialTokens::kDisallowed)[0]);
@@ -206,8 +207,8 @@ TEST(ConstraintBudget, ReasoningEndsAtHalfTheBudget) {
 // A budget below the shortest output is dropped: the masks are the grammar's alone (the engine then
 // stops at max_tokens with finish_reason "length").
 TEST(ConstraintBudget, ABudgetTooSmallForAnyOutputIsIgnored) {
-  auto unbounded = MakeToolCallConstraint(TinyK3(), kTools, "", false, Options(true, 0));
-  auto tiny = MakeToolCallConstraint(TinyK3(), kTools, "", false, Options(true, 10));
+  auto unbounded = MakeToolCallConstraint(TinyK3(), kBudgetTools, "", false, Options(true, 0));
+  auto tiny = MakeToolCallConstraint(TinyK3(), kBudgetTools, "", false, Options(true, 10));
   ASSERT_TRUE(unbounded.ok() && tiny.ok());
   const auto a = static_cast<int32_t>(TinyK3().Encode("a", tokenizer::SpecialTokens::kDisallowed)[0]);
   for (int i = 0; i < 20; ++i) {

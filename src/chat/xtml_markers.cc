@@ -6,10 +6,10 @@
 namespace k3::chat {
 namespace {
 
-constexpr std::string_view kOpen = "<|open|>";
-constexpr std::string_view kClose = "<|close|>";
-constexpr std::string_view kSep = "<|sep|>";
-constexpr std::string_view kEndOfMsg = "<|end_of_msg|>";
+constexpr std::string_view kOpen = kXtmlOpen;
+constexpr std::string_view kClose = kXtmlClose;
+constexpr std::string_view kSep = kXtmlSep;
+constexpr std::string_view kEndOfMsg = kXtmlEndOfMsg;
 constexpr std::string_view kEos = "[EOS]";
 constexpr std::string_view kNames[] = {kOpen, kClose, kSep, kEndOfMsg, kEos};
 

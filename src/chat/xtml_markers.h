@@ -21,6 +21,12 @@
 
 namespace k3::chat {
 
+// The marker names (spec §4.2).
+inline constexpr char kXtmlOpen[] = "<|open|>";
+inline constexpr char kXtmlClose[] = "<|close|>";
+inline constexpr char kXtmlSep[] = "<|sep|>";
+inline constexpr char kXtmlEndOfMsg[] = "<|end_of_msg|>";
+
 struct XtmlMarker {
   enum class Kind { kOpen, kClose, kEnd, kStraySep };
   Kind kind;

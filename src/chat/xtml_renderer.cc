@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "src/chat/json_text.h"
+#include "src/chat/xtml_markers.h"
 
 namespace k3::chat {
 namespace {
@@ -14,11 +15,6 @@ namespace {
 using tokenizer::SpecialTokens;
 using tokenizer::TokenId;
 using tokenizer::Tokenizer;
-
-constexpr char kOpen[] = "<|open|>";
-constexpr char kClose[] = "<|close|>";
-constexpr char kSep[] = "<|sep|>";
-constexpr char kEndOfMsg[] = "<|end_of_msg|>";
 
 using Attributes = std::vector<std::pair<std::string, std::string>>;
 
@@ -37,7 +33,7 @@ class PromptBuilder {
   void Text(std::string_view text) { pending_ += text; }
 
   Status OpenTag(std::string_view tag, const Attributes& attributes = {}) {
-    K3_RETURN_IF_ERROR(Marker(kOpen));
+    K3_RETURN_IF_ERROR(Marker(kXtmlOpen));
     Text(tag);
     for (const auto& [key, value] : attributes) {
       Text(" ");
@@ -46,18 +42,18 @@ class PromptBuilder {
       Text(EscapeAttribute(value));
       Text("\"");
     }
-    return Marker(kSep);
+    return Marker(kXtmlSep);
   }
   Status CloseTag(std::string_view tag) {
-    K3_RETURN_IF_ERROR(Marker(kClose));
+    K3_RETURN_IF_ERROR(Marker(kXtmlClose));
     Text(tag);
-    return Marker(kSep);
+    return Marker(kXtmlSep);
   }
   Status Message(const Attributes& attributes, std::string_view body) {
     K3_RETURN_IF_ERROR(OpenTag("message", attributes));
     Text(body);
     K3_RETURN_IF_ERROR(CloseTag("message"));
-    return Marker(kEndOfMsg);
+    return Marker(kXtmlEndOfMsg);
   }
 
   RenderedPrompt Finish() {
@@ -192,7 +188,7 @@ Status RenderAssistant(PromptBuilder& builder, const nlohmann::json& message, si
     return InvalidArgument("messages[{}].tool_calls must be an array", index);
   }
   K3_RETURN_IF_ERROR(builder.CloseTag("message"));
-  return builder.Marker(kEndOfMsg);
+  return builder.Marker(kXtmlEndOfMsg);
 }
 
 // Each run of tool messages follows the order of the preceding assistant's tool_calls when every message

@@ -7,9 +7,9 @@
 namespace k3::client {
 namespace {
 
-constexpr size_t kMaxErrors = 20;
+constexpr size_t kMaxSseErrors = 20;
 
-std::string Snippet(std::string_view text) {
+std::string SseSnippet(std::string_view text) {
   std::string out(text.substr(0, 80));
   if (text.size() > 80) out += "...";
   return out;
@@ -18,7 +18,7 @@ std::string Snippet(std::string_view text) {
 }  // namespace
 
 void SseReader::AddError(std::string message) {
-  if (errors_.size() < kMaxErrors) errors_.push_back(std::move(message));
+  if (errors_.size() < kMaxSseErrors) errors_.push_back(std::move(message));
 }
 
 void SseReader::Feed(std::string_view bytes) {
@@ -60,14 +60,15 @@ void SseReader::OnLine(std::string_view line) {
     data_.append(value);
     has_data_ = true;
   } else if (field != "event" && field != "id" && field != "retry") {
-    AddError(fmt::format("line {}: not an SSE field (expected 'data: ...'): '{}'", line_no_, Snippet(line)));
+    AddError(
+        fmt::format("line {}: not an SSE field (expected 'data: ...'): '{}'", line_no_, SseSnippet(line)));
   }
 }
 
 void SseReader::Dispatch() {
   if (!has_data_) return;  // blank lines between events are allowed
   ++events_;
-  if (saw_done_) AddError(fmt::format("event {}: data after [DONE]: '{}'", events_, Snippet(data_)));
+  if (saw_done_) AddError(fmt::format("event {}: data after [DONE]: '{}'", events_, SseSnippet(data_)));
   if (data_ == "[DONE]") saw_done_ = true;
   pending_.push_back(std::move(data_));
   data_.clear();
@@ -81,10 +82,10 @@ void SseReader::Finish() {
     partial_.clear();
     OnLine(line);
     AddError(fmt::format("the stream ended inside a line: '{}' (every event ends with a blank line)",
-                         Snippet(line)));
+                         SseSnippet(line)));
   }
   if (has_data_) {
-    AddError(fmt::format("the stream ended inside an event (no blank line after '{}')", Snippet(data_)));
+    AddError(fmt::format("the stream ended inside an event (no blank line after '{}')", SseSnippet(data_)));
     Dispatch();
   }
   if (!saw_done_) AddError("the stream ended without 'data: [DONE]'");

@@ -3,11 +3,11 @@
 
 #include <fmt/format.h>
 
+#include "src/deploy/units.h"
+
 namespace k3::deploy {
 namespace {
 
-constexpr double kGb = 1e9;
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 constexpr double kFp32Bytes = 4;
 
 RamPerRank EstimateRam(const ModelSpec& model, const Instance& instance, int tp, int ranks_per_node,

@@ -3,9 +3,10 @@
 
 #include <algorithm>
 
+#include "src/deploy/units.h"
+
 namespace k3::deploy {
 namespace {
-constexpr double kGb = 1e9;
 constexpr int kMaxTensorParallel = 8;
 }  // namespace
 

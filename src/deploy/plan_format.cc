@@ -8,7 +8,7 @@
 namespace k3::deploy {
 namespace {
 
-using Json = nlohmann::ordered_json;
+using OrderedJson = nlohmann::ordered_json;
 using Rows = std::vector<std::vector<std::string>>;
 
 std::string Gb(double gb) { return fmt::format("{:.1f} GB", gb); }
@@ -138,11 +138,11 @@ std::string Details(const Plan& plan, bool markdown) {
   return out;
 }
 
-Json LayoutJson(const Layout& l) {
+OrderedJson LayoutJson(const Layout& l) {
   return {{"nodes", l.nodes}, {"gpus_per_node", l.gpus_per_node}, {"tp", l.tp}, {"pp", l.pp}, {"ep", l.ep}};
 }
 
-Json PerGpuJson(const MemoryPerGpu& m) {
+OrderedJson PerGpuJson(const MemoryPerGpu& m) {
   return {{"weights_gb", m.weights_gb},
           {"mla_cache_gb", m.mla_cache_gb},
           {"kda_state_gb", m.kda_state_gb},
@@ -152,7 +152,7 @@ Json PerGpuJson(const MemoryPerGpu& m) {
           {"fits", m.fits}};
 }
 
-Json CpuJson(const TargetPlan& t) {
+OrderedJson CpuJson(const TargetPlan& t) {
   const CpuPlan& c = t.cpu;
   const DecodeEstimate& d = c.decode;
   return {{"nodes", c.nodes},
@@ -181,8 +181,8 @@ Json CpuJson(const TargetPlan& t) {
           {"memory_bandwidth_note", t.instance.cpu.memory_bandwidth_note}};
 }
 
-Json PlanJson(const Plan& plan) {
-  Json j;
+OrderedJson PlanJson(const Plan& plan) {
+  OrderedJson j;
   const ModelSpec& m = plan.model;
   j["model"] = {{"id", m.id},
                 {"hf_id", m.hf_id},
@@ -198,7 +198,7 @@ Json PlanJson(const Plan& plan) {
   j["totals"] = {{"weights_gb", plan.totals.weights_gb},
                  {"mla_cache_gb_per_copy", plan.totals.mla_cache_gb_per_copy},
                  {"kda_state_gb", plan.totals.kda_state_gb}};
-  Json fit = Json::array();
+  OrderedJson fit = OrderedJson::array();
   for (const FitRow& f : plan.fit_table) {
     fit.push_back({{"gpu", f.config.gpu},
                    {"count", f.config.count},
@@ -208,9 +208,9 @@ Json PlanJson(const Plan& plan) {
                    {"meets", f.per_gpu.fits}});
   }
   j["fit_table"] = fit;
-  Json targets = Json::array();
+  OrderedJson targets = OrderedJson::array();
   for (const TargetPlan& t : plan.targets) {
-    Json prices = Json::array();
+    OrderedJson prices = OrderedJson::array();
     for (const Price& p : t.cost.prices) {
       prices.push_back({{"usd_per_hour", p.usd_per_hour},
                         {"what", p.what},
@@ -218,7 +218,8 @@ Json PlanJson(const Plan& plan) {
                         {"date", p.date},
                         {"verified", p.verified}});
     }
-    Json cost = {{"known", t.cost.known}, {"billed_instances", t.cost.billed_instances}, {"prices", prices}};
+    OrderedJson cost = {
+        {"known", t.cost.known}, {"billed_instances", t.cost.billed_instances}, {"prices", prices}};
     if (t.cost.known) {
       cost["usd_per_hour"] = {t.cost.low_per_hour, t.cost.high_per_hour};
       cost["usd_per_month"] = {t.cost.low_per_hour * CostRange::kHoursPerMonth,
@@ -246,7 +247,7 @@ Json PlanJson(const Plan& plan) {
     if (t.cpu_only) targets.back()["cpu"] = CpuJson(t);
   }
   j["targets"] = targets;
-  Json sources = Json::array();
+  OrderedJson sources = OrderedJson::array();
   for (const Source& s : plan.sources_cited)
     sources.push_back({{"key", s.key}, {"title", s.title}, {"date", s.date}});
   j["sources"] = sources;

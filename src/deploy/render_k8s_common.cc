@@ -3,9 +3,10 @@
 
 #include <cmath>
 
+#include "src/deploy/units.h"
+
 namespace k3::deploy {
 namespace {
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 constexpr double kPvcHeadroom = 1.25;  // checkpoint + tokenizer/remote code + partial downloads
 constexpr const char* kWeightsMountPath = "/mnt/models";
 }  // namespace

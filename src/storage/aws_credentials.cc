@@ -5,21 +5,11 @@
 #include <map>
 
 #include "src/base/file.h"
+#include "src/base/text.h"
 #include "src/storage/aws_metadata_credentials.h"
 #include "src/storage/aws_web_identity.h"
 
 namespace k3::storage {
-namespace {
-
-std::string Trim(std::string_view s) {
-  const size_t begin = s.find_first_not_of(" \t\r");
-  if (begin == std::string_view::npos) return "";
-  const size_t end = s.find_last_not_of(" \t\r");
-  return std::string(s.substr(begin, end - begin + 1));
-}
-
-}  // namespace
-
 Result<AwsCredentials> ParseAwsCredentialsFile(const std::string& text, const std::string& profile,
                                                const std::string& path) {
   std::map<std::string, std::string> values;
@@ -28,11 +18,11 @@ Result<AwsCredentials> ParseAwsCredentialsFile(const std::string& text, const st
   while (pos <= text.size()) {
     size_t eol = text.find('\n', pos);
     if (eol == std::string::npos) eol = text.size();
-    const std::string line = Trim(std::string_view(text).substr(pos, eol - pos));
+    const std::string line = TrimWhitespace(std::string_view(text).substr(pos, eol - pos));
     pos = eol + 1;
     if (line.empty() || line[0] == '#' || line[0] == ';') continue;
     if (line.front() == '[') {
-      const std::string name = line.back() == ']' ? Trim(line.substr(1, line.size() - 2)) : "";
+      const std::string name = line.back() == ']' ? TrimWhitespace(line.substr(1, line.size() - 2)) : "";
       in_section = name == profile;
       found_section = found_section || in_section;
       continue;
@@ -40,7 +30,7 @@ Result<AwsCredentials> ParseAwsCredentialsFile(const std::string& text, const st
     if (!in_section) continue;
     const size_t eq = line.find('=');
     if (eq == std::string::npos) continue;
-    values[Trim(line.substr(0, eq))] = Trim(line.substr(eq + 1));
+    values[TrimWhitespace(line.substr(0, eq))] = TrimWhitespace(line.substr(eq + 1));
   }
   const std::string source = "shared credentials file " + path + " [" + profile + "]";
   if (!found_section) return NotFound("{} has no [{}] section", path, profile);

@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cctype>
 
+#include "src/base/text.h"
+
 namespace k3::storage {
 namespace {
 
@@ -17,17 +19,11 @@ std::string Lower(std::string_view s) {
   return out;
 }
 
-std::string Trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-  return std::string(s);
-}
-
 }  // namespace
 
 std::string SharedKeyStringToSign(const SharedKeyRequest& request, std::string_view account) {
   std::map<std::string, std::string> headers;  // lower-cased names
-  for (const auto& [name, value] : request.headers) headers[Lower(name)] = Trim(value);
+  for (const auto& [name, value] : request.headers) headers[Lower(name)] = TrimWhitespace(value);
   auto standard = [&](const char* name) -> std::string {
     auto it = headers.find(name);
     if (it == headers.end()) return "";

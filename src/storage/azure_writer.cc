@@ -3,6 +3,7 @@
 // (azure_store.h describes the block ids).
 #include <map>
 
+#include "src/base/text.h"
 #include "src/storage/azure_request.h"
 #include "src/storage/azure_shared_key.h"
 #include "src/storage/azure_store.h"
@@ -10,10 +11,6 @@
 
 namespace k3::storage {
 namespace {
-
-std::span<const uint8_t> Bytes(const std::string& s) {
-  return {reinterpret_cast<const uint8_t*>(s.data()), s.size()};
-}
 
 // Base64("k3-<object size, 16 hex>-<block size, 10 hex>-<index, 6 digits>"): every id of a blob has the
 // same length (Azure requires it), and a resumed writer recognises only blocks of the same object size
@@ -88,7 +85,7 @@ class AzureWriter : public ObjectWriter {
     request.what = store_->Describe(key_) + " (Put Block List)";
     request.query = {{"comp", "blocklist"}};
     request.headers = {{"Content-Type", "application/xml"}};
-    request.body = Bytes(body);
+    request.body = AsBytes(body);
     K3_ASSIGN_OR_RETURN(AzureStore::Reply reply, store_->Execute(request));
     committed_ = true;
     return OkStatus();

@@ -2,6 +2,7 @@
 // (s3_store.h describes the journal).
 #include <nlohmann/json.hpp>
 
+#include "src/base/text.h"
 #include "src/storage/s3_request.h"
 #include "src/storage/s3_store.h"
 #include "src/storage/s3_xml.h"
@@ -10,10 +11,6 @@ namespace k3::storage {
 namespace {
 
 using json = nlohmann::json;
-
-std::span<const uint8_t> Bytes(const std::string& s) {
-  return {reinterpret_cast<const uint8_t*>(s.data()), s.size()};
-}
 
 class S3Writer : public ObjectWriter {
  public:
@@ -83,7 +80,7 @@ class S3Writer : public ObjectWriter {
     request.full_key = store_->FullKey(key_);
     request.what = store_->Describe(key_);
     request.query = {{"uploadId", upload_id_}};
-    request.body = Bytes(body);
+    request.body = AsBytes(body);
     request.content_type = "application/xml";
     auto completed = store_->Execute(request);
     if (!completed.ok()) return ForgetLostUpload(completed.status());
@@ -158,7 +155,7 @@ class S3Writer : public ObjectWriter {
     request.method = "PUT";
     request.full_key = store_->FullKey(JournalKey());
     request.what = store_->Describe(JournalKey());
-    request.body = Bytes(text);
+    request.body = AsBytes(text);
     K3_ASSIGN_OR_RETURN(S3Store::Reply reply, store_->Execute(request));
     return OkStatus();
   }

@@ -7,7 +7,7 @@
 #include <thread>
 
 #include "src/base/curl_transport.h"
-
+#include "src/base/text.h"
 #include "src/storage/s3_xml.h"  // UnquoteEtag
 
 namespace k3::storage {
@@ -71,12 +71,6 @@ int OnSeek(void* user, curl_off_t offset, int origin) {
   return CURL_SEEKFUNC_OK;
 }
 
-std::string Trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-  return std::string(s);
-}
-
 size_t OnHeader(char* data, size_t size, size_t count, void* user) {
   auto* t = static_cast<Transfer*>(user);
   const std::string_view line(data, size * count);
@@ -85,7 +79,7 @@ size_t OnHeader(char* data, size_t size, size_t count, void* user) {
     std::string name(line.substr(0, colon));
     std::transform(name.begin(), name.end(), name.begin(),
                    [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-    const std::string value = Trim(line.substr(colon + 1));
+    const std::string value = TrimWhitespace(line.substr(colon + 1));
     if (name == "etag") t->reply->etag = UnquoteEtag(value);
     if (name == "last-modified") t->reply->last_modified = value;
     if (name == "x-ms-error-code") t->reply->error_code = value;
@@ -249,7 +243,7 @@ std::string OneLineMessage(std::string_view text) {
     }
     out += (c == '\n' || c == '\r' || c == '\t') ? ' ' : c;
   }
-  return Trim(out);
+  return TrimWhitespace(out);
 }
 
 }  // namespace k3::storage

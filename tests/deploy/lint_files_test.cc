@@ -14,7 +14,7 @@ namespace {
 
 using Files = std::map<std::string, std::string>;
 
-LintOptions Options() {
+LintOptions FilesLintOptions() {
   LintOptions o;
   o.catalog = &testing::TestCatalog();
   return o;
@@ -23,7 +23,7 @@ LintOptions Options() {
 // Findings of `rule` (every other rule's findings are ignored, e.g. the arm64 caveat).
 std::vector<Finding> Of(const Files& files, const std::string& rule) {
   std::vector<Finding> out;
-  for (const Finding& f : LintFiles(files, Options())) {
+  for (const Finding& f : LintFiles(files, FilesLintOptions())) {
     if (f.rule == rule) out.push_back(f);
   }
   return out;
@@ -133,7 +133,7 @@ TEST(LintFilesTest, Par003RanksAboveTheInstanceInEveryFormat) {
     const Files bad = Replaced(good, c.file, c.from, c.to);
     auto f = Of(bad, "K3-PAR-003");
     ASSERT_EQ(f.size(), 1u) << c.target << " " << c.file << ": "
-                            << FormatFindings(LintFiles(bad, Options()), false);
+                            << FormatFindings(LintFiles(bad, FilesLintOptions()), false);
     EXPECT_EQ(f[0].file, c.file);
     EXPECT_GT(f[0].line, 0);
   }
@@ -170,7 +170,7 @@ TEST(LintFilesTest, LintPathReadsScriptsAndDockerfiles) {
   for (const auto& [name, text] : bad) {
     std::ofstream(dir + "/" + name) << text;
   }
-  auto f = LintPath(dir, Options());
+  auto f = LintPath(dir, FilesLintOptions());
   ASSERT_TRUE(f.ok()) << f.status().ToString();
   bool found = false;
   for (const Finding& x : *f) found |= x.rule == "K3-SCRIPT-001" && x.file == dir + "/cleanup.sh";

@@ -14,26 +14,12 @@
 #include <vector>
 
 #include "src/storage/azure_shared_key.h"
-#include "src/storage/testing/s3rver_process.h"  // SourceDir
+#include "src/storage/testing/s3rver_process.h"  // SourceDir, FindNode
 
 namespace k3::storage::testing {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string FindNode() {
-  const char* path = std::getenv("PATH");
-  std::string dirs = path ? path : "/usr/bin:/bin";
-  size_t pos = 0;
-  while (pos <= dirs.size()) {
-    size_t end = dirs.find(':', pos);
-    if (end == std::string::npos) end = dirs.size();
-    const std::string candidate = dirs.substr(pos, end - pos) + "/node";
-    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
-    pos = end + 1;
-  }
-  return "";
-}
 
 }  // namespace
 

@@ -17,6 +17,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
+}  // namespace
+
 std::string FindNode() {
   const char* path = std::getenv("PATH");
   std::string dirs = path ? path : "/usr/bin:/bin";
@@ -30,8 +32,6 @@ std::string FindNode() {
   }
   return "";
 }
-
-}  // namespace
 
 std::string SourceDir() {
   if (const char* dir = std::getenv("K3_SOURCE_DIR")) return dir;

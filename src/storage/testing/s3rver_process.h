@@ -41,4 +41,7 @@ class S3rverProcess {
 // The repository root (K3_SOURCE_DIR from the environment or the build).
 std::string SourceDir();
 
+// The first executable `node` on PATH, or "" when there is none.
+std::string FindNode();
+
 }  // namespace k3::storage::testing
