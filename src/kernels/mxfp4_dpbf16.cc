@@ -225,11 +225,10 @@ K3_DPBF16_VBMI_TARGET void Mxfp4RowBlock(const uint16_t* xs, size_t M, size_t x_
               : nullptr;
   // More x rows than one tile: each weight panel is decoded once per (M block, K block).
   const bool decode_once = M > kMaxTileM;
-  DecodedBlock* panel =
-      decode_once
-          ? reinterpret_cast<DecodedBlock*>(ThreadScratch(
-                ScratchSlot::kMatMulDecodedWeights, kTileN * blocks_per_k_block * sizeof(DecodedBlock) / 4))
-          : nullptr;
+  DecodedBlock* panel = decode_once ? reinterpret_cast<DecodedBlock*>(ThreadScratch(
+                                          ScratchSlot::kMatMulDecodedWeights,
+                                          kTileN * blocks_per_k_block * sizeof(DecodedBlock) / sizeof(float)))
+                                    : nullptr;
   for (size_t m_block = 0; m_block < M; m_block += rows_per_m_block) {
     const size_t m_block_end = std::min(M, m_block + rows_per_m_block);
     size_t b0 = 0;

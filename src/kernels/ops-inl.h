@@ -310,7 +310,6 @@ void SoftmaxImpl(float* x, size_t n) {
 constexpr size_t kQueriesPerPass = 4;
 constexpr size_t kRowsPerStep = 4;
 
-// scores[g][j] = DotBf16Impl(queries[g], rows[j], width) * scale for j < visible, g < G.
 #if HWY_HAVE_SCALABLE
 // SVE / RVV vectors are sizeless types, which C++ cannot hold in the arrays the passes below use: one
 // query at a time there (LatentAttentionBf16's own sequence, so the results are the same).
@@ -322,13 +321,11 @@ void LatentAttentionBf16QueriesImpl(const float* const* queries, size_t num_quer
     for (size_t j = 0; j < visible; ++j) query_scores[j] = DotBf16Impl(queries[g], rows[j], width) * scale;
     SoftmaxImpl(query_scores, visible);
     std::fill(ctx[g], ctx[g] + ctx_width, 0.0f);
-    for (size_t j = 0; j < visible; ++j) {
-      ForEachVector(ctx_width, [&](auto d, size_t i)
-                                   HWY_ATTR { AxpyBf16Step(d, query_scores[j], rows[j] + i, ctx[g] + i); });
-    }
+    for (size_t j = 0; j < visible; ++j) AxpyBf16Impl(query_scores[j], rows[j], ctx[g], ctx_width);
   }
 }
 #else
+// scores[g][j] = DotBf16Impl(queries[g], rows[j], width) * scale for j < visible, g < G.
 template <size_t G>
 HWY_INLINE void LatentScoresPass(const float* const* queries, const bf16* const* rows, size_t visible,
                                  size_t width, float scale, float* const* scores) {
