@@ -1,4 +1,5 @@
-// KDA core: recurrent rule and chunked prefill form for one head (spec §2.3).
+// KDA core: the scalar reference of the recurrent rule and the chunked prefill form for one head (spec
+// §2.3). The SIMD recurrence is in kda_ops-inl.h, dispatched by ops.cc.
 #include "src/kernels/kda_core.h"
 
 #include <algorithm>
@@ -17,8 +18,8 @@ float* Grow(std::vector<float>& buffer, size_t n) {
 
 }  // namespace
 
-void KdaRecurrent(const float* q, const float* k, const float* v, const float* g, const float* beta,
-                  int64_t n, int64_t K, int64_t V, float* S, float* o) {
+void scalar::KdaRecurrent(const float* q, const float* k, const float* v, const float* g, const float* beta,
+                          int64_t n, int64_t K, int64_t V, float* S, float* o) {
   thread_local std::vector<float> delta_buffer;
   float* delta = Grow(delta_buffer, static_cast<size_t>(V));  // [V] beta * (v - S^T k)
   for (int64_t t = 0; t < n; ++t) {

@@ -21,9 +21,16 @@ inline constexpr int64_t kKdaChunk = 64;
 //              later bf16 rounding; for accelerators and for checking the two forms against each other.
 enum class KdaPrefillForm { kRecurrent, kChunked };  // C, the chunk length of the prefill form
 
-// Per token: S[d,:] *= exp(g[d]); p = S^T k; S += beta k (v - p)^T; o = S^T q.
+// Per token: S[d,:] *= exp(g[d]); p = S^T k; S += beta k (v - p)^T; o = S^T q. SIMD across the V columns
+// (kda_ops-inl.h, two passes over S per token); each element's operations are the reference's in the same
+// order, with fused multiply-adds and hwy's exp, so the two agree to fp32 rounding noise.
 void KdaRecurrent(const float* q, const float* k, const float* v, const float* g, const float* beta,
                   int64_t n, int64_t K, int64_t V, float* S, float* o);
+namespace scalar {
+// The same as plain loops, three passes per token: the reference of kda_core_test.
+void KdaRecurrent(const float* q, const float* k, const float* v, const float* g, const float* beta,
+                  int64_t n, int64_t K, int64_t V, float* S, float* o);
+}  // namespace scalar
 
 // Reusable buffers of the chunked form (grown on first use).
 struct KdaChunkScratch {

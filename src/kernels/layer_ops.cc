@@ -148,8 +148,8 @@ void GatedRmsNormRows(const float* o, const float* gate, const float* w, size_t 
   for (size_t i = 0; i < rows; ++i) GatedRmsNorm(o + i * n, gate + i * n, w, n, eps, y + i * n);
 }
 
-void CausalConvSilu(const float* raw, const float* taps, size_t W, size_t P, size_t rows, size_t c0,
-                    size_t c1, float* tail, float* new_tail, float* out) {
+void scalar::CausalConvSilu(const float* raw, const float* taps, size_t W, size_t P, size_t rows, size_t c0,
+                            size_t c1, float* tail, float* new_tail, float* out) {
   const int64_t taps_before = static_cast<int64_t>(W) - 1;
   const int64_t n = static_cast<int64_t>(rows);
   auto source = [&](int64_t i, size_t ch) {  // raw row i of the sequence (i < 0: from the tail)

@@ -3,7 +3,8 @@
 // query over the MLA latent cache. They live here, beside the matmuls, so src/model only composes
 // kernels and a device backend replaces this file's functions, not model code (design.md "Layers").
 // Arithmetic is exactly what the layers did inline before (same operations, same order), so results are
-// bit-identical; each has a plain loop as its definition.
+// bit-identical; each has a plain loop as its definition, except the short conv, which is SIMD (its plain
+// loop is kept as scalar::CausalConvSilu).
 #pragma once
 
 #include <cstddef>
@@ -60,9 +61,16 @@ void GatedRmsNormRows(const float* o, const float* gate, const float* w, size_t 
 // Depthwise causal conv + SiLU of channels [c0, c1) of one sequence's `rows` new rows:
 //   c[i, ch] = sum_j taps[ch*W + j] * raw[i - (W-1) + j, ch] (rows before the first from tail [W-1, P]),
 //   out[i, ch] = bf16(silu(c)); then the tail keeps the last W-1 raw rows. raw / out: rows of P floats
-//   starting at the sequence's first row; new_tail: W scratch floats.
+//   starting at the sequence's first row; scratch: W * (c1 - c0) floats. SIMD across the channels
+//   (kda_ops-inl.h, dispatched by ops.cc): the sum fused, exp hwy's, so it agrees with the reference below
+//   to fp32 rounding noise before the bf16 rounding.
+void CausalConvSilu(const float* raw, const float* taps, size_t W, size_t P, size_t rows, size_t c0,
+                    size_t c1, float* tail, float* scratch, float* out);
+namespace scalar {
+// The plain loops (new_tail: W scratch floats): the reference of layer_ops_test.
 void CausalConvSilu(const float* raw, const float* taps, size_t W, size_t P, size_t rows, size_t c0,
                     size_t c1, float* tail, float* new_tail, float* out);
+}  // namespace scalar
 
 // Softmax attention of one query over `visible` cached rows (each `width` floats; rows[j] its address):
 // scores[j] = (query . row_j) * scale, softmax, ctx [ctx_width] = sum_j p_j row_j[0 .. ctx_width).

@@ -617,6 +617,11 @@ struct JobLayout {
   bool dp_rows, fp32_rows;  // whether any row takes the dp / the fp32 path
   float* fp32_y;            // where the fp32 path writes: job.y, or scratch [M, N] when mixed
 };
+// Rows [m_begin, m_end) of job `job`'s x, laid out by one pool task.
+struct LayoutPiece {
+  size_t job, m_begin, m_end;
+};
+inline constexpr size_t kLayoutElementsPerPiece = size_t{1} << 15;
 struct GroupTask {
   uint32_t job;
   bool dp;  // the dp path (else this target's fp32 path)
@@ -702,34 +707,63 @@ void MatMulGroupImpl(const MatMulJob* jobs, size_t num_jobs, ThreadPool* pool) {
     }
   }
   float* scratch = ThreadScratch(ScratchSlot::kMatMulInput, scratch_floats);
+  // Lay out each distinct x: in pieces of rows on the pool when there is enough of it (prefill), inline
+  // otherwise (decode). Rows are laid out independently, so the cut does not change the layout.
+  thread_local std::vector<LayoutPiece> pieces;
+  pieces.clear();
+  size_t layout_elements = 0;
   for (size_t j = 0; j < num_jobs; ++j) {
     const MatMulJob& job = jobs[j];
     JobLayout& layout = layouts[j];
     layout.xs = scratch + offsets[source[j]];
     layout.dp_xs = reinterpret_cast<const uint16_t*>(scratch + dp_offsets[source[j]]);
     layout.fp32_y = layout.dp_rows && layout.fp32_rows ? scratch + y_offsets[j] : job.y;
-    if (source[j] != j) continue;
+    if (source[j] != j || job.M == 0) continue;
+    const size_t rows_per_piece = std::max<size_t>(1, kLayoutElementsPerPiece / std::max<size_t>(1, job.K));
+    for (size_t m = 0; m < job.M; m += rows_per_piece) {
+      pieces.push_back(LayoutPiece{j, m, std::min(job.M, m + rows_per_piece)});
+    }
+    layout_elements += job.M * job.K;
+  }
+  // The thread_local vectors are reached through pointers: a pool worker names its own instances.
+  const LayoutPiece* piece_list = pieces.data();
+  const JobLayout* job_layouts = layouts.data();
+  const size_t* fp32_offsets = offsets.data();
+  const size_t* bf16_offsets = dp_offsets.data();
+  auto lay_out_piece = [&](size_t p) {
+    const LayoutPiece& piece = piece_list[p];
+    const MatMulJob& job = jobs[piece.job];
+    const JobLayout& layout = job_layouts[piece.job];
+    const size_t m0 = piece.m_begin, rows = piece.m_end - piece.m_begin;
+    const float* x = job.x + m0 * job.K;
     if (layout.fp32_rows) {
       WithWeights(job, [&](const auto& w) {
         using Weights = std::decay_t<decltype(w)>;
-        LayOutInput<Weights>(job.x, job.M, job.K, layout.num_chunks, scratch + offsets[j]);
+        LayOutInput<Weights>(x, rows, job.K, layout.num_chunks,
+                             scratch + fp32_offsets[piece.job] + m0 * layout.row_stride);
       });
     }
     if (layout.dp_rows) {  // the top half of each fp32 (exact for the rows that take this path)
-      uint16_t* dst = reinterpret_cast<uint16_t*>(scratch + dp_offsets[j]);
+      uint16_t* dst = reinterpret_cast<uint16_t*>(scratch + bf16_offsets[piece.job]) + m0 * layout.dp_stride;
       if (job.kind == WeightKind::kMxfp4) {
-        dpbf16::LayOutMxfp4Input(job.x, job.M, job.K, dst, layout.dp_stride);
-        continue;
+        dpbf16::LayOutMxfp4Input(x, rows, job.K, dst, layout.dp_stride);
+        return;
       }
-      for (size_t m = 0; m < job.M; ++m) {
+      for (size_t m = 0; m < rows; ++m) {
         for (size_t k = 0; k < job.K; ++k) {
           uint32_t bits;
-          std::memcpy(&bits, job.x + m * job.K + k, sizeof(bits));
+          std::memcpy(&bits, x + m * job.K + k, sizeof(bits));
           dst[m * layout.dp_stride + k] = static_cast<uint16_t>(bits >> 16);
         }
         std::fill(dst + m * layout.dp_stride + job.K, dst + (m + 1) * layout.dp_stride, uint16_t{0});
       }
     }
+  };
+  if (pool == nullptr || pool->num_threads() == 1 || pieces.size() <= 1 ||
+      layout_elements < 2 * kLayoutElementsPerPiece) {
+    for (size_t p = 0; p < pieces.size(); ++p) lay_out_piece(p);
+  } else {
+    pool->ParallelFor(pieces.size(), [&](size_t p, size_t /*worker*/) { lay_out_piece(p); });
   }
   const GroupTask* task_list = tasks.data();
   const JobLayout* layout_list = layouts.data();

@@ -3,27 +3,27 @@
 // only after Mxfp4Supported().
 //
 // A block of 128 elements of a weight row is 64 packed bytes (4 scale groups of 16 bytes) and is read with
-// one load. It becomes four bf16 vectors, each holding element pairs of all four groups: lane l of vector
-// q holds the pair p = 4q + l % 4 of group g = l / 4 (elements 32g + 2p and 2p + 1, i.e. the low and high
-// nibble of packed byte 16g + p). Per vector: a byte permute copies each lane's packed byte into its four
-// bytes, a per-word shift brings the high nibble down in the upper bf16, a ternary-logic op keeps the
-// nibble and adds which byte of the bf16 is wanted, and a second byte permute reads that byte of the E2M1
-// value's bf16 pattern from a 32-byte table. The four vectors' dot products with x (laid out the same way
-// by LayOutMxfp4Input) go into one temporary whose lane l belongs to group l / 4, so a single FMA applies
-// the four groups' scales: acc += temporary * [s0 x4, s1 x4, s2 x4, s3 x4].
+// one load. It becomes four bf16 vectors q = 0..3. Word w of vector q takes the element 16 (w / 4) + 4q +
+// w % 4: a nibble of the same 64-bit word of the packed block, so one multishift (VPMULTISHIFTQB: each
+// output byte is any 8 bits of its own qword) brings every word's nibble into its low bits, and one word
+// permute (VPERMW, which reads only the low 5 bits of each index) looks the E2M1 code up in a table of the
+// 16 bf16 patterns, repeated so that the neighbouring nibble in bit 4 does not matter. Two instructions per
+// 32 weights. Lane l (a word pair) of any vector then holds elements of group l / 4, so the four vectors'
+// dot products with x (laid out the same way by LayOutMxfp4Input) go into one temporary whose lane l
+// belongs to group l / 4, and a single FMA applies the four groups' scales: acc += temporary * [s0 x4,
+// s1 x4, s2 x4, s3 x4].
 //
 // Tiles: up to kMaxTileM x rows by 4 weight rows (four independent accumulator chains even at M = 1; this
 // kernel is bounded by its operations more than by memory). Blocking for M > kUnblockedMaxM as in
 // matmul_dpbf16.cc. A last block with fewer than four groups is read with a masked load; its missing
 // groups decode to zeros against zero x.
 //
-// Decode once for all x rows: with more x rows than one tile holds (M > kMaxTileM), the decode (two byte
-// permutes, a shift and a ternary-logic op per 32 weights) would be repeated for every tile of x rows. So
-// each 4-row weight panel of a K block is first decoded into a per-thread buffer (per weight row and
-// block: the four bf16 vectors and the scale vector, 320 bytes; 5 KiB for a prefill K block), and every
-// tile of x rows then reads it from L1. The arithmetic of a y[m, n] is the same instruction sequence on
-// either route (the same vectors meet in the same order), so results do not depend on M: at M = 512 the
-// route ran 1.3-1.5x faster than decoding per tile (bench/kernels).
+// Decode once for all x rows: with more x rows than one tile holds (M > kMaxTileM), the decode would be
+// repeated for every tile of x rows. So each 4-row weight panel of a K block is first decoded into a
+// per-thread buffer (per weight row and block: the four bf16 vectors and the scale vector, 320 bytes;
+// 5 KiB for a prefill K block), and every tile of x rows then reads it from L1. The arithmetic of a
+// y[m, n] is the same instruction sequence on either route (the same vectors meet in the same order), so
+// results do not depend on M.
 #include <algorithm>
 #include <cstring>
 
@@ -35,7 +35,9 @@
 
 namespace k3::kernels::dpbf16 {
 
-// Slot of element k of a block in the laid-out x: block b, vector q, lane l, half h (0: even element).
+// Slot of element k of a block in the laid-out x: block b, vector q, lane l, half h. In-block element
+// e = 16 j + 4 q + p (j: the packed block's 64-bit word, p < 4) sits in word 4 j + p of vector q, i.e.
+// lane l = 2 j + p / 2, half h = p % 2.
 void LayOutMxfp4Input(const float* x, size_t M, size_t K, uint16_t* xs, size_t x_stride) {
   for (size_t m = 0; m < M; ++m) {
     const float* src = x + m * K;
@@ -43,11 +45,10 @@ void LayOutMxfp4Input(const float* x, size_t M, size_t K, uint16_t* xs, size_t x
     std::fill(dst, dst + x_stride, uint16_t{0});
     for (size_t k = 0; k < K; ++k) {
       const size_t block = k / kMxfp4Block, in_block = k % kMxfp4Block;
-      const size_t group = in_block / 32, pair = (in_block % 32) / 2, half = in_block % 2;
-      const size_t q = pair / 4, lane = group * 4 + pair % 4;
+      const size_t word = in_block / 16, q = (in_block % 16) / 4, p = in_block % 4;
       uint32_t bits;
       std::memcpy(&bits, src + k, sizeof(bits));
-      dst[block * kMxfp4Block + q * 32 + lane * 2 + half] = static_cast<uint16_t>(bits >> 16);
+      dst[block * kMxfp4Block + q * 32 + 4 * word + p] = static_cast<uint16_t>(bits >> 16);
     }
   }
 }
@@ -59,31 +60,20 @@ constexpr size_t kMaxTileM = 4;  // x rows per register tile
 constexpr size_t kTileN = 4;     // weight rows per register tile
 constexpr size_t kBlocksPerKBlock = kBlockElements / kMxfp4Block;
 
-// Byte tables of the decode, built once in plain code.
+// Tables of the decode, built once in plain code.
 struct DecodeTables {
-  alignas(64) uint8_t spread[4][64];   // vector q: byte 4l + t <- packed byte 16 (l / 4) + 4q + l % 4
-  alignas(64) uint16_t shift[32];      // per 16-bit word: 0 for the low bf16 of a lane, 4 for the high one
-  alignas(64) uint8_t low_nibble[64];  // 0x0F
-  alignas(64) uint8_t which_byte[64];  // 0x10 in odd bytes: table index 16 + code reads the high byte
-  alignas(64) uint8_t bf16_bytes[64];  // [code]: low byte of bf16(E2M1(code)); [16 + code]: high byte
+  alignas(64) uint8_t select[4][64];       // vector q: low byte of word p of each qword <- bits 16q + 4p
+  alignas(64) uint16_t bf16_of_code[32];   // [code] and [16 + code]: bf16 pattern of E2M1(code)
   alignas(64) uint32_t group_of_lane[16];  // l / 4
   DecodeTables() {
     for (size_t q = 0; q < 4; ++q) {
-      for (size_t l = 0; l < 16; ++l) {
-        for (size_t t = 0; t < 4; ++t)
-          spread[q][4 * l + t] = static_cast<uint8_t>(16 * (l / 4) + 4 * q + l % 4);
+      for (size_t b = 0; b < 64; ++b) {
+        const size_t p = (b % 8) / 2;                         // word of the qword
+        select[q][b] = static_cast<uint8_t>(16 * q + 4 * p);  // the high byte of a word is never read
       }
     }
-    for (size_t w = 0; w < 32; ++w) shift[w] = static_cast<uint16_t>(4 * (w % 2));
-    for (size_t b = 0; b < 64; ++b) {
-      low_nibble[b] = 0x0F;
-      which_byte[b] = b % 2 == 1 ? 0x10 : 0x00;
-      bf16_bytes[b] = 0;
-    }
     for (uint8_t code = 0; code < 16; ++code) {
-      const uint16_t bits = FloatToBf16(E2M1ToFloat(code)).bits;
-      bf16_bytes[code] = static_cast<uint8_t>(bits & 0xFF);
-      bf16_bytes[16 + code] = static_cast<uint8_t>(bits >> 8);
+      bf16_of_code[code] = bf16_of_code[16 + code] = FloatToBf16(E2M1ToFloat(code)).bits;
     }
     for (uint32_t l = 0; l < 16; ++l) group_of_lane[l] = l / 4;
   }
@@ -94,28 +84,22 @@ const DecodeTables& Tables() {
 }
 
 struct Constants {
-  __m512i spread[4], shift, low_nibble, which_byte, bf16_bytes, group_of_lane;
+  __m512i select[4], bf16_of_code, group_of_lane;
 };
 
 K3_DPBF16_VBMI_TARGET inline Constants LoadConstants() {
   const DecodeTables& t = Tables();
   Constants c;
-  for (size_t q = 0; q < 4; ++q) c.spread[q] = _mm512_load_si512(t.spread[q]);
-  c.shift = _mm512_load_si512(t.shift);
-  c.low_nibble = _mm512_load_si512(t.low_nibble);
-  c.which_byte = _mm512_load_si512(t.which_byte);
-  c.bf16_bytes = _mm512_load_si512(t.bf16_bytes);
+  for (size_t q = 0; q < 4; ++q) c.select[q] = _mm512_load_si512(t.select[q]);
+  c.bf16_of_code = _mm512_load_si512(t.bf16_of_code);
   c.group_of_lane = _mm512_load_si512(t.group_of_lane);
   return c;
 }
 
 // Vector q of a block's 64 packed bytes as 32 bf16 weights (see the top of the file).
 K3_DPBF16_VBMI_TARGET inline __m512bh DecodeVector(const Constants& c, __m512i packed, size_t q) {
-  const __m512i copies = _mm512_permutexvar_epi8(c.spread[q], packed);
-  const __m512i nibbles = _mm512_srlv_epi16(copies, c.shift);
-  // (nibbles & 0x0F) | which_byte
-  const __m512i index = _mm512_ternarylogic_epi32(nibbles, c.low_nibble, c.which_byte, 0xEA);
-  return (__m512bh)_mm512_permutexvar_epi8(index, c.bf16_bytes);
+  const __m512i nibbles = _mm512_multishift_epi64_epi8(c.select[q], packed);
+  return (__m512bh)_mm512_permutexvar_epi16(nibbles, c.bf16_of_code);
 }
 
 // 2^(s - 127) of four E8M0 bytes (little-endian in `four`), each repeated over its group's four lanes.
@@ -154,7 +138,11 @@ K3_DPBF16_VBMI_TARGET inline BlockInput LoadBlock(const Tile& t, size_t j, size_
   BlockInput in;
   in.packed = _mm512_maskz_loadu_epi8(byte_mask, t.packed[j] + b * 64);
   in.four_scales = 0;
-  std::memcpy(&in.four_scales, t.scales[j] + b * 4, groups);
+  if (groups == 4) {
+    std::memcpy(&in.four_scales, t.scales[j] + b * 4, 4);  // one 32-bit load
+  } else {
+    std::memcpy(&in.four_scales, t.scales[j] + b * 4, groups);
+  }
   return in;
 }
 

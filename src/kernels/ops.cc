@@ -2,7 +2,9 @@
 // SIMD target (hwy/foreach_target.h) and calls the best one the CPU supports at run time. The matmuls
 // live in matmul.cc, the scalar references in ops_scalar.cc.
 #include <cstddef>
+#include <vector>
 
+#include "src/kernels/kda_core.h"
 #include "src/kernels/layer_ops.h"
 #include "src/kernels/ops.h"
 
@@ -11,6 +13,8 @@
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
 #include "src/kernels/ops-inl.h"
+// After ops-inl.h, whose building blocks it uses.
+#include "src/kernels/kda_ops-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace k3::kernels::HWY_NAMESPACE {
@@ -37,6 +41,8 @@ HWY_EXPORT(F32ToBf16Impl);
 HWY_EXPORT(DotBf16ImplExport);
 HWY_EXPORT(AxpyBf16Impl);
 HWY_EXPORT(LatentAttentionBf16QueriesImpl);
+HWY_EXPORT(KdaRecurrentImpl);
+HWY_EXPORT(CausalConvSiluImpl);
 
 const char* KernelTargetName() { return HWY_DYNAMIC_DISPATCH(TargetNameImpl)(); }
 
@@ -72,6 +78,21 @@ void LatentAttentionBf16Queries(const float* const* queries, size_t num_queries,
                                 float* const* ctx) {
   HWY_DYNAMIC_DISPATCH(LatentAttentionBf16QueriesImpl)
   (queries, num_queries, rows, visible, width, ctx_width, scale, scores, ctx);
+}
+
+void KdaRecurrent(const float* q, const float* k, const float* v, const float* g, const float* beta,
+                  int64_t n, int64_t K, int64_t V, float* S, float* o) {
+  thread_local std::vector<float> decay, u;  // [K], [V]
+  if (decay.size() < static_cast<size_t>(K)) decay.resize(static_cast<size_t>(K));
+  if (u.size() < static_cast<size_t>(V)) u.resize(static_cast<size_t>(V));
+  HWY_DYNAMIC_DISPATCH(KdaRecurrentImpl)
+  (q, k, v, g, beta, static_cast<size_t>(n), static_cast<size_t>(K), static_cast<size_t>(V), S, o,
+   decay.data(), u.data());
+}
+void CausalConvSilu(const float* raw, const float* taps, size_t W, size_t P, size_t rows, size_t c0,
+                    size_t c1, float* tail, float* taps_by_offset, float* out) {
+  if (c1 <= c0) return;
+  HWY_DYNAMIC_DISPATCH(CausalConvSiluImpl)(raw, taps, W, P, rows, c0, c1, tail, taps_by_offset, out);
 }
 
 }  // namespace k3::kernels

@@ -11,12 +11,14 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gtest/gtest.h"
 #include "hwy/targets.h"
 #include "src/base/bf16.h"
 #include "src/base/thread_pool.h"
+#include "src/kernels/kda_core.h"
 #include "src/kernels/layer_ops.h"
 #include "src/kernels/ops.h"
 
@@ -818,6 +820,125 @@ TEST(MatMulTest, Mxfp4MixedRowsEqualEachRowAlone) {
         ASSERT_TRUE(std::equal(row.begin(), row.end(), got.begin() + m * s.N)) << "row " << m << " M=" << s.M;
       }
     }
+  });
+}
+
+// Inputs large enough that MatMulGroup lays x out in pieces on the pool (prefill-sized: more than
+// 2 x 32K values), with rows of both paths (row 1 carries fp32 noise) and two jobs sharing one x per kind:
+// every y equals the one computed without a pool, bit for bit, on every target.
+TEST(MatMulTest, InputsLaidOutOnThePoolEqualInline) {
+  std::mt19937 rng(18);
+  ForEachBf16Path([&] {
+    ForEachTarget([&] {
+      const size_t M = 80, K = 1024, N = 24;
+      std::vector<float> x = RandomBf16Values(rng, M * K, -2.0f, 2.0f);
+      const std::vector<float> noise = RandomFloats(rng, K, -2.0f, 2.0f);
+      std::copy(noise.begin(), noise.end(), x.begin() + K);
+      const std::vector<bf16> wb = RandomBf16(rng, 2 * N * K, -1.0f, 1.0f);
+      const std::vector<float> wf = RandomFloats(rng, N * K, -1.0f, 1.0f);
+      std::vector<uint8_t> packed(2 * N * K / 2), scales(2 * N * K / 32);
+      for (uint8_t& b : packed) b = static_cast<uint8_t>(rng());
+      for (uint8_t& b : scales) b = static_cast<uint8_t>(118 + rng() % 12);
+      auto run = [&](ThreadPool* pool) {
+        std::vector<std::vector<float>> y(5, std::vector<float>(M * N));
+        const MatMulJob jobs[] = {
+            MatMulJob::Bf16(x.data(), M, K, wb.data(), N, y[0].data()),
+            MatMulJob::Bf16(x.data(), M, K, wb.data() + N * K, N, y[1].data()),
+            MatMulJob::F32(x.data(), M, K, wf.data(), N, y[2].data()),
+            MatMulJob::Mxfp4(x.data(), M, K, packed.data(), scales.data(), N, y[3].data()),
+            MatMulJob::Mxfp4(x.data(), M, K, packed.data() + N * K / 2, scales.data() + N * K / 32, N,
+                             y[4].data()),
+        };
+        MatMulGroup(jobs, 5, pool);
+        return y;
+      };
+      const auto inline_y = run(nullptr);
+      ThreadPool pool2(2), pool3(3);
+      for (ThreadPool* pool : {&pool2, &pool3}) {
+        const auto pooled = run(pool);
+        for (size_t j = 0; j < pooled.size(); ++j)
+          ASSERT_EQ(pooled[j], inline_y[j]) << "job " << j << " threads=" << pool->num_threads();
+      }
+      // And the single calls agree with the group (the first bf16 and MXFP4 jobs).
+      std::vector<float> single(M * N);
+      MatMulBf16(x.data(), M, K, wb.data(), N, single.data(), &pool2);
+      ASSERT_EQ(single, inline_y[0]);
+      MatMulMxfp4(x.data(), M, K, packed.data(), scales.data(), N, single.data(), &pool2);
+      ASSERT_EQ(single, inline_y[3]);
+    });
+  });
+}
+
+// ---- KDA kernels -------------------------------------------------------------------------------------
+
+double RelativeDifference(const std::vector<float>& got, const std::vector<float>& want) {
+  double diff = 0.0, norm = 0.0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    diff += (double{got[i]} - want[i]) * (double{got[i]} - want[i]);
+    norm += double{want[i]} * want[i];
+  }
+  return std::sqrt(diff / std::max(norm, 1e-30));
+}
+
+// The SIMD recurrence against the scalar reference on every target (outputs and state to fp32 noise), at
+// V with and without a remainder past whole vectors and at K3 size; and n tokens at once equal to n single
+// tokens bit for bit (prefill and decode give the same state).
+TEST(KdaTest, RecurrenceMatchesScalarReference) {
+  std::mt19937 rng(31);
+  ForEachTarget([&] {
+    for (const Shape& shape : {Shape{9, 32, 24}, Shape{5, 128, 128}, Shape{3, 7, 37}}) {
+      const size_t n = shape.M, K = shape.K, V = shape.N;
+      SCOPED_TRACE(testing::Message() << "n=" << n << " K=" << K << " V=" << V);
+      std::vector<float> q = RandomFloats(rng, n * K, -0.3f, 0.3f), k = RandomFloats(rng, n * K, -0.3f, 0.3f);
+      const std::vector<float> v = RandomFloats(rng, n * V, -2.0f, 2.0f),
+                               g = RandomFloats(rng, n * K, -5.0f, 0.0f);
+      const std::vector<float> beta = RandomFloats(rng, n, 0.0f, 1.0f),
+                               state = RandomFloats(rng, K * V, -1.0f, 1.0f);
+      std::vector<float> s_simd = state, s_ref = state, o_simd(n * V), o_ref(n * V);
+      KdaRecurrent(q.data(), k.data(), v.data(), g.data(), beta.data(), n, K, V, s_simd.data(),
+                   o_simd.data());
+      scalar::KdaRecurrent(q.data(), k.data(), v.data(), g.data(), beta.data(), n, K, V, s_ref.data(),
+                           o_ref.data());
+      EXPECT_LE(RelativeDifference(o_simd, o_ref), 1e-5);
+      EXPECT_LE(RelativeDifference(s_simd, s_ref), 1e-5);
+      std::vector<float> s_steps = state, o_steps(n * V);
+      for (size_t t = 0; t < n; ++t) {
+        KdaRecurrent(q.data() + t * K, k.data() + t * K, v.data() + t * V, g.data() + t * K, beta.data() + t,
+                     1, K, V, s_steps.data(), o_steps.data() + t * V);
+      }
+      EXPECT_EQ(o_steps, o_simd);
+      EXPECT_EQ(s_steps, s_simd);
+    }
+  });
+}
+
+// The SIMD short conv against the scalar reference on every target: outputs within one bf16 step (the
+// sum is fused and exp is hwy's before the rounding), tails exact; and a channel's result does not depend
+// on the task's channel range or on how the rows are cut into calls (bit for bit).
+TEST(KdaTest, ConvMatchesScalarReference) {
+  std::mt19937 rng(32);
+  ForEachTarget([&] {
+    const size_t W = 4, P = 37, rows = 9;
+    const std::vector<float> raw = RandomBf16Values(rng, rows * P, -2.0f, 2.0f);
+    const std::vector<float> taps = RandomFloats(rng, P * W, -1.0f, 1.0f);
+    const std::vector<float> tail0 = RandomBf16Values(rng, (W - 1) * P, -2.0f, 2.0f);
+    std::vector<float> scratch(W * P), new_tail(W);
+    std::vector<float> out(rows * P), tail = tail0, ref(rows * P), ref_tail = tail0;
+    CausalConvSilu(raw.data(), taps.data(), W, P, rows, 0, P, tail.data(), scratch.data(), out.data());
+    scalar::CausalConvSilu(raw.data(), taps.data(), W, P, rows, 0, P, ref_tail.data(), new_tail.data(),
+                           ref.data());
+    for (size_t i = 0; i < out.size(); ++i) ASSERT_NEAR(out[i], ref[i], std::abs(ref[i]) / 128.0f) << i;
+    EXPECT_EQ(tail, ref_tail);
+    // Channels in two ranges, rows in two calls (2 then 7, so the second call reads the carried tail).
+    std::vector<float> pieces(rows * P), piece_tail = tail0;
+    for (const auto& [c0, c1] : {std::pair<size_t, size_t>{0, 13}, std::pair<size_t, size_t>{13, P}}) {
+      CausalConvSilu(raw.data(), taps.data(), W, P, 2, c0, c1, piece_tail.data(), scratch.data(),
+                     pieces.data());
+      CausalConvSilu(raw.data() + 2 * P, taps.data(), W, P, rows - 2, c0, c1, piece_tail.data(),
+                     scratch.data(), pieces.data() + 2 * P);
+    }
+    EXPECT_EQ(pieces, out);
+    EXPECT_EQ(piece_tail, tail);
   });
 }
 

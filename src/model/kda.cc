@@ -57,17 +57,19 @@ void KdaForward(const io::ModelConfig& cfg, const KdaWeights& w, int64_t kda_ind
       const float* raw = stream == 0 ? q_raw : stream == 1 ? k_raw : v_raw;
       const float* taps = (stream == 0 ? w.q_conv : stream == 1 ? w.k_conv : w.v_conv).data();
       float* dst = stream == 0 ? q : stream == 1 ? k : v;
-      float* new_tail = Grow(s->workers[worker].tail, static_cast<size_t>(W));
+      float* scratch = Grow(s->workers[worker].tail, static_cast<size_t>(W * kChannelsPerTask));
       kernels::CausalConvSilu(raw + seg.row_begin * P, taps, W, P, seg.rows, c0, c1,
-                              tails + stream * (W - 1) * P, new_tail, dst + seg.row_begin * P);
+                              tails + stream * (W - 1) * P, scratch, dst + seg.row_begin * P);
     });
   }
 
   // 3. Decay gate g (fp32) from f = f_b(f_a(x)).
-  kernels::KdaDecayGate(g, w.dt_bias.data(), w.a_exp.data(), T, H, K, cfg.kda_has_gate_lower_bound,
-                        cfg.kda_gate_lower_bound);
   // 4. beta = sigmoid(b_proj x) (fp32). (5. The output gate was projected in step 1.)
-  kernels::SigmoidInPlace(beta, T * H);
+  ParallelRows(pool, T, P, [&](int64_t t0, int64_t t1) {
+    kernels::KdaDecayGate(g + t0 * P, w.dt_bias.data(), w.a_exp.data(), static_cast<size_t>(t1 - t0), H, K,
+                          cfg.kda_has_gate_lower_bound, cfg.kda_gate_lower_bound);
+    kernels::SigmoidInPlace(beta + t0 * H, static_cast<size_t>((t1 - t0) * H));
+  });
 
   // 6. Delta rule per (sequence, head): the recurrence, or the chunked form for prefill chunks when asked.
   const float q_scale = 1.0f / std::sqrt(static_cast<float>(K));
@@ -103,7 +105,10 @@ void KdaForward(const io::ModelConfig& cfg, const KdaWeights& w, int64_t kda_ind
   });
 
   // 7. Per-head gated RMSNorm (fp32 weight, bf16 out), then o_proj.
-  kernels::GatedRmsNormRows(o, out_gate, w.o_norm.data(), T * H, V, cfg.rms_norm_eps, o);  // P = H * V
+  ParallelRows(pool, T * H, V, [&](int64_t r0, int64_t r1) {  // rows of V values (P = H * V)
+    kernels::GatedRmsNormRows(o + r0 * V, out_gate + r0 * V, w.o_norm.data(), static_cast<size_t>(r1 - r0), V,
+                              cfg.rms_norm_eps, o + r0 * V);
+  });
   RowParallelLinear(o, T, w.o_proj, out, pool, collectives);
 }
 

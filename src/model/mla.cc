@@ -126,13 +126,17 @@ void MlaForward(const io::ModelConfig& cfg, const MlaWeights& w, int64_t mla_ind
     s->head_jobs.push_back(kernels::MatMulJob::Bf16(ctx + h * T * R, T, R, wuv, Vh, head_out + h * T * Vh));
   }
   kernels::MatMulGroup(s->head_jobs.data(), s->head_jobs.size(), pool);
-  for (int64_t h = 0; h < H; ++h) kernels::CopyRows(head_out + h * T * Vh, Vh, o + h * Vh, H * Vh, T, Vh);
-  kernels::RoundToBf16(o, T * H * Vh);
   // 6. Optional sigmoid output gate (projected in step 1; fp32 product of the bf16 values, rounded
   //    once), then o_proj.
-  if (gate != nullptr) {
-    kernels::SigmoidGateRoundBf16(o, gate, T * H * Vh);
-  }
+  ParallelRows(pool, T, H * Vh, [&](int64_t t0, int64_t t1) {
+    const int64_t rows = t1 - t0;
+    for (int64_t h = 0; h < H; ++h) {
+      kernels::CopyRows(head_out + (h * T + t0) * Vh, Vh, o + t0 * H * Vh + h * Vh, H * Vh, rows, Vh);
+    }
+    float* o_rows = o + t0 * H * Vh;
+    kernels::RoundToBf16(o_rows, rows * H * Vh);
+    if (gate != nullptr) kernels::SigmoidGateRoundBf16(o_rows, gate + t0 * H * Vh, rows * H * Vh);
+  });
   RowParallelLinear(o, T, w.o_proj, out, pool, collectives);
 }
 

@@ -36,7 +36,9 @@ void MlpForward(const io::ModelConfig& cfg, const MlpWeights& w, const float* x,
   float* up = Grow(scratch->up, T * I);      // [T, I]
   const kernels::MatMulJob gate_up[] = {LinearJob(x, T, w.gate, gate), LinearJob(x, T, w.up, up)};
   Linears(gate_up, 2, pool);
-  GluActivation(cfg, gate, up, T * I, gate);
+  ParallelRows(pool, T, I, [&](int64_t begin, int64_t end) {
+    GluActivation(cfg, gate + begin * I, up + begin * I, (end - begin) * I, gate + begin * I);
+  });
   RowParallelLinear(gate, T, w.down, out, pool, collectives);
 }
 
@@ -49,7 +51,12 @@ void ExpertsForward(const io::ModelConfig& cfg, const std::vector<ExpertWeights>
   const int64_t Lw = cfg.expert_io_dim();
   int64_t I = 0;  // this rank's part of the expert width (the same for every expert it holds)
   for (const ExpertWeights& e : experts) I = std::max(I, e.gate.rows);
-  std::fill(out, out + R * Lw, 0.0f);
+  // The rows of experts this rank does not hold stay zero (their sums come from other ranks); the down
+  // projections below write every other row.
+  for (int64_t e = 0; e < E; ++e) {
+    if (I == 0 || experts[e].down.rows == 0)
+      std::fill(out + row_begin[e] * Lw, out + row_begin[e + 1] * Lw, 0.0f);
+  }
   if (I == 0) return;
   float* gate = Grow(scratch->gate, R * I);  // [R, I]
   float* up = Grow(scratch->up, R * I);      // [R, I]
@@ -63,9 +70,14 @@ void ExpertsForward(const io::ModelConfig& cfg, const std::vector<ExpertWeights>
     jobs.push_back(ExpertJob(xe, M, experts[e].up, up + row_begin[e] * I));
   }
   kernels::MatMulGroup(jobs.data(), jobs.size(), pool);
-  kernels::RoundToBf16(gate, static_cast<size_t>(R * I));
-  kernels::RoundToBf16(up, static_cast<size_t>(R * I));
-  GluActivation(cfg, gate, up, R * I, gate);
+  ParallelRows(pool, R, I, [&](int64_t begin, int64_t end) {
+    const size_t n = static_cast<size_t>((end - begin) * I);
+    float* g = gate + begin * I;
+    float* u = up + begin * I;
+    kernels::RoundToBf16(g, n);
+    kernels::RoundToBf16(u, n);
+    GluActivation(cfg, g, u, static_cast<int64_t>(n), g);
+  });
   jobs.clear();
   for (int64_t e = 0; e < E; ++e) {
     const int64_t M = row_begin[e + 1] - row_begin[e];

@@ -119,7 +119,17 @@ class ModelImpl final : public Model {
   void NormRows(const float* src, const std::vector<bf16>& w, int64_t T) {
     const int64_t D = cfg_.hidden_size;
     float* normed = Grow(s_.normed, T * D);
-    kernels::RmsNormRows(src, T, D, D, w.data(), cfg_.rms_norm_eps, normed);
+    ParallelRows(pool_, T, D, [&](int64_t t0, int64_t t1) {
+      kernels::RmsNormRows(src + t0 * D, static_cast<size_t>(t1 - t0), D, D, w.data(), cfg_.rms_norm_eps,
+                           normed + t0 * D);
+    });
+  }
+  // h[t] = bf16(h[t] + sublayer[t]) for every row.
+  void AddSublayer(float* h, int64_t T) {
+    const int64_t D = cfg_.hidden_size;
+    ParallelRows(pool_, T, D, [&](int64_t t0, int64_t t1) {
+      kernels::AddRoundBf16(h + t0 * D, s_.sublayer.data() + t0 * D, static_cast<size_t>((t1 - t0) * D));
+    });
   }
   // out[t] = Mix(bank[t, 0..bank_size), current[t]; mixer) for rows `rows` (spec §2.6).
   void MixRows(const float* current, const AttnResMixer& mixer, int64_t bank_size,
@@ -230,19 +240,19 @@ Status ModelImpl::Forward(std::span<const SequenceSegment> segments, std::span<c
       if (block_start) {  // a new block's running sum starts at the attention output
         std::memcpy(h, s_.sublayer.data(), sizeof(float) * static_cast<size_t>(T * D));
       } else {
-        kernels::AddRoundBf16(h, s_.sublayer.data(), static_cast<size_t>(T * D));
+        AddSublayer(h, T);
       }
       MixRows(h, layer.ffn_mixer, bank_size, all_rows_, mixed);
       NormRows(mixed, layer.post_attention_norm, T);
     } else {
       NormRows(h, layer.input_norm, T);
       Attention(layer, T, segments);
-      kernels::AddRoundBf16(h, s_.sublayer.data(), static_cast<size_t>(T * D));
+      AddSublayer(h, T);
       NormRows(h, layer.post_attention_norm, T);
     }
     Ffn(layer, T);
     if (layer.ffn == io::FfnKind::kMoe) out->routed_experts_run += s_.moe.experts_run;
-    kernels::AddRoundBf16(h, s_.sublayer.data(), static_cast<size_t>(T * D));
+    AddSublayer(h, T);
     capture(l + 1);
   }
 

@@ -44,7 +44,7 @@ void MoeForward(const io::ModelConfig& cfg, const MoeWeights& w, const float* x,
   }
   kernels::MatMulGroup(projections, num_projections, pool);
   for (size_t j = 1; j < num_projections; ++j) {  // the Linear products; the router logits stay fp32
-    kernels::RoundToBf16(projections[j].y, projections[j].M * projections[j].N);
+    RoundRowsToBf16(projections[j].y, T, static_cast<int64_t>(projections[j].N), pool);
   }
   RouteTokens(logits, T, E, w.correction_bias.data(), Ek, cfg.moe_renormalize, cfg.routed_scaling_factor,
               experts, weights);
@@ -74,9 +74,16 @@ void MoeForward(const io::ModelConfig& cfg, const MoeWeights& w, const float* x,
   float* shared = !w.has_shared ? nullptr : one_reduce ? expert_out + R * Lw : Grow(s->shared_out, T * D);
   int32_t* token_of = Grow(s->token_of, R);  // the token of each grouped row
   for (int64_t r = 0; r < R; ++r) token_of[r] = order[r] / static_cast<int32_t>(Ek);
-  kernels::GatherRows(z, static_cast<size_t>(Lw), token_of, static_cast<size_t>(R), gathered);
+  ParallelRows(pool, R, Lw, [&](int64_t r0, int64_t r1) {
+    kernels::GatherRows(z, static_cast<size_t>(Lw), token_of + r0, static_cast<size_t>(r1 - r0),
+                        gathered + r0 * Lw);
+  });
   ExpertsForward(cfg, w.experts, begin, gathered, &s->mlp, pool, expert_out);
-  if (w.has_shared) GluActivation(cfg, shared_gate, shared_up, T * Is, shared_gate);
+  if (w.has_shared) {
+    ParallelRows(pool, T, Is, [&](int64_t t0, int64_t t1) {
+      GluActivation(cfg, shared_gate + t0 * Is, shared_up + t0 * Is, (t1 - t0) * Is, shared_gate + t0 * Is);
+    });
+  }
   // Sharded: each rank holds its experts' rows (EP; zeros elsewhere, so the sum is exact) or a partial
   // sum over its slice of every expert's width (TP). Summed before the rounding, then rounded once.
   if (one_reduce) {
@@ -86,35 +93,45 @@ void MoeForward(const io::ModelConfig& cfg, const MoeWeights& w, const float* x,
   } else if (collectives != nullptr) {
     collectives->AllReduceSum(expert_out, R * Lw);
   }
-  kernels::RoundToBf16(expert_out, static_cast<size_t>(R * Lw));
   float* slot_out = Grow(s->slot_out, R * Lw);
-  kernels::ScatterRows(expert_out, static_cast<size_t>(Lw), order, static_cast<size_t>(R), slot_out);
+  ParallelRows(pool, R, Lw, [&](int64_t r0, int64_t r1) {
+    kernels::RoundToBf16(expert_out + r0 * Lw, static_cast<size_t>((r1 - r0) * Lw));
+    kernels::ScatterRows(expert_out + r0 * Lw, static_cast<size_t>(Lw), order + r0,
+                         static_cast<size_t>(r1 - r0), slot_out);
+  });
 
-  // r = bf16(sum_k w_k y_k) (fp32 sum in slot order, independent of the rest of the batch).
+  // r = bf16(sum_k w_k y_k) (fp32 sum in slot order, independent of the rest of the batch); latent:
+  // then its RMSNorm.
   float* combined = Grow(s->combined, T * Lw);
-  kernels::WeightedRowSum(slot_out, weights, static_cast<size_t>(T), static_cast<size_t>(Ek),
-                          static_cast<size_t>(Lw), combined);
-  kernels::RoundToBf16(combined, T * Lw);
+  ParallelRows(pool, T, Ek * Lw, [&](int64_t t0, int64_t t1) {
+    float* rows = combined + t0 * Lw;
+    kernels::WeightedRowSum(slot_out + t0 * Ek * Lw, weights + t0 * Ek, static_cast<size_t>(t1 - t0),
+                            static_cast<size_t>(Ek), static_cast<size_t>(Lw), rows);
+    kernels::RoundToBf16(rows, static_cast<size_t>((t1 - t0) * Lw));
+    if (latent && !w.latent_norm.empty()) {
+      kernels::RmsNormRows(rows, static_cast<size_t>(t1 - t0), Lw, Lw, w.latent_norm.data(), cfg.rms_norm_eps,
+                           rows);
+    }
+  });
 
-  // Latent: RMSNorm then up-projection to D; beside it the shared experts' down-projection of
-  // act(gate) * up (one fork-join); then the bf16 add.
-  if (latent && !w.latent_norm.empty()) {
-    kernels::RmsNormRows(combined, T, Lw, Lw, w.latent_norm.data(), cfg.rms_norm_eps, combined);
-  }
+  // Latent: the up-projection to D; beside it the shared experts' down-projection of act(gate) * up (one
+  // fork-join); then the bf16 add.
   if (!latent) std::memcpy(out, combined, sizeof(float) * T * D);
   kernels::MatMulJob outputs[2];
   size_t num_outputs = 0;
   if (latent) outputs[num_outputs++] = LinearJob(combined, T, w.latent_up, out);
   if (w.has_shared && !one_reduce) outputs[num_outputs++] = LinearJob(shared_gate, T, w.shared.down, shared);
   kernels::MatMulGroup(outputs, num_outputs, pool);
-  if (latent) kernels::RoundToBf16(out, static_cast<size_t>(T * D));
-  if (w.has_shared) {  // the shared experts' down projection is row-parallel
-    if (collectives != nullptr && !one_reduce) collectives->AllReduceSum(shared, T * D);
-    kernels::RoundToBf16(shared, static_cast<size_t>(T * D));
-  }
-  if (w.has_shared) {
-    kernels::AddRoundBf16(out, shared, static_cast<size_t>(T * D));
-  }
+  // The shared experts' down projection is row-parallel.
+  if (w.has_shared && collectives != nullptr && !one_reduce) collectives->AllReduceSum(shared, T * D);
+  ParallelRows(pool, T, D, [&](int64_t t0, int64_t t1) {
+    const size_t n = static_cast<size_t>((t1 - t0) * D);
+    if (latent) kernels::RoundToBf16(out + t0 * D, n);
+    if (w.has_shared) {
+      kernels::RoundToBf16(shared + t0 * D, n);
+      kernels::AddRoundBf16(out + t0 * D, shared + t0 * D, n);
+    }
+  });
 }
 
 }  // namespace k3::model
