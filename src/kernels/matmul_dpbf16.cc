@@ -4,11 +4,12 @@
 // after Supported().
 //
 // Work of one call: output rows n in [n_begin, n_end) for every x row, in register tiles of up to
-// kMaxTileM x rows by kN weight rows (kN = 1 at M = 1: one weight row is streamed at a time, which kept
-// more reads in flight than four interleaved rows; kN = 4 otherwise, so a loaded weight vector serves up
-// to four x rows). For M > kUnblockedMaxM (prefill) K is cut into blocks of kBlockChunks chunks and x into
-// blocks of kBlockM rows so both stay in L2; the tiles' accumulators wait in a per-thread buffer between
-// K blocks. None of this changes the order in which a y[m, n] accumulates (see the header).
+// kMaxTileM x rows by kTileN = 4 weight rows, so a loaded weight vector serves up to four x rows, and at
+// M = 1 four accumulator chains run side by side. (One weight row at a time at M = 1 read the weights
+// 16-25 % slower at 2 threads in kernels_bench on the 2-core dev VM, medians of 4 alternating runs, and
+// about as fast at 1 thread.) For M > kUnblockedMaxM (prefill) K is cut into blocks of kBlockChunks chunks
+// and x into blocks of kBlockM rows so both stay in L2; the tiles' accumulators wait in a per-thread buffer
+// between K blocks. None of this changes the order in which a y[m, n] accumulates (see the header).
 #include "src/kernels/matmul_dpbf16.h"
 
 #include <algorithm>
@@ -22,15 +23,15 @@ namespace k3::kernels::dpbf16 {
 namespace {
 
 constexpr size_t kChunk = kBf16Chunk;
-constexpr size_t kMaxTileM = 4;   // x rows per register tile
-constexpr size_t kWideTileN = 4;  // weight rows per register tile when M > 1
+constexpr size_t kMaxTileM = 4;  // x rows per register tile
+constexpr size_t kTileN = 4;     // weight rows per register tile
 constexpr size_t kBlockChunks = kBlockElements / kChunk;
 
 struct Tile {
-  const uint16_t* x[kMaxTileM];   // x rows (padded to whole chunks)
-  float* y[kMaxTileM];            // &y[m, n0]
-  const uint16_t* w[kWideTileN];  // weight rows; past N the last valid row repeats (not stored)
-  size_t n_valid;                 // 1..kN
+  const uint16_t* x[kMaxTileM];  // x rows (padded to whole chunks)
+  float* y[kMaxTileM];           // &y[m, n0]
+  const uint16_t* w[kTileN];     // weight rows; past N the last valid row repeats (not stored)
+  size_t n_valid;                // 1..kN
 };
 
 // Chunks [c_begin, c_end) of a kM x kN tile. `partial` [kM * kN * kLanes] holds the accumulators between
@@ -152,11 +153,7 @@ bool Mxfp4Supported() {
 void RowBlock(const uint16_t* xs, size_t M, size_t x_stride, size_t K, const uint16_t* W, float* y, size_t N,
               size_t n_begin, size_t n_end) {
   if (M == 0 || n_begin >= n_end) return;
-  if (M == 1) {
-    RowBlockTiles<1>(xs, M, x_stride, K, W, y, N, n_begin, n_end);
-  } else {
-    RowBlockTiles<kWideTileN>(xs, M, x_stride, K, W, y, N, n_begin, n_end);
-  }
+  RowBlockTiles<kTileN>(xs, M, x_stride, K, W, y, N, n_begin, n_end);
 }
 
 #else  // no AVX512_BF16 code in this build
