@@ -727,13 +727,13 @@ void MatMulGroupImpl(const MatMulJob* jobs, size_t num_jobs, ThreadPool* pool) {
   }
   // The thread_local vectors are reached through pointers: a pool worker names its own instances.
   const LayoutPiece* piece_list = pieces.data();
-  const JobLayout* job_layouts = layouts.data();
+  const JobLayout* layout_list = layouts.data();
   const size_t* fp32_offsets = offsets.data();
   const size_t* bf16_offsets = dp_offsets.data();
   auto lay_out_piece = [&](size_t p) {
     const LayoutPiece& piece = piece_list[p];
     const MatMulJob& job = jobs[piece.job];
-    const JobLayout& layout = job_layouts[piece.job];
+    const JobLayout& layout = layout_list[piece.job];
     const size_t m0 = piece.m_begin, rows = piece.m_end - piece.m_begin;
     const float* x = job.x + m0 * job.K;
     if (layout.fp32_rows) {
@@ -759,14 +759,12 @@ void MatMulGroupImpl(const MatMulJob* jobs, size_t num_jobs, ThreadPool* pool) {
       }
     }
   };
-  if (pool == nullptr || pool->num_threads() == 1 || pieces.size() <= 1 ||
-      layout_elements < 2 * kLayoutElementsPerPiece) {
-    for (size_t p = 0; p < pieces.size(); ++p) lay_out_piece(p);
-  } else {
+  if (pool != nullptr && layout_elements >= 2 * kLayoutElementsPerPiece) {
     pool->ParallelFor(pieces.size(), [&](size_t p, size_t /*worker*/) { lay_out_piece(p); });
+  } else {
+    for (size_t p = 0; p < pieces.size(); ++p) lay_out_piece(p);
   }
   const GroupTask* task_list = tasks.data();
-  const JobLayout* layout_list = layouts.data();
   auto run_task = [&](size_t t) {
     const GroupTask& task = task_list[t];
     const MatMulJob& job = jobs[task.job];

@@ -57,7 +57,7 @@ void KdaForward(const io::ModelConfig& cfg, const KdaWeights& w, int64_t kda_ind
       const float* raw = stream == 0 ? q_raw : stream == 1 ? k_raw : v_raw;
       const float* taps = (stream == 0 ? w.q_conv : stream == 1 ? w.k_conv : w.v_conv).data();
       float* dst = stream == 0 ? q : stream == 1 ? k : v;
-      float* scratch = Grow(s->workers[worker].tail, static_cast<size_t>(W * kChannelsPerTask));
+      float* scratch = Grow(s->workers[worker].conv_taps, static_cast<size_t>(W * kChannelsPerTask));
       kernels::CausalConvSilu(raw + seg.row_begin * P, taps, W, P, seg.rows, c0, c1,
                               tails + stream * (W - 1) * P, scratch, dst + seg.row_begin * P);
     });

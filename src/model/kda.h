@@ -28,7 +28,7 @@ struct KdaScratch {
   std::vector<float> o;                    // [T, P] core output, then gated-norm output
   struct Worker {
     std::vector<float> q, k, v, g, beta, o;  // one head of one sequence: [n, K] / [n, V] / [n]
-    std::vector<float> tail;                 // [W, channels of a task] the conv's transposed taps
+    std::vector<float> conv_taps;            // [W, channels of a task] the conv's taps, transposed
     kernels::KdaChunkScratch chunk;
   };
   std::vector<Worker> workers;  // one per pool thread
