@@ -1,5 +1,5 @@
 // Shared pieces of the bf16 dot-product kernels (matmul_dpbf16.cc, mxfp4_dpbf16.cc): the target
-// attribute, the lane sum and the tiling constants. Included only by those two files; everything here has
+// attribute, the lane sums and the tiling constants. Included only by those two files; everything here has
 // internal linkage, so no AVX-512 code can leak into another translation unit.
 #pragma once
 
@@ -21,15 +21,23 @@ constexpr size_t kUnblockedMaxM = 16;   // up to here: no K blocking (decode, sm
 constexpr size_t kBlockElements = 512;  // elements of K per block when blocked (prefill)
 constexpr size_t kBlockM = 64;          // x rows per block when blocked
 
-// The sum of the 16 lanes in a fixed order (a pairwise tree). Through memory, once per output: the
-// intrinsics that split a vector trip -Wmaybe-uninitialized inside g++ 12's header.
-K3_DPBF16_TARGET inline float SumOfLanes(__m512 v) {
-  alignas(64) float lanes[kLanes];
-  _mm512_store_ps(lanes, v);
-  for (size_t width = kLanes / 2; width > 0; width /= 2) {
-    for (size_t i = 0; i < width; ++i) lanes[i] += lanes[i + width];
-  }
-  return lanes[0];
+// y[0, n) = the lane sums of acc[0, n) (n <= 4, the outputs of one x row in a tile), each in one fixed
+// pairwise tree (lane i += lane i + w for w = 8, 4, 2, 1), the four accumulators side by side in vectors.
+K3_DPBF16_TARGET inline void StoreSumsOfLanes4(const __m512 (&acc)[4], size_t n, float* y) {
+  // Width 8: lanes i and i + 8. ab = [a'0..7, b'0..7], cd likewise.
+  const __m512 ab = _mm512_add_ps(_mm512_shuffle_f32x4(acc[0], acc[1], _MM_SHUFFLE(1, 0, 1, 0)),
+                                  _mm512_shuffle_f32x4(acc[0], acc[1], _MM_SHUFFLE(3, 2, 3, 2)));
+  const __m512 cd = _mm512_add_ps(_mm512_shuffle_f32x4(acc[2], acc[3], _MM_SHUFFLE(1, 0, 1, 0)),
+                                  _mm512_shuffle_f32x4(acc[2], acc[3], _MM_SHUFFLE(3, 2, 3, 2)));
+  // Width 4: lanes i and i + 4 of each; 128-bit lane g now holds accumulator g's four partial sums.
+  const __m512 fours = _mm512_add_ps(_mm512_shuffle_f32x4(ab, cd, _MM_SHUFFLE(2, 0, 2, 0)),
+                                     _mm512_shuffle_f32x4(ab, cd, _MM_SHUFFLE(3, 1, 3, 1)));
+  // Width 2 (lanes i and i + 2), then width 1: lane 4 g holds accumulator g's sum.
+  const __m512 twos = _mm512_add_ps(fours, _mm512_permute_ps(fours, _MM_SHUFFLE(1, 0, 3, 2)));
+  const __m512 ones = _mm512_add_ps(twos, _mm512_permute_ps(twos, _MM_SHUFFLE(2, 3, 0, 1)));
+  const __m512 sums =
+      _mm512_permutexvar_ps(_mm512_setr_epi32(0, 4, 8, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0), ones);
+  _mm512_mask_storeu_ps(y, static_cast<__mmask16>((1u << n) - 1), sums);
 }
 
 }  // namespace

@@ -40,6 +40,7 @@ struct Tile {
 template <size_t kM, size_t kN>
 K3_DPBF16_TARGET inline void RunTile(const Tile& t, size_t c_begin, size_t c_end, size_t full_chunks,
                                      size_t K, float* partial, bool first_block, bool last_block) {
+  static_assert(kN == 4, "the lane sums are taken four accumulators at a time");
   __m512 acc[kM][kN];
   for (size_t i = 0; i < kM; ++i) {
     for (size_t j = 0; j < kN; ++j) {
@@ -66,14 +67,11 @@ K3_DPBF16_TARGET inline void RunTile(const Tile& t, size_t c_begin, size_t c_end
     }
   }
   for (size_t i = 0; i < kM; ++i) {
-    // j runs to the constant kN (a runtime bound would force acc out of registers).
-    for (size_t j = 0; j < kN; ++j) {
-      if (last_block) {
-        const float sum = SumOfLanes(acc[i][j]);
-        if (j < t.n_valid) t.y[i][j] = sum;
-      } else {
-        _mm512_store_ps(partial + (i * kN + j) * kLanes, acc[i][j]);
-      }
+    if (last_block) {
+      StoreSumsOfLanes4(acc[i], t.n_valid, t.y[i]);
+    } else {
+      // j runs to the constant kN (a runtime bound would force acc out of registers).
+      for (size_t j = 0; j < kN; ++j) _mm512_store_ps(partial + (i * kN + j) * kLanes, acc[i][j]);
     }
   }
 }

@@ -696,6 +696,38 @@ TEST(MatMulTest, Mxfp4MatchesReference) {
   });
 }
 
+// Decode-sized MXFP4 products (M <= 4) with rows long enough for the kernel's four-block scale loads and
+// a partial last block (K = 2080), and enough rows that its prefetches reach rows ahead of the tile (and
+// stop at the range's end when the pool splits N).
+TEST(MatMulTest, Mxfp4DecodeShapesMatchReference) {
+  std::mt19937 rng(19);
+  ForEachBf16Path([&] {
+    ForEachTarget([&] {
+      for (const Shape& s : {Shape{1, 2080, 37}, Shape{4, 2080, 37}, Shape{2, 1024, 70}, Shape{3, 4096, 9}}) {
+        std::vector<float> x = RandomBf16Values(rng, s.M * s.K, -2.0f, 2.0f);
+        std::vector<uint8_t> packed(s.N * s.K / 2), scales(s.N * s.K / 32);
+        for (uint8_t& b : packed) b = static_cast<uint8_t>(rng());
+        for (uint8_t& b : scales) b = static_cast<uint8_t>(118 + rng() % 12);
+        std::vector<float> got(s.M * s.N), ref(s.M * s.N);
+        MatMulMxfp4(x.data(), s.M, s.K, packed.data(), scales.data(), s.N, got.data(), nullptr);
+        scalar::MatMulMxfp4(x.data(), s.M, s.K, packed.data(), scales.data(), s.N, ref.data());
+        std::vector<float> dequant(s.N * s.K);
+        for (size_t n = 0; n < s.N; ++n)
+          DequantMxfp4Row(packed.data() + n * s.K / 2, scales.data() + n * s.K / 32, s.K, &dequant[n * s.K]);
+        ExpectMatMulClose(
+            got, ref, x.data(), s.M, s.K, s.N, [&](size_t n, size_t k) { return dequant[n * s.K + k]; },
+            "mxfp4 decode");
+        CheckThreadAndBatchInvariance(
+            s.M, s.K, s.N, x.data(),
+            [&](const float* xx, size_t M, float* yy, ThreadPool* pool) {
+              MatMulMxfp4(xx, M, s.K, packed.data(), scales.data(), s.N, yy, pool);
+            },
+            got);
+      }
+    });
+  });
+}
+
 TEST(MatMulTest, EmptyShapes) {
   ForEachTarget([&] {
     std::vector<float> x(8, 1.0f), y(8, 5.0f);
