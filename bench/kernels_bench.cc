@@ -10,9 +10,11 @@
 // Each figure is the median over repetitions. Two tables: wall-clock, and CPU-time per thread (the
 // estimate for a loaded machine, see machine_limits.h); each is a ratio against limits measured with the
 // same clock. Then the MLA decode attention of one layer over a long latent cache (RunLatentAttention):
-// fp32 rows, bf16 rows one head at a time, and bf16 rows 4 heads per pass (LatentAttentionBf16Queries),
-// the last against the matmul and bandwidth limits. Usage: kernels_bench [threads] [mla] (threads default:
-// all cores; `mla`: only the attention figures).
+// fp32 rows, bf16 rows one head at a time, bf16 rows in tasks of 4 heads (LatentAttentionBf16Queries: 4 per
+// pass), and bf16 rows the engine's way (tasks of LatentAttentionHeadsPerTask heads, whose calls take the
+// rows in key blocks), the last against the matmul and bandwidth limits. Usage: kernels_bench [threads] [mla]
+// (threads default: all cores; `mla`: only the attention figures).
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -41,12 +43,12 @@ struct Row {
 };
 
 // Calls run(copy) `calls` times over `copies` weight copies; the median seconds per call on each clock.
-// With several variants (`paths` = 2 or 3) the calls alternate between them (run(copy, path)), so all see
+// With several variants (`paths` = 2 to 4) the calls alternate between them (run(copy, path)), so all see
 // the same machine state: seconds[path][clock].
 template <class Run>
 void TimeCalls(size_t copies, size_t calls, size_t threads, size_t paths, const Run& run,
                double (*seconds)[2]) {
-  std::vector<double> samples[3][2];
+  std::vector<double> samples[4][2];
   for (size_t path = 0; path < paths; ++path) run(copies - 1, path);  // warm-up (threads, scratch growth)
   for (size_t i = 0; i < calls * paths; ++i) {
     const size_t path = i % paths;
@@ -159,13 +161,31 @@ void RunLatentAttention(size_t keys, ThreadPool& pool, size_t threads, double ba
     rows32[j] = cache32.data() + j * kWidth;
     rows16[j] = cache16.data() + j * kWidth;
   }
-  std::vector<std::vector<float>> scores(pool.num_threads() + 1, std::vector<float>(keys * kHeadsPerTask));
+  // The engine's split (model/mla.cc): slices of heads, each one call that takes the rows in key blocks.
+  const size_t heads_per_slice = kernels::LatentAttentionHeadsPerTask(kHeads, threads);
+  std::vector<std::vector<float>> scores(pool.num_threads() + 1,
+                                         std::vector<float>(keys * std::max(kHeadsPerTask, heads_per_slice)));
   const float scale = 1.0f / 13.856f;
-  double seconds[3][2];
+  double seconds[4][2];
   TimeCalls(
-      1, 15, threads, 3,
+      1, 15, threads, 4,
       [&](size_t, size_t path) {
-        if (path == 2) {  // bf16 rows, the heads in groups: each row read once per group
+        if (path == 3) {  // bf16 rows, slices of heads_per_slice heads, key blocks
+          pool.ParallelFor(
+              (kHeads + heads_per_slice - 1) / heads_per_slice, [&](size_t slice, size_t worker) {
+                const size_t h0 = slice * heads_per_slice, h1 = std::min(kHeads, h0 + heads_per_slice);
+                std::vector<const float*> q;
+                std::vector<float*> c;
+                for (size_t h = h0; h < h1; ++h) {
+                  q.push_back(queries.data() + h * kWidth);
+                  c.push_back(ctx.data() + h * kCtx);
+                }
+                kernels::LatentAttentionBf16Queries(q.data(), h1 - h0, rows16.data(), keys, kWidth, kCtx,
+                                                    scale, scores[worker].data(), c.data());
+              });
+          return;
+        }
+        if (path == 2) {  // bf16 rows, tasks of 4 heads: the rows read from memory once per task
           pool.ParallelFor(kHeads / kHeadsPerTask, [&](size_t group, size_t worker) {
             const float* q[kHeadsPerTask];
             float* c[kHeadsPerTask];
@@ -194,13 +214,15 @@ void RunLatentAttention(size_t keys, ThreadPool& pool, size_t threads, double ba
   const double cache_bytes = keys * kWidth * 2.0;
   std::printf(
       "MLA attention, 1 layer, 96 heads, %zu cached tokens: fp32 rows %.3f ms (cache %.1f MB), bf16 rows "
-      "%.3f ms (cache %.1f MB, bf16/fp32 time %.2f), bf16 rows 4 heads per pass %.3f ms (%.2fx one head at a "
-      "time; %.1f GFLOP/s = %.2f of the matmul limit, cache read at %.2f GB/s = %.3f of the bandwidth) "
-      "(wall clock medians)\n",
+      "%.3f ms (cache %.1f MB, bf16/fp32 time %.2f), bf16 rows in tasks of 4 heads %.3f ms (%.2fx one head "
+      "at a time), bf16 rows in key blocks, tasks of %zu heads (the engine's) %.3f ms (%.2fx tasks of 4 "
+      "heads; %.1f GFLOP/s = %.2f of the matmul limit, cache read at %.2f GB/s = %.3f of the bandwidth, "
+      "counting it once) (wall clock medians)\n",
       keys, seconds[0][0] * 1e3, keys * kWidth * 4 / 1e6, seconds[1][0] * 1e3, cache_bytes / 1e6,
-      seconds[1][0] / seconds[0][0], seconds[2][0] * 1e3, seconds[1][0] / seconds[2][0],
-      flop / seconds[2][0] / 1e9, flop / seconds[2][0] / 1e9 / matmul_gflops,
-      cache_bytes / seconds[2][0] / 1e9, cache_bytes / seconds[2][0] / 1e9 / bandwidth_gbps);
+      seconds[1][0] / seconds[0][0], seconds[2][0] * 1e3, seconds[1][0] / seconds[2][0], heads_per_slice,
+      seconds[3][0] * 1e3, seconds[2][0] / seconds[3][0], flop / seconds[3][0] / 1e9,
+      flop / seconds[3][0] / 1e9 / matmul_gflops, cache_bytes / seconds[3][0] / 1e9,
+      cache_bytes / seconds[3][0] / 1e9 / bandwidth_gbps);
 }
 
 int Main(int argc, char** argv) {

@@ -7,6 +7,7 @@
 // loop is kept as scalar::CausalConvSilu).
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 
@@ -81,10 +82,20 @@ void LatentAttention(const float* query, const float* const* rows, size_t visibl
 void LatentAttentionBf16(const float* query, const bf16* const* rows, size_t visible, size_t width,
                          size_t ctx_width, float scale, float* scores, float* ctx);
 // LatentAttentionBf16 of `num_queries` queries over the same rows (the heads of one token), bit for bit
-// per query; each row is read once per pass of up to 4 queries instead of once per query (ops-inl.h).
+// per query; each row is read once per pass of up to 4 queries instead of once per query, and the rows are
+// taken in blocks of 256 that every query finishes before the next block, so a long cache is streamed
+// from memory twice per call, not twice per 4 queries (ops-inl.h).
 // scores: [num_queries, visible] scratch; queries[g] [width], ctx[g] [ctx_width].
 void LatentAttentionBf16Queries(const float* const* queries, size_t num_queries, const bf16* const* rows,
                                 size_t visible, size_t width, size_t ctx_width, float scale, float* scores,
                                 float* const* ctx);
+// Heads per LatentAttentionBf16Queries call when `heads` heads of a token are cut into tasks for
+// `threads` threads: two tasks a thread (so one slowed thread does not hold up the step), each a whole
+// number of passes of 4 heads. Fewer, wider tasks stream the cache fewer times.
+inline size_t LatentAttentionHeadsPerTask(size_t heads, size_t threads) {
+  const size_t tasks = 2 * std::max<size_t>(1, threads);
+  const size_t per_task = (heads + tasks - 1) / tasks;
+  return std::max<size_t>(4, (per_task + 3) / 4 * 4);
+}
 
 }  // namespace k3::kernels

@@ -19,6 +19,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include "hwy/contrib/math/math-inl.h"
 #include "hwy/highway.h"
@@ -307,8 +308,15 @@ void SoftmaxImpl(float* x, size_t n) {
 // sums take kRowsPerStep rows per load and store of an accumulator vector. For each query the operations
 // on each value, and their order, are those of LatentAttentionBf16 (DotBf16Impl, SoftmaxImpl,
 // AxpyBf16Impl over j ascending), so every result is bit for bit the one-query kernel's.
+// Key blocks: both passes run over blocks of kKeysPerBlock rows, every group of queries finishing a block
+// before the next, so a long cache is streamed from memory once per pass (for all the queries) instead of
+// once per group; a block (288 KiB at K3's 576-wide rows) stays in L2 meanwhile. Blocks are whole steps of
+// kRowsPerStep rows and the context sums carry over from block to block in memory, so each query's
+// operations and their order do not change.
 constexpr size_t kQueriesPerPass = 4;
 constexpr size_t kRowsPerStep = 4;
+constexpr size_t kKeysPerBlock = 256;
+static_assert(kKeysPerBlock % kRowsPerStep == 0, "blocks must not cut a step of the context sums");
 
 #if HWY_HAVE_SCALABLE
 // SVE / RVV vectors are sizeless types, which C++ cannot hold in the arrays the passes below use: one
@@ -364,12 +372,11 @@ HWY_INLINE void LatentScoresPass(const float* const* queries, const bf16* const*
   }
 }
 
-// ctx[g][c] = sum over j < visible of p[g][j] * rows[j][c], accumulated in j order from 0 (AxpyBf16Impl's
-// MulAdd per row), for c < ctx_width.
+// ctx[g][c] += p[g][j] * rows[j][c] for j < visible, in j order (AxpyBf16Impl's MulAdd per row), for
+// c < ctx_width.
 template <size_t G>
 HWY_INLINE void LatentContextPass(const float* const* p, const bf16* const* rows, size_t visible,
                                   size_t ctx_width, float* const* ctx) {
-  for (size_t g = 0; g < G; ++g) std::fill(ctx[g], ctx[g] + ctx_width, 0.0f);
   for (size_t j0 = 0; j0 < visible; j0 += kRowsPerStep) {
     const size_t n = std::min(kRowsPerStep, visible - j0);
     ForEachVector(ctx_width, [&](auto d, size_t c) HWY_ATTR {
@@ -384,36 +391,57 @@ HWY_INLINE void LatentContextPass(const float* const* p, const bf16* const* rows
   }
 }
 
+// fn(q0, std::integral_constant<size_t, G>) for each group [q0, q0 + G) of up to kQueriesPerPass queries.
+template <class Fn>
+HWY_INLINE void ForEachQueryGroup(size_t num_queries, const Fn& fn) {
+  for (size_t q0 = 0; q0 < num_queries; q0 += kQueriesPerPass) {
+    switch (std::min(kQueriesPerPass, num_queries - q0)) {
+      case 1:
+        fn(q0, std::integral_constant<size_t, 1>());
+        break;
+      case 2:
+        fn(q0, std::integral_constant<size_t, 2>());
+        break;
+      case 3:
+        fn(q0, std::integral_constant<size_t, 3>());
+        break;
+      default:
+        fn(q0, std::integral_constant<size_t, 4>());
+        break;
+    }
+  }
+}
+
+// Pointers to entry j0 of the score rows of queries [q0, q0 + G): scores is [num_queries, visible].
 template <size_t G>
-HWY_INLINE void LatentAttentionPass(const float* const* queries, const bf16* const* rows, size_t visible,
-                                    size_t width, size_t ctx_width, float scale, float* const* scores,
-                                    float* const* ctx) {
-  LatentScoresPass<G>(queries, rows, visible, width, scale, scores);
-  for (size_t g = 0; g < G; ++g) SoftmaxImpl(scores[g], visible);
-  LatentContextPass<G>(scores, rows, visible, ctx_width, ctx);
+HWY_INLINE void ScoreRowsAt(float* scores, size_t visible, size_t q0, size_t j0, float* (&out)[G]) {
+  for (size_t g = 0; g < G; ++g) out[g] = scores + (q0 + g) * visible + j0;
 }
 
 void LatentAttentionBf16QueriesImpl(const float* const* queries, size_t num_queries, const bf16* const* rows,
                                     size_t visible, size_t width, size_t ctx_width, float scale,
                                     float* scores, float* const* ctx) {
-  for (size_t q0 = 0; q0 < num_queries; q0 += kQueriesPerPass) {
-    const size_t n = std::min(kQueriesPerPass, num_queries - q0);
-    float* pass_scores[kQueriesPerPass] = {};
-    for (size_t g = 0; g < n; ++g) pass_scores[g] = scores + (q0 + g) * visible;
-    switch (n) {
-      case 1:
-        LatentAttentionPass<1>(queries + q0, rows, visible, width, ctx_width, scale, pass_scores, ctx + q0);
-        break;
-      case 2:
-        LatentAttentionPass<2>(queries + q0, rows, visible, width, ctx_width, scale, pass_scores, ctx + q0);
-        break;
-      case 3:
-        LatentAttentionPass<3>(queries + q0, rows, visible, width, ctx_width, scale, pass_scores, ctx + q0);
-        break;
-      default:
-        LatentAttentionPass<4>(queries + q0, rows, visible, width, ctx_width, scale, pass_scores, ctx + q0);
-        break;
-    }
+  for (size_t j0 = 0; j0 < visible; j0 += kKeysPerBlock) {  // 1. scores, a key block at a time
+    const size_t keys = std::min(kKeysPerBlock, visible - j0);
+    ForEachQueryGroup(num_queries, [&](size_t q0, auto group) HWY_ATTR {
+      constexpr size_t G = decltype(group)::value;
+      float* block_scores[G];
+      ScoreRowsAt<G>(scores, visible, q0, j0, block_scores);
+      LatentScoresPass<G>(queries + q0, rows + j0, keys, width, scale, block_scores);
+    });
+  }
+  for (size_t g = 0; g < num_queries; ++g) {  // 2. softmax over all keys
+    SoftmaxImpl(scores + g * visible, visible);
+    std::fill(ctx[g], ctx[g] + ctx_width, 0.0f);
+  }
+  for (size_t j0 = 0; j0 < visible; j0 += kKeysPerBlock) {  // 3. context sums, a key block at a time
+    const size_t keys = std::min(kKeysPerBlock, visible - j0);
+    ForEachQueryGroup(num_queries, [&](size_t q0, auto group) HWY_ATTR {
+      constexpr size_t G = decltype(group)::value;
+      float* block_p[G];
+      ScoreRowsAt<G>(scores, visible, q0, j0, block_p);
+      LatentContextPass<G>(block_p, rows + j0, keys, ctx_width, ctx + q0);
+    });
   }
 }
 

@@ -977,12 +977,13 @@ TEST(KdaTest, ConvMatchesScalarReference) {
 // Several queries over the same bf16 rows (the heads of one token, read once per pass of up to 4), on every
 // target: each query's scores and context are bit for bit what the one-query kernel gives, for every count of
 // queries (whole passes and a partial last one), widths with and without a remainder past whole vectors, and
-// visible counts with and without a partial last step of rows.
+// visible counts with and without a partial last step of rows, and over several key blocks (256 rows) with a
+// partial last one.
 TEST(AttentionTest, LatentAttentionOfSeveralQueriesEqualsOneAtATime) {
   ForEachTarget([] {
     for (const size_t width : {7, 37, 320, 576}) {
       const size_t ctx_width = width > 64 ? width - 64 : width - 2;
-      for (const size_t visible : {1, 3, 6, 33}) {
+      for (const size_t visible : {1, 3, 6, 33, 256, 601}) {
         std::mt19937 rng(static_cast<uint32_t>(width * 100 + visible));
         std::vector<float> src = RandomFloats(rng, visible * width, -2.0f, 2.0f);
         std::vector<std::vector<bf16>> stored(visible, std::vector<bf16>(width));

@@ -27,6 +27,8 @@ void MlaForward(const io::ModelConfig& cfg, const MlaWeights& w, int64_t mla_ind
   if (s->scores.size() < NumWorkers(pool)) s->scores.resize(NumWorkers(pool));
   if (s->rows.size() < NumWorkers(pool)) s->rows.resize(NumWorkers(pool));
   if (s->rows_bf16.size() < NumWorkers(pool)) s->rows_bf16.resize(NumWorkers(pool));
+  if (s->head_queries.size() < NumWorkers(pool)) s->head_queries.resize(NumWorkers(pool));
+  if (s->head_ctx.size() < NumWorkers(pool)) s->head_ctx.resize(NumWorkers(pool));
 
   // 1. Every projection of x under one fork-join: q_a (or q), kv_a and the output gate; then
   //    q = q_b(q_a_layernorm(q_a(x))) when q is low rank: [T, H*Q].
@@ -75,27 +77,30 @@ void MlaForward(const io::ModelConfig& cfg, const MlaWeights& w, int64_t mla_ind
   }
   // 4. Causal softmax attention over each sequence's cache; fp32 math, the rows read in place in the
   //    cache's dtype. A bf16 cache is read by groups of heads (kernels::LatentAttentionBf16Queries: each
-  //    row once per pass of up to 4 heads, the same results as one head at a time); tasks are (sequence,
-  //    group of kHeadsPerTask heads).
-  constexpr int64_t kHeadsPerTask = 4;
+  //    row once per pass of up to 4 heads, key block by key block for all the task's heads, the same
+  //    results as one head at a time); tasks are (sequence, slice of heads_per_task heads), two slices a
+  //    thread, so a long cache is streamed from memory a few times a layer rather than once per 4 heads.
+  const int64_t heads_per_task = static_cast<int64_t>(kernels::LatentAttentionHeadsPerTask(
+      static_cast<size_t>(H), pool == nullptr ? 1 : pool->num_threads()));
   const float scale = 1.0f / std::sqrt(static_cast<float>(Q));
   const int64_t num_segments = static_cast<int64_t>(segments.size());
-  const int64_t head_groups = (H + kHeadsPerTask - 1) / kHeadsPerTask;
+  const int64_t head_slices = (H + heads_per_task - 1) / heads_per_task;
   int64_t max_pairs = 0;  // query-key pairs of the longest segment
   for (const SequenceSegment& seg : segments)
     max_pairs = std::max(max_pairs, seg.rows * (seg.start_pos + seg.rows));
-  ParallelTasks(pool, num_segments * head_groups, max_pairs * 2 * row_width * kHeadsPerTask,
+  ParallelTasks(pool, num_segments * head_slices, max_pairs * 2 * row_width * heads_per_task,
                 [&](size_t task, size_t worker) {
-                  const SequenceSegment& seg = segments[task / head_groups];
-                  const int64_t h0 = static_cast<int64_t>(task) % head_groups * kHeadsPerTask;
-                  const int64_t h1 = std::min(H, h0 + kHeadsPerTask);
+                  const SequenceSegment& seg = segments[task / head_slices];
+                  const int64_t h0 = static_cast<int64_t>(task) % head_slices * heads_per_task;
+                  const int64_t h1 = std::min(H, h0 + heads_per_task);
                   const int64_t keys = seg.start_pos + seg.rows;
-                  float* scores = Grow(s->scores[worker], static_cast<size_t>(keys * kHeadsPerTask));
+                  float* scores = Grow(s->scores[worker], static_cast<size_t>(keys * heads_per_task));
                   if (seg.state->cache_dtype() == CacheDtype::kBf16) {
                     const bf16** rows = Grow(s->rows_bf16[worker], static_cast<size_t>(keys));
                     for (int64_t j = 0; j < keys; ++j) rows[j] = seg.state->MlaRowBf16(mla_index, j);
-                    const float* head_queries[kHeadsPerTask];
-                    float* head_ctx[kHeadsPerTask];
+                    const float** head_queries =
+                        Grow(s->head_queries[worker], static_cast<size_t>(heads_per_task));
+                    float** head_ctx = Grow(s->head_ctx[worker], static_cast<size_t>(heads_per_task));
                     for (int64_t i = 0; i < seg.rows; ++i) {
                       const int64_t row = seg.row_begin + i;
                       const int64_t visible = seg.start_pos + i + 1;  // keys 0..pos
