@@ -551,12 +551,15 @@ void LayOutInput(const float* x, size_t M, size_t K, size_t num_chunks, float* x
 
 // Rows of output per pool task: a multiple of kTileN, about 64 tasks for balance over 2..16 threads,
 // capped so that a blocked task's accumulators and weight block stay small. At decode (unblocked) a task
-// also gets at least kMinTaskWeightBytes of weights, so that small matrices (a 1024 x 1024 MXFP4 expert
-// is 544 KiB) are not cut into tasks that cost as much to claim and start as to compute.
+// gets at least kMinTaskWeightBytes of weights (up to 256 rows): a task is a run of consecutive weight rows
+// that one thread streams, and each task start is a cold stream for the hardware prefetcher (the threads
+// take tasks in turn, so a thread's next task is not where its last one ended). With 32 KiB tasks two
+// threads decoded mini-k3 at 57-68 % of the read bandwidth, with 256 KiB at 64-76 % (paired runs on the
+// 2-core dev VM, docs/performance.md); one thread is unaffected.
 inline size_t RowsPerTask(size_t M, size_t N, size_t weight_row_bytes) {
-  constexpr size_t kMinTaskWeightBytes = size_t{32} << 10;
+  constexpr size_t kMinTaskWeightBytes = size_t{256} << 10;
   const bool blocked = M > kUnblockedMaxM;
-  const size_t max_rows = blocked ? 32 : 64;
+  const size_t max_rows = blocked ? 32 : 256;
   size_t rows = (N + 63) / 64;
   if (!blocked) rows = std::max(rows, kMinTaskWeightBytes / std::max<size_t>(1, weight_row_bytes));
   rows = (rows + kTileN - 1) / kTileN * kTileN;
