@@ -176,8 +176,9 @@ K3_DPBF16_VBMI_TARGET inline DecodedBlock DecodeBlock(const Constants& c, const 
   return DecodeBlock(c, in.packed, GroupScales(c, in.four_scales));
 }
 
-// Block b of the next tile's weight rows, on its way into the cache (see the top of the file).
-K3_DPBF16_VBMI_TARGET inline void PrefetchNextTile(const Tile& t, size_t b) {
+// Block b of the weight rows a prefetch distance ahead (t.next_packed), on its way into the cache (see the
+// top of the file).
+K3_DPBF16_VBMI_TARGET inline void PrefetchRowsAhead(const Tile& t, size_t b) {
   for (size_t j = 0; j < kTileN; ++j)
     _mm_prefetch(reinterpret_cast<const char*>(t.next_packed[j] + b * 64), _MM_HINT_T0);
 }
@@ -214,7 +215,7 @@ K3_DPBF16_VBMI_TARGET inline void RunTile(const Constants& c, const Tile& t, siz
             ScalesOfFourBlocks(_mm_loadu_si128(reinterpret_cast<const __m128i*>(t.scales[j] + b * 4)));
       }
       for (size_t i4 = 0; i4 < 4; ++i4) {
-        PrefetchNextTile(t, b + i4);
+        PrefetchRowsAhead(t, b + i4);
         for (size_t j = 0; j < kTileN; ++j) {
           const DecodedBlock d = DecodeBlock(c, _mm512_loadu_si512(t.packed[j] + (b + i4) * 64),
                                              BlockScales(c, four_blocks[j], i4));
@@ -226,7 +227,7 @@ K3_DPBF16_VBMI_TARGET inline void RunTile(const Constants& c, const Tile& t, siz
     }
   }
   for (; b < b_end; ++b) {
-    if (decoded == nullptr) PrefetchNextTile(t, b);
+    if (decoded == nullptr) PrefetchRowsAhead(t, b);
     for (size_t j = 0; j < kTileN; ++j) {
       const DecodedBlock d = decoded != nullptr ? decoded[j * panel_blocks + (b - b_begin)]
                                                 : DecodeBlock(c, LoadBlock(t, j, b, K));
