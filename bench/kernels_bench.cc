@@ -165,37 +165,27 @@ void RunLatentAttention(size_t keys, ThreadPool& pool, size_t threads, double ba
   const size_t heads_per_slice = kernels::LatentAttentionHeadsPerTask(kHeads, threads);
   std::vector<std::vector<float>> scores(pool.num_threads() + 1,
                                          std::vector<float>(keys * std::max(kHeadsPerTask, heads_per_slice)));
+  std::vector<const float*> head_queries(kHeads);
+  std::vector<float*> head_ctx(kHeads);
+  for (size_t h = 0; h < kHeads; ++h) {
+    head_queries[h] = queries.data() + h * kWidth;
+    head_ctx[h] = ctx.data() + h * kCtx;
+  }
   const float scale = 1.0f / 13.856f;
+  // bf16 rows, the heads in tasks of `heads_per_call` (one LatentAttentionBf16Queries call each).
+  auto run_head_tasks = [&](size_t heads_per_call) {
+    pool.ParallelFor((kHeads + heads_per_call - 1) / heads_per_call, [&](size_t task, size_t worker) {
+      const size_t h0 = task * heads_per_call, h1 = std::min(kHeads, h0 + heads_per_call);
+      kernels::LatentAttentionBf16Queries(head_queries.data() + h0, h1 - h0, rows16.data(), keys, kWidth,
+                                          kCtx, scale, scores[worker].data(), head_ctx.data() + h0);
+    });
+  };
   double seconds[4][2];
   TimeCalls(
       1, 15, threads, 4,
       [&](size_t, size_t path) {
-        if (path == 3) {  // bf16 rows, slices of heads_per_slice heads, key blocks
-          pool.ParallelFor(
-              (kHeads + heads_per_slice - 1) / heads_per_slice, [&](size_t slice, size_t worker) {
-                const size_t h0 = slice * heads_per_slice, h1 = std::min(kHeads, h0 + heads_per_slice);
-                std::vector<const float*> q;
-                std::vector<float*> c;
-                for (size_t h = h0; h < h1; ++h) {
-                  q.push_back(queries.data() + h * kWidth);
-                  c.push_back(ctx.data() + h * kCtx);
-                }
-                kernels::LatentAttentionBf16Queries(q.data(), h1 - h0, rows16.data(), keys, kWidth, kCtx,
-                                                    scale, scores[worker].data(), c.data());
-              });
-          return;
-        }
-        if (path == 2) {  // bf16 rows, tasks of 4 heads: the rows read from memory once per task
-          pool.ParallelFor(kHeads / kHeadsPerTask, [&](size_t group, size_t worker) {
-            const float* q[kHeadsPerTask];
-            float* c[kHeadsPerTask];
-            for (size_t g = 0; g < kHeadsPerTask; ++g) {
-              q[g] = queries.data() + (group * kHeadsPerTask + g) * kWidth;
-              c[g] = ctx.data() + (group * kHeadsPerTask + g) * kCtx;
-            }
-            kernels::LatentAttentionBf16Queries(q, kHeadsPerTask, rows16.data(), keys, kWidth, kCtx, scale,
-                                                scores[worker].data(), c);
-          });
+        if (path >= 2) {  // tasks of 4 heads (the rows read from memory once per task), then the engine's
+          run_head_tasks(path == 2 ? kHeadsPerTask : heads_per_slice);
           return;
         }
         pool.ParallelFor(kHeads, [&](size_t h, size_t worker) {
