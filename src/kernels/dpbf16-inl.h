@@ -16,10 +16,7 @@
 namespace k3::kernels::dpbf16 {
 namespace {
 
-constexpr size_t kLanes = 16;           // fp32 lanes of one accumulator
-constexpr size_t kUnblockedMaxM = 16;   // up to here: no K blocking (decode, small batches)
-constexpr size_t kBlockElements = 512;  // elements of K per block when blocked (prefill)
-constexpr size_t kBlockM = 64;          // x rows per block when blocked
+constexpr size_t kLanes = 16;  // fp32 lanes of one accumulator
 
 // y[0, n) = the lane sums of acc[0, n) (n <= 4, the outputs of one x row in a tile), each in one fixed
 // pairwise tree (lane i += lane i + w for w = 8, 4, 2, 1), the four accumulators side by side in vectors.

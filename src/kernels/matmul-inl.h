@@ -9,13 +9,11 @@
 // every job (one pool task each);
 // inside a task a register tile of up to kMaxTileM x rows by kTileN = 4 weight rows keeps
 // kMaxTileM * 4 vector accumulators, so each weight chunk is decoded once and used for every x row of
-// the tile. Decode (M <= kUnblockedMaxM) streams each weight row once over the full K. For larger M
-// (prefill, batched experts) K is cut into blocks of kBlockK elements and x into blocks of kBlockM rows
-// so the weight block and the x block stay in L2 while every pair is multiplied; the accumulators of
-// the tiles are parked in a per-thread buffer between K blocks.
+// the tile. Every tile runs over the whole of K with its accumulators in registers; many x rows (prefill,
+// batched experts) are taken in blocks of rows that stay in L2 (matmul_blocking.h).
 //
 // Numerics: each y[m, n] is one vector accumulator fed chunk by chunk over K in the same order whatever
-// M, the tile shape, the K blocking or the thread count, then summed across lanes (x rows never share
+// M, the tile shape, the blocks of x rows or the thread count, then summed across lanes (x rows never share
 // a vector, and tiles only change which accumulators live in registers together). A row of x therefore
 // gives bit-identical results alone or in a batch for a given target (design.md: batching must not
 // change results).
@@ -46,6 +44,7 @@
 #include "hwy/highway.h"
 #include "src/base/bf16.h"
 #include "src/base/thread_pool.h"
+#include "src/kernels/matmul_blocking.h"
 #include "src/kernels/matmul_dpbf16.h"
 #include "src/kernels/ops.h"
 #include "src/kernels/scratch.h"
@@ -122,10 +121,7 @@ constexpr bool kXInRegisters = true;
 constexpr size_t kMaxTileM = 2;  // 16 registers: 8 accumulators + weights; x is read from L1
 constexpr bool kXInRegisters = false;
 #endif
-constexpr size_t kUnblockedMaxM = 16;  // up to here: no K blocking (decode, small batches)
-constexpr size_t kBlockK = 512;        // elements of K per block when blocked
-constexpr size_t kBlockM = 64;         // x rows per block when blocked
-constexpr size_t kAccumulatorFloats = kMaxTileM * kTileN * 16;  // one tile's accumulators, 16 lanes max
+constexpr size_t kDecodeMaxM = 16;  // up to here a pool task streams weight rows (decode, small batches)
 
 // ---- weight policies: chunk c of weight row n -> kVectorsPerChunk fp32 vectors (+ the chunk scale) --
 
@@ -420,23 +416,19 @@ HWY_NOINLINE void AccumulateTailChunk(const Weights& w, const TileRows& t, size_
   }
 }
 
-// Chunks [c_begin, c_end) of a kM x kTileN tile. `partial` [kM * kTileN * L] holds the accumulators
-// between K blocks (nullptr when the whole K is one block). The last block writes y.
+// A kM x kTileN tile over all num_chunks chunks of K; writes y.
 template <size_t kM, class Weights>
-HWY_INLINE void RunTile(const Weights& w, const TileRows& t, size_t c_begin, size_t c_end, float* partial,
-                        bool first_block, bool last_block) {
+HWY_INLINE void RunTile(const Weights& w, const TileRows& t, size_t num_chunks) {
   const DMatMul df;
   const size_t L = hn::Lanes(df);
   VMatMul acc[kM][kTileN];
   for (size_t i = 0; i < kM; ++i) {
-    for (size_t j = 0; j < kTileN; ++j) {
-      acc[i][j] = first_block ? hn::Zero(df) : hn::Load(df, partial + (i * kTileN + j) * L);
-    }
+    for (size_t j = 0; j < kTileN; ++j) acc[i][j] = hn::Zero(df);
   }
-  const size_t c_full_end = std::min(c_end, w.full_chunks);
-  size_t c = c_begin;
+  const size_t c_full_end = std::min(num_chunks, w.full_chunks);
+  size_t c = 0;
   for (; c < c_full_end; ++c) AccumulateChunk<kM, false>(df, w, t, c, acc);
-  if (c < c_end) {  // the partial last chunk of each row, through memory (see AccumulateTailChunk)
+  if (c < num_chunks) {  // the partial last chunk of each row, through memory (see AccumulateTailChunk)
     HWY_ALIGN float spill[kM * kTileN * hn::MaxLanes(DMatMul())];
     for (size_t i = 0; i < kM; ++i) {
       for (size_t j = 0; j < kTileN; ++j) hn::Store(acc[i][j], df, spill + (i * kTileN + j) * L);
@@ -446,17 +438,11 @@ HWY_INLINE void RunTile(const Weights& w, const TileRows& t, size_t c_begin, siz
       for (size_t j = 0; j < kTileN; ++j) acc[i][j] = hn::Load(df, spill + (i * kTileN + j) * L);
     }
   }
-  if (last_block) {
-    for (size_t i = 0; i < kM; ++i) {
-      // j runs to the constant kTileN (a runtime bound would force acc out of registers).
-      for (size_t j = 0; j < kTileN; ++j) {
-        const float sum = hn::GetLane(hn::SumOfLanes(df, acc[i][j]));
-        if (j < t.n_valid) t.y_rows[i][j] = sum;
-      }
-    }
-  } else {
-    for (size_t i = 0; i < kM; ++i) {
-      for (size_t j = 0; j < kTileN; ++j) hn::Store(acc[i][j], df, partial + (i * kTileN + j) * L);
+  for (size_t i = 0; i < kM; ++i) {
+    // j runs to the constant kTileN (a runtime bound would force acc out of registers).
+    for (size_t j = 0; j < kTileN; ++j) {
+      const float sum = hn::GetLane(hn::SumOfLanes(df, acc[i][j]));
+      if (j < t.n_valid) t.y_rows[i][j] = sum;
     }
   }
 }
@@ -467,60 +453,41 @@ HWY_INLINE void RunTile(const Weights& w, const TileRows& t, size_t c_begin, siz
 template <class Weights>
 HWY_NOINLINE void MatMulRowBlock(const Weights& w, const float* xs, size_t M, size_t row_stride,
                                  size_t num_chunks, float* y, size_t N, size_t n_begin, size_t n_end) {
-  const DMatMul df;
-  const size_t L = hn::Lanes(df);
-  const bool blocked = M > kUnblockedMaxM;
-  const size_t chunk = Weights::kVectorsPerChunk * L;
-  const size_t chunks_per_block = blocked ? std::max<size_t>(1, kBlockK / chunk) : num_chunks;
-  const size_t rows_per_m_block = blocked ? kBlockM : M;
+  const size_t rows_per_m_block = XRowsPerBlock(M, row_stride * sizeof(float));
   const size_t n_tiles = (n_end - n_begin + kTileN - 1) / kTileN;
-  const size_t m_tiles_per_block = (rows_per_m_block + kMaxTileM - 1) / kMaxTileM;
-  float* partial_base = blocked ? ThreadScratch(ScratchSlot::kMatMulAccumulators,
-                                                m_tiles_per_block * n_tiles * kAccumulatorFloats)
-                                : nullptr;
-
   for (size_t m_block = 0; m_block < M; m_block += rows_per_m_block) {
     const size_t m_block_end = std::min(M, m_block + rows_per_m_block);
-    size_t c0 = 0;
-    do {  // K blocks; runs once when K == 0 so that y is written (zeros)
-      const size_t c1 = std::min(num_chunks, c0 + chunks_per_block);
-      const bool first_block = c0 == 0;
-      const bool last_block = c1 == num_chunks;
-      for (size_t nt = 0; nt < n_tiles; ++nt) {
-        const size_t n0 = n_begin + nt * kTileN;
-        TileRows t;
-        t.n_valid = std::min(kTileN, n_end - n0);
-        for (size_t j = 0; j < kTileN; ++j) t.n_rows[j] = n0 + std::min(j, t.n_valid - 1);
-        size_t mt = 0;
-        for (size_t m0 = m_block; m0 < m_block_end; m0 += kMaxTileM, ++mt) {
-          const size_t rows = std::min(kMaxTileM, m_block_end - m0);
-          for (size_t i = 0; i < rows; ++i) {
-            t.x_rows[i] = xs + (m0 + i) * row_stride;
-            t.y_rows[i] = y + (m0 + i) * N + n0;
-          }
-          float* partial = blocked ? partial_base + (mt * n_tiles + nt) * kAccumulatorFloats : nullptr;
-          switch (rows) {
-            case 1:
-              RunTile<1>(w, t, c0, c1, partial, first_block, last_block);
-              break;
-            case 2:
-              RunTile<2>(w, t, c0, c1, partial, first_block, last_block);
-              break;
+    for (size_t nt = 0; nt < n_tiles; ++nt) {
+      const size_t n0 = n_begin + nt * kTileN;
+      TileRows t;
+      t.n_valid = std::min(kTileN, n_end - n0);
+      for (size_t j = 0; j < kTileN; ++j) t.n_rows[j] = n0 + std::min(j, t.n_valid - 1);
+      for (size_t m0 = m_block; m0 < m_block_end; m0 += kMaxTileM) {
+        const size_t rows = std::min(kMaxTileM, m_block_end - m0);
+        for (size_t i = 0; i < rows; ++i) {
+          t.x_rows[i] = xs + (m0 + i) * row_stride;
+          t.y_rows[i] = y + (m0 + i) * N + n0;
+        }
+        switch (rows) {
+          case 1:
+            RunTile<1>(w, t, num_chunks);
+            break;
+          case 2:
+            RunTile<2>(w, t, num_chunks);
+            break;
 #if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
-            case 3:
-              RunTile<3>(w, t, c0, c1, partial, first_block, last_block);
-              break;
-            case 4:
-              RunTile<4>(w, t, c0, c1, partial, first_block, last_block);
-              break;
+          case 3:
+            RunTile<3>(w, t, num_chunks);
+            break;
+          case 4:
+            RunTile<4>(w, t, num_chunks);
+            break;
 #endif
-            default:
-              HWY_ASSERT(false);
-          }
+          default:
+            HWY_ASSERT(false);
         }
       }
-      c0 = c1;
-    } while (c0 < num_chunks);
+    }
   }
 }
 
@@ -550,7 +517,7 @@ void LayOutInput(const float* x, size_t M, size_t K, size_t num_chunks, float* x
 }
 
 // Rows of output per pool task: a multiple of kTileN, about 64 tasks for balance over 2..16 threads,
-// capped so that a blocked task's accumulators and weight block stay small. At decode (unblocked) a task
+// at most 32 for many x rows (each task's rows meet every block of x). At decode (M <= kDecodeMaxM) a task
 // gets at least kMinTaskWeightBytes of weights (up to 256 rows): a task is a run of consecutive weight rows
 // that one thread streams, and each task start is a cold stream for the hardware prefetcher (the threads
 // take tasks in turn, so a thread's next task is not where its last one ended). With 32 KiB tasks two
@@ -558,10 +525,10 @@ void LayOutInput(const float* x, size_t M, size_t K, size_t num_chunks, float* x
 // 2-core dev VM, docs/performance.md); one thread is unaffected.
 inline size_t RowsPerTask(size_t M, size_t N, size_t weight_row_bytes) {
   constexpr size_t kMinTaskWeightBytes = size_t{256} << 10;
-  const bool blocked = M > kUnblockedMaxM;
-  const size_t max_rows = blocked ? 32 : 256;
+  const bool decode = M <= kDecodeMaxM;
+  const size_t max_rows = decode ? 256 : 32;
   size_t rows = (N + 63) / 64;
-  if (!blocked) rows = std::max(rows, kMinTaskWeightBytes / std::max<size_t>(1, weight_row_bytes));
+  if (decode) rows = std::max(rows, kMinTaskWeightBytes / std::max<size_t>(1, weight_row_bytes));
   rows = (rows + kTileN - 1) / kTileN * kTileN;
   return std::clamp<size_t>(rows, kTileN, max_rows);
 }

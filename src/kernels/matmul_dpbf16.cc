@@ -7,15 +7,14 @@
 // kMaxTileM x rows by kTileN = 4 weight rows, so a loaded weight vector serves up to four x rows, and at
 // M = 1 four accumulator chains run side by side. (One weight row at a time at M = 1 read the weights
 // 16-25 % slower at 2 threads in kernels_bench on the 2-core dev VM, medians of 4 alternating runs, and
-// about as fast at 1 thread.) For M > kUnblockedMaxM (prefill) K is cut into blocks of kBlockChunks chunks
-// and x into blocks of kBlockM rows so both stay in L2; the tiles' accumulators wait in a per-thread buffer
-// between K blocks. None of this changes the order in which a y[m, n] accumulates (see the header).
+// about as fast at 1 thread.) Tiles run over the whole of K; many x rows go in blocks that stay in L2
+// (matmul_blocking.h). None of this changes the order in which a y[m, n] accumulates (see the header).
 #include "src/kernels/matmul_dpbf16.h"
 
 #include <algorithm>
 
 #include "src/kernels/dpbf16-inl.h"
-#include "src/kernels/scratch.h"
+#include "src/kernels/matmul_blocking.h"
 
 namespace k3::kernels::dpbf16 {
 
@@ -25,7 +24,6 @@ namespace {
 constexpr size_t kChunk = kBf16Chunk;
 constexpr size_t kMaxTileM = 4;  // x rows per register tile
 constexpr size_t kTileN = 4;     // weight rows per register tile
-constexpr size_t kBlockChunks = kBlockElements / kChunk;
 
 struct Tile {
   const uint16_t* x[kMaxTileM];  // x rows (padded to whole chunks)
@@ -34,22 +32,17 @@ struct Tile {
   size_t n_valid;                // 1..kN
 };
 
-// Chunks [c_begin, c_end) of a kM x kN tile. `partial` [kM * kN * kLanes] holds the accumulators between
-// K blocks (unused when the whole K is one block). The chunk at `full_chunks` (present when K % 32 != 0)
-// is read with a masked load, so nothing past a weight row is touched. The last block writes y.
+// A kM x kN tile over the whole of K. The chunk at `full_chunks` (present when K % 32 != 0) is read with a
+// masked load, so nothing past a weight row is touched.
 template <size_t kM, size_t kN>
-K3_DPBF16_TARGET inline void RunTile(const Tile& t, size_t c_begin, size_t c_end, size_t full_chunks,
-                                     size_t K, float* partial, bool first_block, bool last_block) {
+K3_DPBF16_TARGET inline void RunTile(const Tile& t, size_t num_chunks, size_t full_chunks, size_t K) {
   static_assert(kN == 4, "the lane sums are taken four accumulators at a time");
   __m512 acc[kM][kN];
   for (size_t i = 0; i < kM; ++i) {
-    for (size_t j = 0; j < kN; ++j) {
-      acc[i][j] = first_block ? _mm512_setzero_ps() : _mm512_load_ps(partial + (i * kN + j) * kLanes);
-    }
+    for (size_t j = 0; j < kN; ++j) acc[i][j] = _mm512_setzero_ps();
   }
-  const size_t c_full_end = std::min(c_end, full_chunks);
-  size_t c = c_begin;
-  for (; c < c_full_end; ++c) {
+  size_t c = 0;
+  for (; c < full_chunks; ++c) {
     __m512bh xv[kM];
     for (size_t i = 0; i < kM; ++i) xv[i] = (__m512bh)_mm512_loadu_si512(t.x[i] + c * kChunk);
     for (size_t j = 0; j < kN; ++j) {
@@ -57,7 +50,7 @@ K3_DPBF16_TARGET inline void RunTile(const Tile& t, size_t c_begin, size_t c_end
       for (size_t i = 0; i < kM; ++i) acc[i][j] = _mm512_dpbf16_ps(acc[i][j], xv[i], wv);
     }
   }
-  if (c < c_end) {  // the partial last chunk of each row
+  if (c < num_chunks) {  // the partial last chunk of each row
     const __mmask32 mask = static_cast<__mmask32>((uint64_t{1} << (K - c * kChunk)) - 1);
     for (size_t j = 0; j < kN; ++j) {
       const __m512bh wv = (__m512bh)_mm512_maskz_loadu_epi16(mask, t.w[j] + c * kChunk);
@@ -66,14 +59,7 @@ K3_DPBF16_TARGET inline void RunTile(const Tile& t, size_t c_begin, size_t c_end
       }
     }
   }
-  for (size_t i = 0; i < kM; ++i) {
-    if (last_block) {
-      StoreSumsOfLanes4(acc[i], t.n_valid, t.y[i]);
-    } else {
-      // j runs to the constant kN (a runtime bound would force acc out of registers).
-      for (size_t j = 0; j < kN; ++j) _mm512_store_ps(partial + (i * kN + j) * kLanes, acc[i][j]);
-    }
-  }
+  for (size_t i = 0; i < kM; ++i) StoreSumsOfLanes4(acc[i], t.n_valid, t.y[i]);
 }
 
 template <size_t kN>
@@ -81,53 +67,37 @@ K3_DPBF16_TARGET void RowBlockTiles(const uint16_t* xs, size_t M, size_t x_strid
                                     const uint16_t* W, float* y, size_t N, size_t n_begin, size_t n_end) {
   const size_t num_chunks = (K + kChunk - 1) / kChunk;
   const size_t full_chunks = K / kChunk;
-  const bool blocked = M > kUnblockedMaxM;
-  const size_t chunks_per_block = blocked ? kBlockChunks : num_chunks;
-  const size_t rows_per_m_block = blocked ? kBlockM : M;
+  const size_t rows_per_m_block = XRowsPerBlock(M, x_stride * sizeof(uint16_t));
   const size_t n_tiles = (n_end - n_begin + kN - 1) / kN;
-  const size_t m_tiles_per_block = (rows_per_m_block + kMaxTileM - 1) / kMaxTileM;
-  constexpr size_t kTileFloats = kMaxTileM * kN * kLanes;
-  float* partial_base =
-      blocked ? ThreadScratch(ScratchSlot::kMatMulAccumulators, m_tiles_per_block * n_tiles * kTileFloats)
-              : nullptr;
   for (size_t m_block = 0; m_block < M; m_block += rows_per_m_block) {
     const size_t m_block_end = std::min(M, m_block + rows_per_m_block);
-    size_t c0 = 0;
-    do {  // K blocks; runs once when K == 0 so that y is written (zeros)
-      const size_t c1 = std::min(num_chunks, c0 + chunks_per_block);
-      const bool first_block = c0 == 0;
-      const bool last_block = c1 == num_chunks;
-      for (size_t nt = 0; nt < n_tiles; ++nt) {
-        const size_t n0 = n_begin + nt * kN;
-        Tile t;
-        t.n_valid = std::min(kN, n_end - n0);
-        for (size_t j = 0; j < kN; ++j) t.w[j] = W + (n0 + std::min(j, t.n_valid - 1)) * K;
-        size_t mt = 0;
-        for (size_t m0 = m_block; m0 < m_block_end; m0 += kMaxTileM, ++mt) {
-          const size_t rows = std::min(kMaxTileM, m_block_end - m0);
-          for (size_t i = 0; i < rows; ++i) {
-            t.x[i] = xs + (m0 + i) * x_stride;
-            t.y[i] = y + (m0 + i) * N + n0;
-          }
-          float* partial = blocked ? partial_base + (mt * n_tiles + nt) * kTileFloats : nullptr;
-          switch (rows) {
-            case 1:
-              RunTile<1, kN>(t, c0, c1, full_chunks, K, partial, first_block, last_block);
-              break;
-            case 2:
-              RunTile<2, kN>(t, c0, c1, full_chunks, K, partial, first_block, last_block);
-              break;
-            case 3:
-              RunTile<3, kN>(t, c0, c1, full_chunks, K, partial, first_block, last_block);
-              break;
-            default:
-              RunTile<4, kN>(t, c0, c1, full_chunks, K, partial, first_block, last_block);
-              break;
-          }
+    for (size_t nt = 0; nt < n_tiles; ++nt) {
+      const size_t n0 = n_begin + nt * kN;
+      Tile t;
+      t.n_valid = std::min(kN, n_end - n0);
+      for (size_t j = 0; j < kN; ++j) t.w[j] = W + (n0 + std::min(j, t.n_valid - 1)) * K;
+      for (size_t m0 = m_block; m0 < m_block_end; m0 += kMaxTileM) {
+        const size_t rows = std::min(kMaxTileM, m_block_end - m0);
+        for (size_t i = 0; i < rows; ++i) {
+          t.x[i] = xs + (m0 + i) * x_stride;
+          t.y[i] = y + (m0 + i) * N + n0;
+        }
+        switch (rows) {
+          case 1:
+            RunTile<1, kN>(t, num_chunks, full_chunks, K);
+            break;
+          case 2:
+            RunTile<2, kN>(t, num_chunks, full_chunks, K);
+            break;
+          case 3:
+            RunTile<3, kN>(t, num_chunks, full_chunks, K);
+            break;
+          default:
+            RunTile<4, kN>(t, num_chunks, full_chunks, K);
+            break;
         }
       }
-      c0 = c1;
-    } while (c0 < num_chunks);
+    }
   }
 }
 

@@ -14,8 +14,8 @@
 // s1 x4, s2 x4, s3 x4].
 //
 // Tiles: up to kMaxTileM x rows by 4 weight rows (four independent accumulator chains even at M = 1).
-// Blocking for M > kUnblockedMaxM as in matmul_dpbf16.cc. A last block with fewer than four groups is read
-// with a masked load; its missing groups decode to zeros against zero x.
+// Blocks of x rows as in matmul_dpbf16.cc (matmul_blocking.h). A last block with fewer than four groups is
+// read with a masked load; its missing groups decode to zeros against zero x.
 //
 // Up to kMaxTileM x rows (decode), where each weight is read once from memory: a tile's four rows are four
 // short streams (K / 2 bytes each, 1-3.5 KiB at K3 sizes) plus the scales in another array, too short for
@@ -26,16 +26,17 @@
 // with them (kernel in L2: ~36 GB/s).
 //
 // Decode once for all x rows: with more x rows than one tile holds (M > kMaxTileM), the decode would be
-// repeated for every tile of x rows. So each 4-row weight panel of a K block is first decoded into a
-// per-thread buffer (per weight row and block: the four bf16 vectors and the scale vector, 320 bytes;
-// 5 KiB for a prefill K block), and every tile of x rows then reads it from L1. The arithmetic of a
-// y[m, n] is the same instruction sequence on either route (the same vectors meet in the same order), so
-// results do not depend on M.
+// repeated for every tile of x rows. So each 4-row weight panel is first decoded into a per-thread buffer
+// (per weight row and block: the four bf16 vectors and the scale vector, 320 bytes; 10 KiB at K = 1024),
+// once per block of x rows, and tiles of kPanelTileM x rows then read it from L1 or L2, holding their x
+// in registers (RunPanelTile). The arithmetic of a y[m, n] is the same instruction sequence on every route
+// (the same vectors meet in the same order), so results do not depend on M.
 #include <algorithm>
 #include <cstring>
 
 #include "src/base/bf16.h"
 #include "src/kernels/dpbf16-inl.h"
+#include "src/kernels/matmul_blocking.h"
 #include "src/kernels/matmul_dpbf16.h"
 #include "src/kernels/ops.h"
 #include "src/kernels/scratch.h"
@@ -63,9 +64,9 @@ void LayOutMxfp4Input(const float* x, size_t M, size_t K, uint16_t* xs, size_t x
 #if K3_HAVE_DPBF16
 namespace {
 
-constexpr size_t kMaxTileM = 4;  // x rows per register tile
-constexpr size_t kTileN = 4;     // weight rows per register tile
-constexpr size_t kBlocksPerKBlock = kBlockElements / kMxfp4Block;
+constexpr size_t kMaxTileM = 4;    // x rows per register tile
+constexpr size_t kPanelTileM = 3;  // x rows per register tile on the decoded-panel route (RunPanelTile)
+constexpr size_t kTileN = 4;       // weight rows per register tile
 constexpr size_t kPrefetchBytesAhead = 4096;  // least distance of the decode prefetches (see the top)
 
 // Tables of the decode, built once in plain code.
@@ -191,57 +192,74 @@ K3_DPBF16_VBMI_TARGET inline __m512 AccumulateBlock(__m512 acc, const uint16_t* 
   return _mm512_fmadd_ps(dot, d.scale, acc);
 }
 
-// Blocks [b_begin, b_end) of a kM x kTileN tile; `partial` as in matmul_dpbf16.cc. With `decoded` (the
-// panel of this tile's weight rows over these blocks, [kTileN][b_end - b_begin]) the weights are read
-// from it; without, each block is decoded here.
+// A kM x kTileN tile over all num_blocks blocks of K, each block decoded here as it is read (the decode
+// route, M <= kMaxTileM).
 template <size_t kM>
-K3_DPBF16_VBMI_TARGET inline void RunTile(const Constants& c, const Tile& t, size_t b_begin, size_t b_end,
-                                          size_t K, const DecodedBlock* decoded, float* partial,
-                                          bool first_block, bool last_block) {
+K3_DPBF16_VBMI_TARGET inline void RunTile(const Constants& c, const Tile& t, size_t num_blocks, size_t K) {
   __m512 acc[kM][kTileN];
   for (size_t i = 0; i < kM; ++i) {
-    for (size_t j = 0; j < kTileN; ++j) {
-      acc[i][j] = first_block ? _mm512_setzero_ps() : _mm512_load_ps(partial + (i * kTileN + j) * kLanes);
-    }
+    for (size_t j = 0; j < kTileN; ++j) acc[i][j] = _mm512_setzero_ps();
   }
-  const size_t panel_blocks = b_end - b_begin;
-  size_t b = b_begin;
-  if (decoded == nullptr) {  // full blocks four at a time: their scales come from one 16-byte load a row
-    const size_t full_end = std::min(b_end, K / kMxfp4Block);
-    for (; b + 4 <= full_end; b += 4) {
-      __m512 four_blocks[kTileN];
+  // Full blocks four at a time: their scales come from one 16-byte load a row.
+  const size_t full_end = std::min(num_blocks, K / kMxfp4Block);
+  size_t b = 0;
+  for (; b + 4 <= full_end; b += 4) {
+    __m512 four_blocks[kTileN];
+    for (size_t j = 0; j < kTileN; ++j) {
+      four_blocks[j] =
+          ScalesOfFourBlocks(_mm_loadu_si128(reinterpret_cast<const __m128i*>(t.scales[j] + b * 4)));
+    }
+    for (size_t i4 = 0; i4 < 4; ++i4) {
+      PrefetchRowsAhead(t, b + i4);
       for (size_t j = 0; j < kTileN; ++j) {
-        four_blocks[j] =
-            ScalesOfFourBlocks(_mm_loadu_si128(reinterpret_cast<const __m128i*>(t.scales[j] + b * 4)));
-      }
-      for (size_t i4 = 0; i4 < 4; ++i4) {
-        PrefetchRowsAhead(t, b + i4);
-        for (size_t j = 0; j < kTileN; ++j) {
-          const DecodedBlock d = DecodeBlock(c, _mm512_loadu_si512(t.packed[j] + (b + i4) * 64),
-                                             BlockScales(c, four_blocks[j], i4));
-          for (size_t i = 0; i < kM; ++i) {
-            acc[i][j] = AccumulateBlock(acc[i][j], t.x[i] + (b + i4) * kMxfp4Block, d);
-          }
+        const DecodedBlock d = DecodeBlock(c, _mm512_loadu_si512(t.packed[j] + (b + i4) * 64),
+                                           BlockScales(c, four_blocks[j], i4));
+        for (size_t i = 0; i < kM; ++i) {
+          acc[i][j] = AccumulateBlock(acc[i][j], t.x[i] + (b + i4) * kMxfp4Block, d);
         }
       }
     }
   }
-  for (; b < b_end; ++b) {
-    if (decoded == nullptr) PrefetchRowsAhead(t, b);
+  for (; b < num_blocks; ++b) {
+    PrefetchRowsAhead(t, b);
     for (size_t j = 0; j < kTileN; ++j) {
-      const DecodedBlock d = decoded != nullptr ? decoded[j * panel_blocks + (b - b_begin)]
-                                                : DecodeBlock(c, LoadBlock(t, j, b, K));
+      const DecodedBlock d = DecodeBlock(c, LoadBlock(t, j, b, K));
       for (size_t i = 0; i < kM; ++i) acc[i][j] = AccumulateBlock(acc[i][j], t.x[i] + b * kMxfp4Block, d);
     }
   }
+  for (size_t i = 0; i < kM; ++i) StoreSumsOfLanes4(acc[i], t.n_valid, t.y[i]);
+}
+
+// The decoded-panel route of a kM x kTileN tile (kM <= kPanelTileM), over all num_blocks blocks of the panel
+// [kTileN][num_blocks]. A block's x vectors of the kM rows (4 kM registers) stay in registers while the four
+// weight rows go by: per block 4 kM + 20 loads for 16 kM dot products, against 16 kM + 20 when each row's
+// dot is formed with its x re-read (RunTile). Each y[m, n] meets the same vectors in the same order as in
+// AccumulateBlock (a dot product over the block's four vectors from zero, then one FMA with the scale).
+template <size_t kM>
+K3_DPBF16_VBMI_TARGET inline void RunPanelTile(const Tile& t, size_t num_blocks,
+                                               const DecodedBlock* decoded) {
+  __m512 acc[kM][kTileN];
   for (size_t i = 0; i < kM; ++i) {
-    if (last_block) {
-      StoreSumsOfLanes4(acc[i], t.n_valid, t.y[i]);
-    } else {
-      // j runs to the constant kTileN (a runtime bound would force acc out of registers).
-      for (size_t j = 0; j < kTileN; ++j) _mm512_store_ps(partial + (i * kTileN + j) * kLanes, acc[i][j]);
+    for (size_t j = 0; j < kTileN; ++j) acc[i][j] = _mm512_setzero_ps();
+  }
+  for (size_t b = 0; b < num_blocks; ++b) {
+    __m512bh xv[kM][4];
+    for (size_t i = 0; i < kM; ++i) {
+      for (size_t q = 0; q < 4; ++q)
+        xv[i][q] = (__m512bh)_mm512_loadu_si512(t.x[i] + b * kMxfp4Block + q * 32);
+    }
+    for (size_t j = 0; j < kTileN; ++j) {
+      const DecodedBlock& d = decoded[j * num_blocks + b];
+      __m512 dot[kM];
+      for (size_t i = 0; i < kM; ++i) dot[i] = _mm512_setzero_ps();
+      for (size_t q = 0; q < 4; ++q) {
+        const __m512bh w = d.w[q];
+        for (size_t i = 0; i < kM; ++i) dot[i] = _mm512_dpbf16_ps(dot[i], xv[i][q], w);
+      }
+      for (size_t i = 0; i < kM; ++i) acc[i][j] = _mm512_fmadd_ps(dot[i], d.scale, acc[i][j]);
     }
   }
+  for (size_t i = 0; i < kM; ++i) StoreSumsOfLanes4(acc[i], t.n_valid, t.y[i]);
 }
 
 }  // namespace
@@ -252,80 +270,80 @@ K3_DPBF16_VBMI_TARGET void Mxfp4RowBlock(const uint16_t* xs, size_t M, size_t x_
   if (M == 0 || n_begin >= n_end) return;
   const Constants c = LoadConstants();
   const size_t num_blocks = (K + kMxfp4Block - 1) / kMxfp4Block;
-  const bool blocked = M > kUnblockedMaxM;
-  const size_t blocks_per_k_block = blocked ? kBlocksPerKBlock : num_blocks;
-  const size_t rows_per_m_block = blocked ? kBlockM : M;
+  const size_t rows_per_m_block = XRowsPerBlock(M, x_stride * sizeof(uint16_t));
   const size_t n_tiles = (n_end - n_begin + kTileN - 1) / kTileN;
-  const size_t m_tiles_per_block = (rows_per_m_block + kMaxTileM - 1) / kMaxTileM;
-  constexpr size_t kTileFloats = kMaxTileM * kTileN * kLanes;
-  float* partial_base =
-      blocked ? ThreadScratch(ScratchSlot::kMatMulAccumulators, m_tiles_per_block * n_tiles * kTileFloats)
-              : nullptr;
-  // More x rows than one tile: each weight panel is decoded once per (M block, K block).
+  // More x rows than one tile: each weight panel is decoded once per block of x rows.
   const bool decode_once = M > kMaxTileM;
   // Prefetch distance: whole tiles, at least kPrefetchBytesAhead of packed weights.
   const size_t tile_bytes = std::max<size_t>(1, kTileN * (K / 2));
   const size_t ahead = kTileN * std::max<size_t>(1, (kPrefetchBytesAhead + tile_bytes - 1) / tile_bytes);
   DecodedBlock* panel = decode_once ? reinterpret_cast<DecodedBlock*>(ThreadScratch(
                                           ScratchSlot::kMatMulDecodedWeights,
-                                          kTileN * blocks_per_k_block * sizeof(DecodedBlock) / sizeof(float)))
+                                          kTileN * num_blocks * sizeof(DecodedBlock) / sizeof(float)))
                                     : nullptr;
   for (size_t m_block = 0; m_block < M; m_block += rows_per_m_block) {
     const size_t m_block_end = std::min(M, m_block + rows_per_m_block);
-    size_t b0 = 0;
-    do {  // K blocks; runs once when K == 0 so that y is written (zeros)
-      const size_t b1 = std::min(num_blocks, b0 + blocks_per_k_block);
-      const bool first_block = b0 == 0;
-      const bool last_block = b1 == num_blocks;
-      for (size_t nt = 0; nt < n_tiles; ++nt) {
-        const size_t n0 = n_begin + nt * kTileN;
-        Tile t;
-        t.n_valid = std::min(kTileN, n_end - n0);
-        for (size_t j = 0; j < kTileN; ++j) {
-          const size_t n = n0 + std::min(j, t.n_valid - 1);
-          t.packed[j] = packed + n * (K / 2);
-          t.scales[j] = scales + n * (K / 32);
-          t.next_packed[j] = n0 + ahead + j < n_end ? packed + (n0 + ahead + j) * (K / 2) : t.packed[j];
-        }
-        if (!decode_once && n0 + ahead < n_end) {  // the scales of the rows RunTile prefetches
-          const uint8_t* next_scales = scales + (n0 + ahead) * (K / 32);
-          const size_t rows = std::min(kTileN, n_end - n0 - ahead);
-          for (size_t offset = 0; offset < rows * (K / 32); offset += 64) {
-            _mm_prefetch(reinterpret_cast<const char*>(next_scales + offset), _MM_HINT_T0);
-          }
-        }
-        if (decode_once) {
-          for (size_t j = 0; j < kTileN; ++j) {
-            for (size_t b = b0; b < b1; ++b)
-              panel[j * (b1 - b0) + (b - b0)] = DecodeBlock(c, LoadBlock(t, j, b, K));
-          }
-        }
-        size_t mt = 0;
-        for (size_t m0 = m_block; m0 < m_block_end; m0 += kMaxTileM, ++mt) {
-          const size_t rows = std::min(kMaxTileM, m_block_end - m0);
-          for (size_t i = 0; i < rows; ++i) {
-            t.x[i] = xs + (m0 + i) * x_stride;
-            t.y[i] = y + (m0 + i) * N + n0;
-          }
-          float* partial = blocked ? partial_base + (mt * n_tiles + nt) * kTileFloats : nullptr;
-          switch (rows) {
-            case 1:
-              RunTile<1>(c, t, b0, b1, K, panel, partial, first_block, last_block);
-              break;
-            case 2:
-              RunTile<2>(c, t, b0, b1, K, panel, partial, first_block, last_block);
-              break;
-            case 3:
-              RunTile<3>(c, t, b0, b1, K, panel, partial, first_block, last_block);
-              break;
-            default:
-              RunTile<4>(c, t, b0, b1, K, panel, partial, first_block, last_block);
-              break;
-          }
+    for (size_t nt = 0; nt < n_tiles; ++nt) {
+      const size_t n0 = n_begin + nt * kTileN;
+      Tile t;
+      t.n_valid = std::min(kTileN, n_end - n0);
+      for (size_t j = 0; j < kTileN; ++j) {
+        const size_t n = n0 + std::min(j, t.n_valid - 1);
+        t.packed[j] = packed + n * (K / 2);
+        t.scales[j] = scales + n * (K / 32);
+        t.next_packed[j] = n0 + ahead + j < n_end ? packed + (n0 + ahead + j) * (K / 2) : t.packed[j];
+      }
+      if (!decode_once && n0 + ahead < n_end) {  // the scales of the rows RunTile prefetches
+        const uint8_t* next_scales = scales + (n0 + ahead) * (K / 32);
+        const size_t rows = std::min(kTileN, n_end - n0 - ahead);
+        for (size_t offset = 0; offset < rows * (K / 32); offset += 64) {
+          _mm_prefetch(reinterpret_cast<const char*>(next_scales + offset), _MM_HINT_T0);
         }
       }
-      b0 = b1;
-    } while (b0 < num_blocks);
+      if (decode_once) {
+        for (size_t j = 0; j < kTileN; ++j) {
+          for (size_t b = 0; b < num_blocks; ++b)
+            panel[j * num_blocks + b] = DecodeBlock(c, LoadBlock(t, j, b, K));
+        }
+      }
+      const size_t tile_m = decode_once ? kPanelTileM : kMaxTileM;
+      for (size_t m0 = m_block; m0 < m_block_end; m0 += tile_m) {
+        const size_t rows = std::min(tile_m, m_block_end - m0);
+        for (size_t i = 0; i < rows; ++i) {
+          t.x[i] = xs + (m0 + i) * x_stride;
+          t.y[i] = y + (m0 + i) * N + n0;
+        }
+        if (decode_once) {
+          static_assert(kPanelTileM == 3, "a case per tile height");
+          switch (rows) {
+            case 1:
+              RunPanelTile<1>(t, num_blocks, panel);
+              break;
+            case 2:
+              RunPanelTile<2>(t, num_blocks, panel);
+              break;
+            default:
+              RunPanelTile<kPanelTileM>(t, num_blocks, panel);
+              break;
+          }
+          continue;
+        }
+        switch (rows) {
+          case 1:
+            RunTile<1>(c, t, num_blocks, K);
+            break;
+          case 2:
+            RunTile<2>(c, t, num_blocks, K);
+            break;
+          case 3:
+            RunTile<3>(c, t, num_blocks, K);
+            break;
+          default:
+            RunTile<4>(c, t, num_blocks, K);
+            break;
+        }
+      }
+    }
   }
 }
 

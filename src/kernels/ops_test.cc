@@ -20,6 +20,7 @@
 #include "src/base/thread_pool.h"
 #include "src/kernels/kda_core.h"
 #include "src/kernels/layer_ops.h"
+#include "src/kernels/matmul_blocking.h"
 #include "src/kernels/ops.h"
 
 namespace k3::kernels {
@@ -741,7 +742,45 @@ TEST(MatMulTest, EmptyShapes) {
   });
 }
 
-// A group of mixed jobs (two sharing one x, MXFP4 beside bf16, a K-blocked f32 job, empty jobs) gives
+TEST(MatMulTest, XRowsPerBlockFitsTheBlockBudget) {
+  EXPECT_EQ(XRowsPerBlock(3, 4096), 3u);                 // fewer rows than a block: all of them
+  EXPECT_EQ(XRowsPerBlock(1000, 4096), kMaxXBlockRows);  // short rows: the cap
+  EXPECT_EQ(XRowsPerBlock(1000, 14336), 36u);            // bf16 x at K = 7168: 512 KiB / 14 KiB
+  EXPECT_EQ(XRowsPerBlock(1000, kXBlockBytes), 4u);      // never fewer than a tile
+  EXPECT_EQ(XRowsPerBlock(1000, 0), kMaxXBlockRows);     // K = 0
+  for (size_t bytes = 1; bytes < (size_t{1} << 22); bytes = bytes * 3 + 1) {
+    const size_t rows = XRowsPerBlock(100000, bytes);
+    EXPECT_EQ(rows % 4, 0u) << bytes;
+    EXPECT_TRUE(rows == 4 || rows * bytes <= kXBlockBytes) << bytes;
+  }
+}
+
+// Rows of x long enough that a block holds fewer rows than the cap (several blocks of x rows, the last
+// one short), on every bf16 path: each row equals that row computed alone, bit for bit.
+TEST(MatMulTest, LongRowsInSeveralBlocksEqualEachRowAlone) {
+  std::mt19937 rng(21);
+  ForEachTarget([&] {
+    ForEachBf16Path([&] {
+      const size_t M = 42, K = 8192 + 32, N = 7;
+      const std::vector<float> x = RandomBf16Values(rng, M * K, -2.0f, 2.0f);
+      const std::vector<bf16> w = RandomBf16(rng, N * K, -1.0f, 1.0f);
+      std::vector<uint8_t> packed(N * K / 2), scales(N * K / 32);
+      for (uint8_t& b : packed) b = static_cast<uint8_t>(rng());
+      for (uint8_t& b : scales) b = static_cast<uint8_t>(118 + rng() % 12);
+      std::vector<float> bf16_y(M * N), mxfp4_y(M * N), row(N);
+      MatMulBf16(x.data(), M, K, w.data(), N, bf16_y.data(), nullptr);
+      MatMulMxfp4(x.data(), M, K, packed.data(), scales.data(), N, mxfp4_y.data(), nullptr);
+      for (size_t m = 0; m < M; ++m) {
+        MatMulBf16(x.data() + m * K, 1, K, w.data(), N, row.data(), nullptr);
+        ASSERT_TRUE(std::equal(row.begin(), row.end(), bf16_y.begin() + m * N)) << "bf16 row " << m;
+        MatMulMxfp4(x.data() + m * K, 1, K, packed.data(), scales.data(), N, row.data(), nullptr);
+        ASSERT_TRUE(std::equal(row.begin(), row.end(), mxfp4_y.begin() + m * N)) << "mxfp4 row " << m;
+      }
+    });
+  });
+}
+
+// A group of mixed jobs (two sharing one x, MXFP4 beside bf16, an f32 job of more rows than decode, empty jobs) gives
 // each job's y bit for bit as its single call, with and without a pool.
 TEST(MatMulTest, GroupEqualsSingleCalls) {
   std::mt19937 rng(15);

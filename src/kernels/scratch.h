@@ -1,5 +1,5 @@
 // Per-thread scratch buffers for kernels that need working memory (the re-laid-out activations of a
-// matmul, the partial accumulators of a K-blocked tile). Each thread owns one buffer per slot; a buffer
+// matmul, a decoded weight panel). Each thread owns one buffer per slot; a buffer
 // grows to the largest size asked for and is reused afterwards, so a kernel allocates only on its first
 // call at a new maximum size. Buffers are 64-byte aligned. Not for data that outlives one kernel call.
 #pragma once
@@ -10,7 +10,6 @@ namespace k3::kernels {
 
 enum class ScratchSlot {
   kMatMulInput = 0,       // the calling thread's copy of x in the kernel's layout
-  kMatMulAccumulators,    // each worker's partial sums between K blocks
   kMatMulDecodedWeights,  // each worker's weight panel decoded once for all x rows (MXFP4, M > 4)
   kSentinel,
 };
