@@ -780,8 +780,8 @@ TEST(MatMulTest, LongRowsInSeveralBlocksEqualEachRowAlone) {
   });
 }
 
-// A group of mixed jobs (two sharing one x, MXFP4 beside bf16, an f32 job of more rows than decode, empty jobs) gives
-// each job's y bit for bit as its single call, with and without a pool.
+// A group of mixed jobs (two sharing one x, MXFP4 beside bf16, an f32 job of more rows than decode, empty
+// jobs) gives each job's y bit for bit as its single call, with and without a pool.
 TEST(MatMulTest, GroupEqualsSingleCalls) {
   std::mt19937 rng(15);
   ForEachBf16Path([&] {
