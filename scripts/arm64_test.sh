@@ -30,6 +30,8 @@ dir=${1:-build-arm64}
 #   max:        every feature qemu 7.2 emulates (SVE2, bf16, ...)
 cpu_models=(cortex-a72 a64fx max)
 declare -A expected_target=([cortex-a72]=NEON [a64fx]=SVE [max]=SVE2)
+# Whether the bf16 matmuls take BFDOT (src/kernels/matmul_bfdot.cc): only `max` has FEAT_BF16.
+declare -A expected_bf16_dot=([cortex-a72]=no [a64fx]=no [max]=yes)
 
 skip_reason() {
   command -v aarch64-linux-gnu-g++ >/dev/null || {
@@ -68,6 +70,11 @@ run_tests() {
     target=$(sed -n 's/^kernel targets: dispatch picks \([A-Z0-9_]*\) .*/\1/p' <<<"$line")
     if [[ $target != "${expected_target[$cpu]}" ]]; then
       echo "FAILED: -cpu $cpu: the dispatch picked '$target', expected ${expected_target[$cpu]}"
+      status=1
+      continue
+    fi
+    if [[ $line != *"bf16 dot products: ${expected_bf16_dot[$cpu]}"* ]]; then
+      echo "FAILED: -cpu $cpu: expected 'bf16 dot products: ${expected_bf16_dot[$cpu]}'"
       status=1
       continue
     fi

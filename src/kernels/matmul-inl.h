@@ -1,8 +1,8 @@
 // Highway bodies of the matmul kernels (MatMulBf16, MatMulF32, MatMulMxfp4 of ops.h), compiled once per
 // SIMD target by matmul.cc through hwy/foreach_target.h. Model code never includes this file.
 //
-// On a CPU with bf16 dot products (AVX512_BF16; matmul_dpbf16.h) the rows of x that hold bf16 values
-// of bf16 and MXFP4 jobs are computed there instead; MatMulGroupImpl sorts rows between the two paths.
+// On a CPU with bf16 dot products (AVX512_BF16, arm64 BFDOT; matmul_dpbf16.h) the rows of x that hold bf16
+// values of bf16 and MXFP4 jobs are computed there instead; MatMulGroupImpl sorts rows between the two paths.
 //
 // Shape: y[M, N] = x[M, K] @ W[N, K]^T. Every call is a group of such jobs (MatMulGroup; the single
 // MatMul* calls are groups of one) run under one fork-join. Work is split over blocks of output rows n of
@@ -574,8 +574,8 @@ inline size_t WeightRowBytes(const MatMulJob& job) {
   return 0;
 }
 
-// How each job's rows are computed. Bf16 jobs on a CPU with AVX512_BF16 (and MXFP4 jobs where it also
-// has AVX512_VBMI; matmul_dpbf16.h) take the bf16 dot-product path for the rows of x that hold bf16
+// How each job's rows are computed. Bf16 jobs on a CPU with bf16 dot products (and MXFP4 jobs where it
+// also has AVX512_VBMI; matmul_dpbf16.h) take the bf16 dot-product path for the rows of x that hold bf16
 // values and this target's fp32 path for the others; a row's path depends only on its own values, so batching
 // never changes it. A job with both kinds of rows runs both paths over all rows, the fp32 one into a scratch
 // y, and keeps each row's own.

@@ -124,7 +124,7 @@ void RowBlock(const uint16_t* xs, size_t M, size_t x_stride, size_t K, const uin
   RowBlockTiles<kTileN>(xs, M, x_stride, K, W, y, N, n_begin, n_end);
 }
 
-#else  // no AVX512_BF16 code in this build
+#elif !defined(__aarch64__)  // neither AVX512_BF16 code nor BFDOT (matmul_bfdot.cc) in this build
 
 bool Supported() { return false; }
 bool Mxfp4Supported() { return false; }

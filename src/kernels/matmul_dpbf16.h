@@ -1,4 +1,5 @@
-// Matmuls on the CPU's bf16 dot-product instruction (VDPBF16PS, x86 AVX512_BF16), used by MatMulGroup
+// Matmuls on the CPU's bf16 dot-product instruction (VDPBF16PS, x86 AVX512_BF16; BFDOT on arm64 with
+// FEAT_BF16, matmul_bfdot.cc, bf16 weights only), used by MatMulGroup
 // (matmul-inl.h) for the rows of x that hold bf16 values, which is nearly every activation of the model
 // (rounded to bf16 where the reference rounds, spec §2.0): bf16 weights (matmul_dpbf16.cc) and, where
 // the CPU also has AVX512_VBMI for byte permutes, MXFP4 weights (mxfp4_dpbf16.cc).
@@ -20,9 +21,10 @@
 
 namespace k3::kernels::dpbf16 {
 
-// Whether this CPU (and this build: x86-64) has AVX512_BF16 and the OS saves its registers.
+// Whether this CPU has the instruction: x86-64 AVX512_BF16 with the OS saving its registers, or arm64
+// FEAT_BF16 (HWCAP2_BF16). False in other builds.
 bool Supported();
-// Whether the MXFP4 kernel can run here: Supported() and AVX512_VBMI.
+// Whether the MXFP4 kernel can run here: Supported() and AVX512_VBMI (x86-64 only).
 bool Mxfp4Supported();
 
 // ---- bf16 weights ------------------------------------------------------------------------------------

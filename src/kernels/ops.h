@@ -70,12 +70,12 @@ struct MatMulJob {
 void MatMulGroup(const MatMulJob* jobs, size_t num_jobs, ThreadPool* pool);
 
 // bf16 and MXFP4 matmuls (MatMulBf16, MatMulMxfp4 and such jobs of MatMulGroup) compute the rows of x
-// that hold bf16 values with the CPU's bf16 dot-product instruction where it has one (x86 AVX512_BF16;
-// MXFP4 also needs AVX512_VBMI; matmul_dpbf16.h): fewer instructions per weight byte, so decode streams
-// weights faster. Such rows agree with the fp32 path to rounding order. Bf16DotProductsActive says
-// whether that path is in use; SetBf16DotProducts(false) turns it off process-wide (tests of the fp32
-// path, benchmark comparisons), true turns it back on where the CPU has it. Not to be called while a
-// matmul runs.
+// that hold bf16 values with the CPU's bf16 dot-product instruction where it has one (x86 AVX512_BF16,
+// MXFP4 also needs AVX512_VBMI; arm64 BFDOT for bf16 weights; matmul_dpbf16.h): fewer instructions per weight
+// byte, so decode streams weights faster. Such rows agree with the fp32 path to rounding order.
+// Bf16DotProductsActive says whether that path is in use; SetBf16DotProducts(false) turns it off process-wide
+// (tests of the fp32 path, benchmark comparisons), true turns it back on where the CPU has it. Not to be
+// called while a matmul runs.
 bool Bf16DotProductsActive();
 void SetBf16DotProducts(bool enabled);
 

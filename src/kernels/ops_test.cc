@@ -114,7 +114,8 @@ TEST(DispatchTest, EveryCompiledTargetCanBeChosen) {
   // Named in the output: scripts/arm64_test.sh checks that each qemu CPU model gets the target it expects.
   std::string names;
   for (int64_t target : targets) names += std::string(names.empty() ? "" : " ") + hwy::TargetName(target);
-  std::printf("kernel targets: dispatch picks %s (this CPU runs: %s)\n", KernelTargetName(), names.c_str());
+  std::printf("kernel targets: dispatch picks %s (this CPU runs: %s); bf16 dot products: %s\n",
+              KernelTargetName(), names.c_str(), Bf16DotProductsActive() ? "yes" : "no");
   // With no mock, the dispatch picks the best (lowest-bit) compiled target the CPU supports.
   EXPECT_STREQ(KernelTargetName(), hwy::TargetName(targets.front()));
 }
