@@ -43,15 +43,18 @@
 
 namespace k3::kernels::dpbf16 {
 
+namespace {
+
 // Slot of element k of a block in the laid-out x: block b, vector q, lane l, half h. In-block element
 // e = 16 j + 4 q + p (j: the packed block's 64-bit word, p < 4) sits in word 4 j + p of vector q, i.e.
-// lane l = 2 j + p / 2, half h = p % 2.
-void LayOutMxfp4Input(const float* x, size_t M, size_t K, uint16_t* xs, size_t x_stride) {
+// lane l = 2 j + p / 2, half h = p % 2. Elements [k_begin, K) of each row, in plain code; the rest of each
+// row from block k_begin / kMxfp4Block on is zeroed first (k_begin a multiple of kMxfp4Block).
+void LayOutMxfp4InputFrom(size_t k_begin, const float* x, size_t M, size_t K, uint16_t* xs, size_t x_stride) {
   for (size_t m = 0; m < M; ++m) {
     const float* src = x + m * K;
     uint16_t* dst = xs + m * x_stride;
-    std::fill(dst, dst + x_stride, uint16_t{0});
-    for (size_t k = 0; k < K; ++k) {
+    std::fill(dst + k_begin, dst + x_stride, uint16_t{0});
+    for (size_t k = k_begin; k < K; ++k) {
       const size_t block = k / kMxfp4Block, in_block = k % kMxfp4Block;
       const size_t word = in_block / 16, q = (in_block % 16) / 4, p = in_block % 4;
       uint32_t bits;
@@ -60,6 +63,8 @@ void LayOutMxfp4Input(const float* x, size_t M, size_t K, uint16_t* xs, size_t x
     }
   }
 }
+
+}  // namespace
 
 #if K3_HAVE_DPBF16
 namespace {
@@ -74,6 +79,7 @@ struct DecodeTables {
   alignas(64) uint8_t select[4][64];          // vector q: low byte of word p of each qword <- bits 16q + 4p
   alignas(64) uint16_t bf16_of_code[32];      // [code] and [16 + code]: bf16 pattern of E2M1(code)
   alignas(64) uint32_t group_of_lane[4][16];  // [i][l] = 4 i + l / 4: lane l's group in block i of four
+  alignas(64) uint16_t layout_source[4][32];  // [q][o < 16] = 16 (o / 4) + 4 q + o % 4 (LayOutMxfp4Input)
   DecodeTables() {
     for (size_t q = 0; q < 4; ++q) {
       for (size_t b = 0; b < 64; ++b) {
@@ -86,6 +92,10 @@ struct DecodeTables {
     }
     for (uint32_t i = 0; i < 4; ++i) {
       for (uint32_t l = 0; l < 16; ++l) group_of_lane[i][l] = 4 * i + l / 4;
+    }
+    for (size_t q = 0; q < 4; ++q) {
+      for (size_t o = 0; o < 32; ++o)
+        layout_source[q][o] = o < 16 ? static_cast<uint16_t>(16 * (o / 4) + 4 * q + o % 4) : 0;
     }
   }
 };
@@ -262,6 +272,38 @@ K3_DPBF16_VBMI_TARGET inline void RunPanelTile(const Tile& t, size_t num_blocks,
   for (size_t i = 0; i < kM; ++i) StoreSumsOfLanes4(acc[i], t.n_valid, t.y[i]);
 }
 
+// The whole blocks of each row: 128 fp32 values become four vectors of 32 bf16 patterns (their top halves,
+// in order: vector v holds elements 32 v .. 32 v + 31), and output vector q takes its words 0-15 from
+// vectors 0 and 1 and its words 16-31 from vectors 2 and 3, through the same two-source word permute
+// (element 16 (o / 4) + 4 q + o % 4 of the pair for word o; see LayOutMxfp4InputFrom).
+K3_DPBF16_VBMI_TARGET void LayOutMxfp4WholeBlocks(const float* x, size_t M, size_t K, uint16_t* xs,
+                                                  size_t x_stride) {
+  const DecodeTables& tables = Tables();
+  __m512i source[4];
+  for (size_t q = 0; q < 4; ++q) source[q] = _mm512_load_si512(tables.layout_source[q]);
+  const size_t full_blocks = K / kMxfp4Block;
+  for (size_t m = 0; m < M; ++m) {
+    const float* src = x + m * K;
+    uint16_t* dst = xs + m * x_stride;
+    for (size_t b = 0; b < full_blocks; ++b) {
+      const float* block = src + b * kMxfp4Block;
+      __m512i in[4];
+      for (size_t v = 0; v < 4; ++v) {
+        const __m256i low = _mm512_cvtepi32_epi16(_mm512_srli_epi32(_mm512_loadu_si512(block + 32 * v), 16));
+        const __m256i high =
+            _mm512_cvtepi32_epi16(_mm512_srli_epi32(_mm512_loadu_si512(block + 32 * v + 16), 16));
+        in[v] = _mm512_inserti64x4(_mm512_castsi256_si512(low), high, 1);
+      }
+      for (size_t q = 0; q < 4; ++q) {
+        const __m512i first = _mm512_permutex2var_epi16(in[0], source[q], in[1]);
+        const __m512i second = _mm512_permutex2var_epi16(in[2], source[q], in[3]);
+        _mm512_storeu_si512(dst + b * kMxfp4Block + 32 * q,
+                            _mm512_inserti64x4(first, _mm512_castsi512_si256(second), 1));
+      }
+    }
+  }
+}
+
 }  // namespace
 
 K3_DPBF16_VBMI_TARGET void Mxfp4RowBlock(const uint16_t* xs, size_t M, size_t x_stride, size_t K,
@@ -347,7 +389,20 @@ K3_DPBF16_VBMI_TARGET void Mxfp4RowBlock(const uint16_t* xs, size_t M, size_t x_
   }
 }
 
+void LayOutMxfp4Input(const float* x, size_t M, size_t K, uint16_t* xs, size_t x_stride) {
+  if (!Mxfp4Supported()) {
+    LayOutMxfp4InputFrom(0, x, M, K, xs, x_stride);
+    return;
+  }
+  LayOutMxfp4WholeBlocks(x, M, K, xs, x_stride);
+  LayOutMxfp4InputFrom(K / kMxfp4Block * kMxfp4Block, x, M, K, xs, x_stride);
+}
+
 #else  // no AVX512_BF16 code in this build
+
+void LayOutMxfp4Input(const float* x, size_t M, size_t K, uint16_t* xs, size_t x_stride) {
+  LayOutMxfp4InputFrom(0, x, M, K, xs, x_stride);
+}
 
 void Mxfp4RowBlock(const uint16_t*, size_t, size_t, size_t, const uint8_t*, const uint8_t*, float*, size_t,
                    size_t, size_t) {}

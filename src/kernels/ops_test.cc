@@ -21,6 +21,7 @@
 #include "src/kernels/kda_core.h"
 #include "src/kernels/layer_ops.h"
 #include "src/kernels/matmul_blocking.h"
+#include "src/kernels/matmul_dpbf16.h"
 #include "src/kernels/ops.h"
 
 namespace k3::kernels {
@@ -538,6 +539,30 @@ TEST(Mxfp4Test, MatMulWithOneHotInputsReproducesEveryByte) {
 // Spec §3.3 golden: the first 16 values of row 0 of layers.1...experts.0.w1. With scale 2^-6
 // (E8M0 121) they are the E2M1 values 4, .5, -.5, -1.5, -4, -2, 1.5, 1, 3, -0, -1.5, -1, -1.5, -.5, 1, -1,
 // i.e. codes 6,1, 9,B, E,C, 3,2, 5,8, B,A, B,9, 2,A packed low nibble first.
+// The MXFP4 kernels' x layout (matmul_dpbf16.h): element 16 j + 4 q + p of a 128-element block (the
+// top half of its fp32 bits) in word 4 j + p of the block's vector q, the rest of the row zero, on the
+// SIMD route (whole blocks, where the CPU runs the MXFP4 dot-product kernel) and in plain code (a partial
+// last block, or everywhere else).
+TEST(Mxfp4Test, InputLayoutPutsEachElementInItsSlot) {
+  std::mt19937 rng(22);
+  for (const size_t K : {32, 96, 128, 352, 1024}) {
+    const size_t M = 3, stride = (K + 127) / 128 * 128 + 128;
+    const std::vector<float> x = RandomFloats(rng, M * K, -3.0f, 3.0f);
+    std::vector<uint16_t> got(M * stride, 0xdead);
+    dpbf16::LayOutMxfp4Input(x.data(), M, K, got.data(), stride);
+    std::vector<uint16_t> want(M * stride, 0);
+    for (size_t m = 0; m < M; ++m) {
+      for (size_t k = 0; k < K; ++k) {
+        const size_t e = k % 128, j = e / 16, q = (e % 16) / 4, p = e % 4;
+        uint32_t bits;
+        std::memcpy(&bits, &x[m * K + k], sizeof(bits));
+        want[m * stride + k / 128 * 128 + 32 * q + 4 * j + p] = static_cast<uint16_t>(bits >> 16);
+      }
+    }
+    ASSERT_EQ(got, want) << "K=" << K;
+  }
+}
+
 TEST(Mxfp4Test, SpecGoldenRow) {
   const float golden[16] = {0.0625f,     0.0078125f,  -0.0078125f, -0.0234375f, -0.0625f,    -0.03125f,
                             0.0234375f,  0.015625f,   0.046875f,   -0.0f,       -0.0234375f, -0.015625f,
