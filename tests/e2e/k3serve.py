@@ -7,6 +7,7 @@
 Leaving the block sends SIGTERM and requires a clean exit (code 0); the server's log is printed when the
 block fails, so a ctest failure shows what the server said. Python 3 standard library only.
 """
+import os
 import re
 import signal
 import subprocess
@@ -28,9 +29,11 @@ class K3Serve:
         self._proc = None
 
     def log(self):
-        self._log.flush()
-        self._log.seek(0)
-        return self._log.read()
+        # pread, not seek + read: the server (and its local ranks) write through the same open file
+        # description, so moving its offset back to 0 made their next lines overwrite the log's start
+        # (seen once: a TP 2 start whose "listening on" line was overwritten waited out START_TIMEOUT_S).
+        fd = self._log.fileno()
+        return os.pread(fd, os.fstat(fd).st_size, 0).decode(errors="replace")
 
     def __enter__(self):
         print("starting:", " ".join(self.args), flush=True)
@@ -59,6 +62,8 @@ class K3Serve:
         if self._proc.poll() is not None:
             raise RuntimeError(f"k3 serve exited with {self._proc.returncode} before {what}:\n{self.log()}")
         if time.monotonic() > deadline:
+            self._proc.kill()  # no __exit__ follows a failed __enter__: do not leave the server running
+            self._proc.wait()
             raise RuntimeError(f"k3 serve: no {what} within {START_TIMEOUT_S} s:\n{self.log()}")
 
     def __exit__(self, exc_type, exc, tb):
