@@ -1,5 +1,5 @@
 // Shared pieces of the bf16 dot-product kernels (matmul_dpbf16.cc, mxfp4_dpbf16.cc): the target
-// attribute, the lane sums and the tiling constants. Included only by those two files; everything here has
+// attribute and the lane sums. Included only by those two files; everything here has
 // internal linkage, so no AVX-512 code can leak into another translation unit.
 #pragma once
 
@@ -15,8 +15,6 @@
 
 namespace k3::kernels::dpbf16 {
 namespace {
-
-constexpr size_t kLanes = 16;  // fp32 lanes of one accumulator
 
 // y[0, n) = the lane sums of acc[0, n) (n <= 4, the outputs of one x row in a tile), each in one fixed
 // pairwise tree (lane i += lane i + w for w = 8, 4, 2, 1), the four accumulators side by side in vectors.
