@@ -252,8 +252,13 @@ void BatchedDecode(k3::model::Model& model, const std::vector<int64_t>& batch_si
       "compute limit: %.1f GFLOP/s measured MatMulBf16 / (2 x %.1f M active matrix parameters a token) = "
       "%.1f tokens/s at any batch\n",
       matmul_flops / 1e9, cost.matrix_params / 1e6, compute_tps);
+  // Not in the item's roofline: each sequence's KDA states (fp32 [H, K, K] per KDA layer), read and written
+  // by every step. At mini-k3 size 9.4 MB a sequence, so about half of a batch-64 step's traffic.
+  const double kda_state_step_bytes =
+      2.0 * static_cast<double>(cfg.num_kda_layers()) *
+      static_cast<double>(cfg.kda_num_heads * cfg.kda_head_dim * cfg.kda_head_dim) * sizeof(float);
   for (int64_t B : batch_sizes) {
-    std::vector<double> tps, roofline, ratios, unique_per_layer;
+    std::vector<double> tps, roofline, ratios, unique_per_layer, state_roofline;
     for (int64_t r = 0; r < repeats; ++r) {
       const double bandwidth = k3::bench::MeasureMemoryReadBandwidth(size_t{1} << 30, threads, 3) * 1e9;
       k3::model::Sequences seqs(model);
@@ -286,6 +291,8 @@ void BatchedDecode(k3::model::Model& model, const std::vector<int64_t>& batch_si
       tps.push_back(static_cast<double>(B) * steps / seconds);
       roofline.push_back(static_cast<double>(B) * bandwidth / step_bytes);
       ratios.push_back(tps.back() / roofline.back());
+      state_roofline.push_back(static_cast<double>(B) * bandwidth /
+                               (step_bytes + static_cast<double>(B) * kda_state_step_bytes));
       unique_per_layer.push_back(cost.moe_layers > 0 ? static_cast<double>(experts_run) / steps /
                                                            static_cast<double>(cost.moe_layers)
                                                      : 0);
@@ -295,11 +302,14 @@ void BatchedDecode(k3::model::Model& model, const std::vector<int64_t>& batch_si
         "decode batch %lld: median %.2f tokens/s [%s]; roofline %.2f tokens/s [%s] from %.1f distinct "
         "experts "
         "per MoE layer per step (of %lld; top-%lld x %lld tokens) -> median of the per-run ratios %.0f%% "
-        "[%s] (target >= 80%%); %.0f%% of min(bytes, compute) roofline%s\n",
+        "[%s] (target >= 80%%); %.0f%% of min(bytes, compute) roofline; %.0f%% of the bytes roofline with "
+        "the "
+        "KDA states (%.1f MB a sequence, read and written each step)%s\n",
         static_cast<long long>(B), Median(tps), Samples(tps).c_str(), Median(roofline),
         Samples(roofline).c_str(), Median(unique_per_layer), static_cast<long long>(cfg.num_experts),
         static_cast<long long>(cfg.num_experts_per_token), static_cast<long long>(B), 100.0 * Median(ratios),
         Samples(ratios).c_str(), 100.0 * Median(tps) / std::min(Median(roofline), compute_tps),
+        100.0 * Median(tps) / Median(state_roofline), kda_state_step_bytes / 2e6,
         batch1_tps > 0 && B > 1 ? fmt::format("; {:.2f}x batch 1", Median(tps) / batch1_tps).c_str() : "");
   }
   std::printf("load average after: %s\n", LoadAverage().c_str());
