@@ -7,6 +7,8 @@
 // Before, K was also cut (blocks of 512 elements, 64 x rows), each tile parking its accumulators in memory
 // between K blocks; that ran 0.7-0.9x as fast at K = 1024-7168 on the 2-core dev VM (docs/performance.md).
 // Blocking never changes a result: each y[m, n] is one accumulator fed over K in order whatever the block.
+//
+// Also here: how far ahead the dot-product kernels prefetch weight rows where they do (small batches).
 #pragma once
 
 #include <algorithm>
@@ -23,6 +25,15 @@ inline size_t XRowsPerBlock(size_t M, size_t x_row_bytes) {
   const size_t fit = kXBlockBytes / std::max<size_t>(1, x_row_bytes);
   const size_t rows = std::clamp<size_t>(fit / 4 * 4, 4, kMaxXBlockRows);
   return M > 0 && M < rows ? M : rows;
+}
+
+inline constexpr size_t kPrefetchBytesAhead = 4096;  // least distance of the weight-row prefetches
+
+// Weight rows between a tile's first row and the first row it prefetches: whole tiles of tile_rows rows of
+// row_bytes each, at least kPrefetchBytesAhead.
+inline size_t PrefetchDistanceRows(size_t tile_rows, size_t row_bytes) {
+  const size_t tile_bytes = std::max<size_t>(1, tile_rows * row_bytes);
+  return tile_rows * std::max<size_t>(1, (kPrefetchBytesAhead + tile_bytes - 1) / tile_bytes);
 }
 
 }  // namespace k3::kernels

@@ -32,11 +32,9 @@ namespace {
 constexpr size_t kChunk = kBf16Chunk;
 constexpr size_t kMaxTileM = 4;  // x rows per register tile
 constexpr size_t kTileN = 4;     // weight rows per register tile
-// Prefetches of the rows ahead (see the top): for kPrefetchMinM..kPrefetchMaxM x rows, at least
-// kPrefetchBytesAhead of weights ahead.
+// Prefetches of the rows ahead (see the top) for kPrefetchMinM..kPrefetchMaxM x rows.
 constexpr size_t kPrefetchMinM = 3;
 constexpr size_t kPrefetchMaxM = 16;
-constexpr size_t kPrefetchBytesAhead = 4096;
 
 struct Tile {
   const uint16_t* x[kMaxTileM];    // x rows (padded to whole chunks)
@@ -85,8 +83,7 @@ K3_DPBF16_TARGET void RowBlockTiles(const uint16_t* xs, size_t M, size_t x_strid
   const size_t full_chunks = K / kChunk;
   const size_t rows_per_m_block = XRowsPerBlock(M, x_stride * sizeof(uint16_t));
   const size_t n_tiles = (n_end - n_begin + kN - 1) / kN;
-  const size_t tile_bytes = std::max<size_t>(1, kN * K * sizeof(uint16_t));
-  const size_t ahead = kN * std::max<size_t>(1, (kPrefetchBytesAhead + tile_bytes - 1) / tile_bytes);
+  const size_t ahead = PrefetchDistanceRows(kN, K * sizeof(uint16_t));
   const bool prefetch = M >= kPrefetchMinM && M <= kPrefetchMaxM;
   for (size_t m_block = 0; m_block < M; m_block += rows_per_m_block) {
     const size_t m_block_end = std::min(M, m_block + rows_per_m_block);

@@ -73,11 +73,10 @@ void LayOutMxfp4InputFrom(size_t k_begin, const float* x, size_t M, size_t K, ui
 #if K3_HAVE_DPBF16
 namespace {
 
-constexpr size_t kMaxTileM = 4;    // x rows per register tile
-constexpr size_t kPanelTileM = 3;  // x rows per register tile on the decoded-panel route (RunPanelTile)
-constexpr size_t kTileN = 4;       // weight rows per register tile
-constexpr size_t kPrefetchBytesAhead = 4096;  // least distance of the decode prefetches (see the top)
-constexpr size_t kPrefetchMaxM = 16;          // most x rows that prefetch the rows ahead
+constexpr size_t kMaxTileM = 4;       // x rows per register tile
+constexpr size_t kPanelTileM = 3;     // x rows per register tile on the decoded-panel route (RunPanelTile)
+constexpr size_t kTileN = 4;          // weight rows per register tile
+constexpr size_t kPrefetchMaxM = 16;  // most x rows that prefetch the rows ahead
 
 // Tables of the decode, built once in plain code.
 struct DecodeTables {
@@ -323,9 +322,7 @@ K3_DPBF16_VBMI_TARGET void Mxfp4RowBlock(const uint16_t* xs, size_t M, size_t x_
   const bool decode_once = M > kMaxTileM;
   // The rows ahead are prefetched up to kPrefetchMaxM x rows (see the top).
   const bool prefetch = M <= kPrefetchMaxM;
-  // Prefetch distance: whole tiles, at least kPrefetchBytesAhead of packed weights.
-  const size_t tile_bytes = std::max<size_t>(1, kTileN * (K / 2));
-  const size_t ahead = kTileN * std::max<size_t>(1, (kPrefetchBytesAhead + tile_bytes - 1) / tile_bytes);
+  const size_t ahead = PrefetchDistanceRows(kTileN, K / 2);  // counted in packed bytes
   DecodedBlock* panel = decode_once ? reinterpret_cast<DecodedBlock*>(ThreadScratch(
                                           ScratchSlot::kMatMulDecodedWeights,
                                           kTileN * num_blocks * sizeof(DecodedBlock) / sizeof(float)))

@@ -781,6 +781,19 @@ TEST(MatMulTest, XRowsPerBlockFitsTheBlockBudget) {
   }
 }
 
+TEST(MatMulTest, PrefetchDistanceIsWholeTilesOfAtLeastTheMinimum) {
+  EXPECT_EQ(PrefetchDistanceRows(4, 4096), 4u);  // bf16 at K = 2048: one tile of 16 KiB
+  EXPECT_EQ(PrefetchDistanceRows(4, 512), 8u);   // an MXFP4 row at K = 1024: two tiles for 4 KiB
+  EXPECT_EQ(PrefetchDistanceRows(4, 100), 44u);  // 11 tiles of 400 bytes
+  EXPECT_EQ(PrefetchDistanceRows(4, 0), 4u * kPrefetchBytesAhead);  // K = 0: no division by zero
+  for (size_t bytes = 1; bytes < (size_t{1} << 16); bytes = bytes * 3 + 1) {
+    const size_t rows = PrefetchDistanceRows(4, bytes);
+    EXPECT_EQ(rows % 4, 0u) << bytes;
+    EXPECT_GE(rows * bytes, kPrefetchBytesAhead) << bytes;
+    EXPECT_LT((rows - 4) * bytes, kPrefetchBytesAhead) << bytes;  // no more tiles than it takes
+  }
+}
+
 // Rows of x long enough that a block holds fewer rows than the cap (several blocks of x rows, the last
 // one short), on every bf16 path: each row equals that row computed alone, bit for bit.
 TEST(MatMulTest, LongRowsInSeveralBlocksEqualEachRowAlone) {
