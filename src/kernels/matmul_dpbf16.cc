@@ -13,10 +13,11 @@
 // Small batches (3 to 16 x rows) prefetch: the first x tile of each weight tile, at each chunk, prefetches
 // the same chunk of the rows a tile or more ahead (at least 4 KiB). There a tile spends 4-16 dot products on
 // each weight line, and the hardware prefetcher alone left the loads waiting: with the prefetch, calls at
-// M = 3-16, K = 2048 / 7168, N = 2048 took 3-20 % less time (kernels_bench shapes, the two variants
-// alternating call for call, 1 and 2 threads, 2-core dev VM). At M = 1 and 2 it was as often slower
-// as faster (up to 9 %), so there the hardware prefetcher streams alone; from 32 rows on the tile is
-// bound by the dot products.
+// M = 3-16, K = 2048 / 7168, N = 2048 took up to 23 % less time, in every run but one (M = 8, K = 7168:
+// 0.6 % more) (kernels_bench shapes, the two variants alternating call for call, 1 and 2 threads, 2-core
+// dev VM). At M = 1 it took 2-11 % more in all six runs, and at M = 2 4-9 % more at K = 7168, so one and
+// two rows stream with the hardware prefetcher alone; from 32 rows on the tile is bound by the dot
+// products.
 #include "src/kernels/matmul_dpbf16.h"
 
 #include <algorithm>
