@@ -33,8 +33,9 @@
 // (the same vectors meet in the same order), so results do not depend on M. Up to kPrefetchMaxM x rows
 // (batched decode: an expert's share of a batch) the panel decode prefetches the rows a tile ahead as the
 // decode route does: at M = 5-16 the calls took 15-25 % less time at K3's expert shape (K = 3584, N =
-// 3072) and about 5 % less at mini-k3's (1024 x 1024), with and without the prefetch alternating call for
-// call in kernels_bench (1 and 2 threads); at 32 rows the decode is a small part of a tile's work.
+// 3072) and a median 8 % less at mini-k3's (1024 x 1024: from 7 % more to 26 % less, calls of ~0.1 ms),
+// with and without the prefetch alternating call for call in kernels_bench (1 and 2 threads); at 32 rows
+// the decode is a small part of a tile's work.
 #include <algorithm>
 #include <cstring>
 
