@@ -613,7 +613,7 @@ std::vector<Shape> MatMulShapes(size_t k_multiple) {
                                      : std::vector<size_t>{32, 64, 96, 608};
   for (size_t K : ks) {
     for (Shape s : {Shape{1, 0, 1}, Shape{1, 0, 5}, Shape{2, 0, 4}, Shape{3, 0, 9}, Shape{5, 0, 7},
-                    Shape{17, 0, 6}, Shape{70, 0, 5}}) {
+                    Shape{16, 0, 6}, Shape{17, 0, 6}, Shape{70, 0, 5}}) {
       s.K = K;
       shapes.push_back(s);
     }
