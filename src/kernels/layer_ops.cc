@@ -169,9 +169,9 @@ void scalar::CausalConvSilu(const float* raw, const float* taps, size_t W, size_
 }
 
 void LatentAttention(const float* query, const float* const* rows, size_t visible, size_t width,
-                     size_t ctx_width, float scale, float* scores, float* ctx) {
+                     size_t ctx_width, float scale, float* scores, float* ctx, float* max, float* sum) {
   for (size_t j = 0; j < visible; ++j) scores[j] = Dot(query, rows[j], width) * scale;
-  Softmax(scores, visible);
+  Softmax(scores, visible, max, sum);
   std::fill(ctx, ctx + ctx_width, 0.0f);
   for (size_t j = 0; j < visible; ++j) Axpy(scores[j], rows[j], ctx, ctx_width);
 }
@@ -182,6 +182,16 @@ void LatentAttentionBf16(const float* query, const bf16* const* rows, size_t vis
   Softmax(scores, visible);
   std::fill(ctx, ctx + ctx_width, 0.0f);
   for (size_t j = 0; j < visible; ++j) AxpyBf16(scores[j], rows[j], ctx, ctx_width);
+}
+
+void CombineLatentChunks(const float* chunk_ctx, const float* max, const float* sum, size_t chunks,
+                         size_t ctx_width, float* ctx) {
+  const float largest = *std::max_element(max, max + chunks);
+  float total = 0.0f;
+  for (size_t c = 0; c < chunks; ++c) total += sum[c] * std::exp(max[c] - largest);
+  std::fill(ctx, ctx + ctx_width, 0.0f);
+  for (size_t c = 0; c < chunks; ++c)
+    Axpy(sum[c] * std::exp(max[c] - largest) / total, chunk_ctx + c * ctx_width, ctx, ctx_width);
 }
 
 }  // namespace k3::kernels

@@ -75,8 +75,11 @@ void CausalConvSilu(const float* raw, const float* taps, size_t W, size_t P, siz
 
 // Softmax attention of one query over `visible` cached rows (each `width` floats; rows[j] its address):
 // scores[j] = (query . row_j) * scale, softmax, ctx [ctx_width] = sum_j p_j row_j[0 .. ctx_width).
+// Where max / sum are not null they receive the softmax's largest score and its sum of exp(score - max):
+// what CombineLatentChunks needs to join attention over chunks of the rows.
 void LatentAttention(const float* query, const float* const* rows, size_t visible, size_t width,
-                     size_t ctx_width, float scale, float* scores, float* ctx);
+                     size_t ctx_width, float scale, float* scores, float* ctx, float* max = nullptr,
+                     float* sum = nullptr);
 // The same over bf16 rows, read in place (DotBf16, AxpyBf16: no fp32 copy of the cache): what
 // LatentAttention gives over the rows widened to fp32 (bit for bit when width is a multiple of 64).
 void LatentAttentionBf16(const float* query, const bf16* const* rows, size_t visible, size_t width,
@@ -85,10 +88,30 @@ void LatentAttentionBf16(const float* query, const bf16* const* rows, size_t vis
 // per query; each row is read once per pass of up to 4 queries instead of once per query, and the rows are
 // taken in blocks of 256 that every query finishes before the next block, so a long cache is streamed
 // from memory twice per call, not twice per 4 queries (ops-inl.h).
-// scores: [num_queries, visible] scratch; queries[g] [width], ctx[g] [ctx_width].
+// scores: [num_queries, visible] scratch; queries[g] [width], ctx[g] [ctx_width]; max, sum: null or
+// [num_queries], each query's softmax statistics as in LatentAttention.
 void LatentAttentionBf16Queries(const float* const* queries, size_t num_queries, const bf16* const* rows,
                                 size_t visible, size_t width, size_t ctx_width, float scale, float* scores,
-                                float* const* ctx);
+                                float* const* ctx, float* max = nullptr, float* sum = nullptr);
+
+// ---- attention over key chunks (flash decoding) ---------------------------------------------------------
+// A query that sees more than kLatentKeysPerChunk cached rows attends over the chunks of keys
+// [c * kLatentKeysPerChunk, (c + 1) * kLatentKeysPerChunk) one at a time (the calls above on each chunk,
+// with their softmax statistics), and CombineLatentChunks joins them. Chunks start at fixed positions of
+// the sequence, so a query's result does not depend on how the chunks were spread over threads, on the
+// batch, or on prefill against decode; a query that sees at most one chunk gets the one-call result.
+// Chunks let the keys of one long sequence be split over threads (each thread reads its part of the cache
+// once for all heads) and bound the scores' scratch.
+inline constexpr size_t kLatentKeysPerChunk = 1024;
+inline size_t LatentKeyChunks(size_t visible) {
+  return (visible + kLatentKeysPerChunk - 1) / kLatentKeysPerChunk;
+}
+// ctx [ctx_width] = sum_c w_c chunk_ctx[c] in c order, w_c = sum[c] exp(max[c] - M) / sum_c' sum[c']
+// exp(max[c'] - M), M = max_c max[c]: the softmax over all the chunks' scores. chunk_ctx: [chunks,
+// ctx_width], each chunk's context; max, sum: [chunks], its softmax statistics. chunks >= 1.
+void CombineLatentChunks(const float* chunk_ctx, const float* max, const float* sum, size_t chunks,
+                         size_t ctx_width, float* ctx);
+
 // Heads per LatentAttentionBf16Queries call when `heads` heads of a token are cut into tasks for
 // `threads` threads: two tasks a thread (so one slowed thread does not hold up the step), each a whole
 // number of passes of 4 heads. Fewer, wider tasks stream the cache fewer times.

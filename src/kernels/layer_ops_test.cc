@@ -164,6 +164,45 @@ TEST(LayerOpsTest, LatentAttentionIsSoftmaxWeightedRows) {
   }
 }
 
+// Chunks of the rows, each with its softmax statistics, joined by CombineLatentChunks: the attention over
+// all the rows (to fp32 rounding); one chunk joins to itself bit for bit. The statistics are the softmax's
+// largest score and its sum of exp(score - largest).
+TEST(LayerOpsTest, LatentChunksJoinToTheAttentionOverAllRows) {
+  const size_t width = 40, ctx_width = 32, visible = 70;
+  std::vector<float> q = Ramp(width, 0.4f), src = Ramp(visible * width, 0.071f, 0.5f);
+  std::vector<const float*> rows;
+  for (size_t j = 0; j < visible; ++j) rows.push_back(src.data() + j * width);
+  std::vector<float> scores(visible), whole(ctx_width);
+  LatentAttention(q.data(), rows.data(), visible, width, ctx_width, 0.3f, scores.data(), whole.data());
+  for (const size_t chunk : {size_t{16}, size_t{32}, size_t{70}}) {
+    const size_t chunks = (visible + chunk - 1) / chunk;
+    std::vector<float> chunk_ctx(chunks * ctx_width), max(chunks), sum(chunks), joined(ctx_width);
+    for (size_t c = 0; c < chunks; ++c) {
+      const size_t n = std::min(chunk, visible - c * chunk);
+      LatentAttention(q.data(), rows.data() + c * chunk, n, width, ctx_width, 0.3f, scores.data(),
+                      chunk_ctx.data() + c * ctx_width, &max[c], &sum[c]);
+      double largest = -1e300, total = 0;
+      for (size_t j = 0; j < n; ++j) {
+        double dot = 0;
+        for (size_t i = 0; i < width; ++i) dot += q[i] * rows[c * chunk + j][i];
+        largest = std::max(largest, 0.3 * dot);
+      }
+      for (size_t j = 0; j < n; ++j) {
+        double dot = 0;
+        for (size_t i = 0; i < width; ++i) dot += q[i] * rows[c * chunk + j][i];
+        total += std::exp(0.3 * dot - largest);
+      }
+      EXPECT_NEAR(max[c], largest, 1e-5 * std::max(1.0, std::abs(largest)));
+      EXPECT_NEAR(sum[c], total, 1e-5 * total);
+    }
+    CombineLatentChunks(chunk_ctx.data(), max.data(), sum.data(), chunks, ctx_width, joined.data());
+    if (chunks == 1) {
+      EXPECT_EQ(joined, whole);
+    }
+    for (size_t c = 0; c < ctx_width; ++c) EXPECT_NEAR(joined[c], whole[c], 1e-5) << "chunks of " << chunk;
+  }
+}
+
 // The bf16 cache: storing rounds to bf16, and attention over bf16 rows is the fp32 attention over the
 // same (bf16-valued) rows: to rounding noise for an odd width, bit for bit for a width of 64 * k.
 TEST(LayerOpsTest, LatentAttentionOverBf16RowsEqualsFp32OverTheSameValues) {

@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "hwy/cache_control.h"
 #include "hwy/contrib/math/math-inl.h"
 #include "hwy/highway.h"
 #include "src/base/bf16.h"
@@ -275,7 +276,9 @@ void AxpyBf16Impl(float alpha, const bf16* x, float* y, size_t n) {
   ForEachVector(n, [&](auto d, size_t i) HWY_ATTR { AxpyBf16Step(d, alpha, x + i, y + i); });
 }
 
-void SoftmaxImpl(float* x, size_t n) {
+// In-place softmax; the maximum and the sum of exp(x - max) it divided by go to *max_out and *sum_out
+// (where not null: what a softmax over several chunks of scores needs to join them, layer_ops.h).
+void SoftmaxStatsImpl(float* x, size_t n, float* max_out, float* sum_out) {
   if (n == 0) return;
   const DFull d;
   const size_t L = hn::Lanes(d);
@@ -300,13 +303,15 @@ void SoftmaxImpl(float* x, size_t n) {
   });
   sum += hn::GetLane(hn::SumOfLanes(d, vsum));
   ForEachVector(n, [&](auto dd, size_t j) HWY_ATTR { DivideStep(dd, sum, x + j); });
+  if (max_out != nullptr) *max_out = max;
+  if (sum_out != nullptr) *sum_out = sum;
 }
 
 // ---- latent attention of several queries over the same bf16 rows ---------------------------------------
 // The heads of one token attend over the same latent rows (spec §2.4, absorbed form). One pass takes up to
 // kQueriesPerPass queries, so each row vector is loaded and widened once for all of them; the context
 // sums take kRowsPerStep rows per load and store of an accumulator vector. For each query the operations
-// on each value, and their order, are those of LatentAttentionBf16 (DotBf16Impl, SoftmaxImpl,
+// on each value, and their order, are those of LatentAttentionBf16 (DotBf16Impl, SoftmaxStatsImpl,
 // AxpyBf16Impl over j ascending), so every result is bit for bit the one-query kernel's.
 // Key blocks: both passes run over blocks of kKeysPerBlock rows, every group of queries finishing a block
 // before the next, so a long cache is streamed from memory once per pass (for all the queries) instead of
@@ -323,26 +328,39 @@ static_assert(kKeysPerBlock % kRowsPerStep == 0, "blocks must not cut a step of 
 // query at a time there (LatentAttentionBf16's own sequence, so the results are the same).
 void LatentAttentionBf16QueriesImpl(const float* const* queries, size_t num_queries, const bf16* const* rows,
                                     size_t visible, size_t width, size_t ctx_width, float scale,
-                                    float* scores, float* const* ctx) {
+                                    float* scores, float* const* ctx, float* max, float* sum) {
   for (size_t g = 0; g < num_queries; ++g) {
     float* query_scores = scores + g * visible;
     for (size_t j = 0; j < visible; ++j) query_scores[j] = DotBf16Impl(queries[g], rows[j], width) * scale;
-    SoftmaxImpl(query_scores, visible);
+    SoftmaxStatsImpl(query_scores, visible, max == nullptr ? nullptr : max + g,
+                     sum == nullptr ? nullptr : sum + g);
     std::fill(ctx[g], ctx[g] + ctx_width, 0.0f);
     for (size_t j = 0; j < visible; ++j) AxpyBf16Impl(query_scores[j], rows[j], ctx[g], ctx_width);
   }
 }
 #else
 // scores[g][j] = DotBf16Impl(queries[g], rows[j], width) * scale for j < visible, g < G.
+// The first group of queries over a key block also prefetches the rows kScoreRowsAhead ahead (the next
+// block's first rows near its end; `readable` rows from `rows` have addresses): the cache is paged in blocks
+// of rows scattered over memory, where the hardware prefetchers stop at every 4 KiB page, and the rows a
+// pass computes on are too few to hide the misses.
+constexpr size_t kScoreRowsAhead = 16;
 template <size_t G>
 HWY_INLINE void LatentScoresPass(const float* const* queries, const bf16* const* rows, size_t visible,
-                                 size_t width, float scale, float* const* scores) {
+                                 size_t readable, size_t width, float scale, bool prefetch,
+                                 float* const* scores) {
   const DFull d;
   const DOne d1;
   const size_t L = hn::Lanes(d);
   using V = hn::Vec<DFull>;
+  const size_t row_bytes = width * sizeof(bf16);
   for (size_t j = 0; j < visible; ++j) {
     const bf16* row = rows[j];
+    if (prefetch && j + kScoreRowsAhead < readable) {
+      const char* ahead = reinterpret_cast<const char*>(rows[j + kScoreRowsAhead]);
+      for (size_t b = 0; b < row_bytes; b += 64) hwy::Prefetch(ahead + b);
+      hwy::Prefetch(ahead + row_bytes - 1);
+    }
     V sum[G][4];
     for (size_t g = 0; g < G; ++g) {
       for (size_t a = 0; a < 4; ++a) sum[g][a] = hn::Zero(d);
@@ -373,19 +391,47 @@ HWY_INLINE void LatentScoresPass(const float* const* queries, const bf16* const*
 }
 
 // ctx[g][c] += p[g][j] * rows[j][c] for j < visible, in j order (AxpyBf16Impl's MulAdd per row), for
-// c < ctx_width.
+// c < ctx_width. Slices of kContextVectors vectors keep their G x kContextVectors sums in registers over
+// all the rows (16 of the 32 registers of AVX-512 and NEON at G = 4, 8 of AVX2's 16), loaded and stored
+// once per call: each lane meets the
+// same MulAdds in the same order as through memory, so the bits are AxpyBf16Impl's. The rest of the width
+// (under a slice) takes kRowsPerStep rows per load and store of a sum.
+constexpr size_t kContextVectors = (HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_SSE4) ? 2 : 4;
 template <size_t G>
 HWY_INLINE void LatentContextPass(const float* const* p, const bf16* const* rows, size_t visible,
                                   size_t ctx_width, float* const* ctx) {
+  const DFull d;
+  using V = hn::Vec<DFull>;
+  const size_t L = hn::Lanes(d);
+  size_t c0 = 0;
+  for (; c0 + kContextVectors * L <= ctx_width; c0 += kContextVectors * L) {
+    V acc[G][kContextVectors];
+    for (size_t g = 0; g < G; ++g) {
+      for (size_t v = 0; v < kContextVectors; ++v) acc[g][v] = hn::LoadU(d, ctx[g] + c0 + v * L);
+    }
+    for (size_t j = 0; j < visible; ++j) {
+      V r[kContextVectors];
+      for (size_t v = 0; v < kContextVectors; ++v) r[v] = LoadBf16(d, rows[j] + c0 + v * L);
+      for (size_t g = 0; g < G; ++g) {
+        const V pj = hn::Set(d, p[g][j]);
+        for (size_t v = 0; v < kContextVectors; ++v) acc[g][v] = hn::MulAdd(pj, r[v], acc[g][v]);
+      }
+    }
+    for (size_t g = 0; g < G; ++g) {
+      for (size_t v = 0; v < kContextVectors; ++v) hn::StoreU(acc[g][v], d, ctx[g] + c0 + v * L);
+    }
+  }
+  if (c0 == ctx_width) return;
   for (size_t j0 = 0; j0 < visible; j0 += kRowsPerStep) {
     const size_t n = std::min(kRowsPerStep, visible - j0);
-    ForEachVector(ctx_width, [&](auto d, size_t c) HWY_ATTR {
-      hn::Vec<decltype(d)> r[kRowsPerStep];
-      for (size_t k = 0; k < n; ++k) r[k] = LoadBf16(d, rows[j0 + k] + c);
+    ForEachVector(ctx_width - c0, [&](auto dd, size_t i) HWY_ATTR {
+      const size_t c = c0 + i;
+      hn::Vec<decltype(dd)> r[kRowsPerStep];
+      for (size_t k = 0; k < n; ++k) r[k] = LoadBf16(dd, rows[j0 + k] + c);
       for (size_t g = 0; g < G; ++g) {
-        auto acc = hn::LoadU(d, ctx[g] + c);
-        for (size_t k = 0; k < n; ++k) acc = hn::MulAdd(hn::Set(d, p[g][j0 + k]), r[k], acc);
-        hn::StoreU(acc, d, ctx[g] + c);
+        auto acc = hn::LoadU(dd, ctx[g] + c);
+        for (size_t k = 0; k < n; ++k) acc = hn::MulAdd(hn::Set(dd, p[g][j0 + k]), r[k], acc);
+        hn::StoreU(acc, dd, ctx[g] + c);
       }
     });
   }
@@ -420,18 +466,19 @@ HWY_INLINE void ScoreRowsAt(float* scores, size_t visible, size_t q0, size_t j0,
 
 void LatentAttentionBf16QueriesImpl(const float* const* queries, size_t num_queries, const bf16* const* rows,
                                     size_t visible, size_t width, size_t ctx_width, float scale,
-                                    float* scores, float* const* ctx) {
+                                    float* scores, float* const* ctx, float* max, float* sum) {
   for (size_t j0 = 0; j0 < visible; j0 += kKeysPerBlock) {  // 1. scores, a key block at a time
     const size_t keys = std::min(kKeysPerBlock, visible - j0);
     ForEachQueryGroup(num_queries, [&](size_t q0, auto group) HWY_ATTR {
       constexpr size_t G = decltype(group)::value;
       float* block_scores[G];
       ScoreRowsAt<G>(scores, visible, q0, j0, block_scores);
-      LatentScoresPass<G>(queries + q0, rows + j0, keys, width, scale, block_scores);
+      LatentScoresPass<G>(queries + q0, rows + j0, keys, visible - j0, width, scale, q0 == 0, block_scores);
     });
   }
   for (size_t g = 0; g < num_queries; ++g) {  // 2. softmax over all keys
-    SoftmaxImpl(scores + g * visible, visible);
+    SoftmaxStatsImpl(scores + g * visible, visible, max == nullptr ? nullptr : max + g,
+                     sum == nullptr ? nullptr : sum + g);
     std::fill(ctx[g], ctx[g] + ctx_width, 0.0f);
   }
   for (size_t j0 = 0; j0 < visible; j0 += kKeysPerBlock) {  // 3. context sums, a key block at a time

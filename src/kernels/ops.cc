@@ -36,7 +36,7 @@ HWY_EXPORT(SituGluImpl);
 HWY_EXPORT(SiluGluImpl);
 HWY_EXPORT(DotImplExport);
 HWY_EXPORT(AxpyImpl);
-HWY_EXPORT(SoftmaxImpl);
+HWY_EXPORT(SoftmaxStatsImpl);
 HWY_EXPORT(F32ToBf16Impl);
 HWY_EXPORT(DotBf16ImplExport);
 HWY_EXPORT(AxpyBf16Impl);
@@ -65,7 +65,9 @@ void SiluGlu(const float* a, const float* b, size_t n, float* out) {
 }
 float Dot(const float* a, const float* b, size_t n) { return HWY_DYNAMIC_DISPATCH(DotImplExport)(a, b, n); }
 void Axpy(float alpha, const float* x, float* y, size_t n) { HWY_DYNAMIC_DISPATCH(AxpyImpl)(alpha, x, y, n); }
-void Softmax(float* x, size_t n) { HWY_DYNAMIC_DISPATCH(SoftmaxImpl)(x, n); }
+void Softmax(float* x, size_t n, float* max, float* sum) {
+  HWY_DYNAMIC_DISPATCH(SoftmaxStatsImpl)(x, n, max, sum);
+}
 void F32ToBf16(const float* x, size_t n, bf16* y) { HWY_DYNAMIC_DISPATCH(F32ToBf16Impl)(x, n, y); }
 float DotBf16(const float* a, const bf16* b, size_t n) {
   return HWY_DYNAMIC_DISPATCH(DotBf16ImplExport)(a, b, n);
@@ -75,9 +77,9 @@ void AxpyBf16(float alpha, const bf16* x, float* y, size_t n) {
 }
 void LatentAttentionBf16Queries(const float* const* queries, size_t num_queries, const bf16* const* rows,
                                 size_t visible, size_t width, size_t ctx_width, float scale, float* scores,
-                                float* const* ctx) {
+                                float* const* ctx, float* max, float* sum) {
   HWY_DYNAMIC_DISPATCH(LatentAttentionBf16QueriesImpl)
-  (queries, num_queries, rows, visible, width, ctx_width, scale, scores, ctx);
+  (queries, num_queries, rows, visible, width, ctx_width, scale, scores, ctx, max, sum);
 }
 
 void KdaRecurrent(const float* q, const float* k, const float* v, const float* g, const float* beta,

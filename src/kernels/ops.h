@@ -107,8 +107,9 @@ void SiluGlu(const float* a, const float* b, size_t n, float* out);
 float Dot(const float* a, const float* b, size_t n);
 // y[i] += alpha * x[i].
 void Axpy(float alpha, const float* x, float* y, size_t n);
-// In-place numerically stable softmax over n values (fp32).
-void Softmax(float* x, size_t n);
+// In-place numerically stable softmax over n values (fp32). Where max / sum are not null they receive the
+// largest input and the sum of exp(x - largest) the outputs were divided by.
+void Softmax(float* x, size_t n, float* max = nullptr, float* sum = nullptr);
 
 // ---- bf16 rows (the MLA latent cache, spec §6) --------------------------------------------------------
 // y[i] = bf16(x[i]), round to nearest even (FloatToBf16, bit for bit).

@@ -1056,10 +1056,10 @@ TEST(KdaTest, ConvMatchesScalarReference) {
 // target: each query's scores and context are bit for bit what the one-query kernel gives, for every count of
 // queries (whole passes and a partial last one), widths with and without a remainder past whole vectors, and
 // visible counts with and without a partial last step of rows, and over several key blocks (256 rows) with a
-// partial last one.
+// partial last one; context widths of whole register slices, of none, and of both.
 TEST(AttentionTest, LatentAttentionOfSeveralQueriesEqualsOneAtATime) {
   ForEachTarget([] {
-    for (const size_t width : {7, 37, 320, 576}) {
+    for (const size_t width : {7, 37, 164, 320, 576}) {  // ctx widths 5, 35, 100, 256, 512
       const size_t ctx_width = width > 64 ? width - 64 : width - 2;
       for (const size_t visible : {1, 3, 6, 33, 256, 601}) {
         std::mt19937 rng(static_cast<uint32_t>(width * 100 + visible));
