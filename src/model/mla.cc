@@ -7,6 +7,7 @@
 
 #include "src/kernels/layer_ops.h"
 #include "src/kernels/ops.h"
+#include "src/model/latent_attention.h"
 #include "src/model/layer_util.h"
 
 namespace k3::model {
@@ -24,11 +25,6 @@ void MlaForward(const io::ModelConfig& cfg, const MlaWeights& w, int64_t mla_ind
   float* head_out = Grow(s->head_out, H * T * std::max(R, Vh));
   float* o = Grow(s->o, T * H * Vh);
   float* gate = w.g_proj.data != nullptr ? Grow(s->gate, T * H * Vh) : nullptr;
-  if (s->scores.size() < NumWorkers(pool)) s->scores.resize(NumWorkers(pool));
-  if (s->rows.size() < NumWorkers(pool)) s->rows.resize(NumWorkers(pool));
-  if (s->rows_bf16.size() < NumWorkers(pool)) s->rows_bf16.resize(NumWorkers(pool));
-  if (s->head_queries.size() < NumWorkers(pool)) s->head_queries.resize(NumWorkers(pool));
-  if (s->head_ctx.size() < NumWorkers(pool)) s->head_ctx.resize(NumWorkers(pool));
 
   // 1. Every projection of x under one fork-join: q_a (or q), kv_a and the output gate; then
   //    q = q_b(q_a_layernorm(q_a(x))) when q is low rank: [T, H*Q].
@@ -75,55 +71,10 @@ void MlaForward(const io::ModelConfig& cfg, const MlaWeights& w, int64_t mla_ind
     kernels::CopyRows(head_out + h * T * R, R, query + h * T * row_width, row_width, T, R);
     kernels::CopyRows(q + h * Q + nope, H * Q, query + h * T * row_width + R, row_width, T, Rp);
   }
-  // 4. Causal softmax attention over each sequence's cache; fp32 math, the rows read in place in the
-  //    cache's dtype. A bf16 cache is read by groups of heads (kernels::LatentAttentionBf16Queries: each
-  //    row once per pass of up to 4 heads, key block by key block for all the task's heads, the same
-  //    results as one head at a time); tasks are (sequence, slice of heads_per_task heads), two slices a
-  //    thread, so a long cache is streamed from memory a few times a layer rather than once per 4 heads.
-  const int64_t heads_per_task = static_cast<int64_t>(kernels::LatentAttentionHeadsPerTask(
-      static_cast<size_t>(H), pool == nullptr ? 1 : pool->num_threads()));
-  const float scale = 1.0f / std::sqrt(static_cast<float>(Q));
-  const int64_t num_segments = static_cast<int64_t>(segments.size());
-  const int64_t head_slices = (H + heads_per_task - 1) / heads_per_task;
-  int64_t max_pairs = 0;  // query-key pairs of the longest segment
-  for (const SequenceSegment& seg : segments)
-    max_pairs = std::max(max_pairs, seg.rows * (seg.start_pos + seg.rows));
-  ParallelTasks(pool, num_segments * head_slices, max_pairs * 2 * row_width * heads_per_task,
-                [&](size_t task, size_t worker) {
-                  const SequenceSegment& seg = segments[task / head_slices];
-                  const int64_t h0 = static_cast<int64_t>(task) % head_slices * heads_per_task;
-                  const int64_t h1 = std::min(H, h0 + heads_per_task);
-                  const int64_t keys = seg.start_pos + seg.rows;
-                  float* scores = Grow(s->scores[worker], static_cast<size_t>(keys * heads_per_task));
-                  if (seg.state->cache_dtype() == CacheDtype::kBf16) {
-                    const bf16** rows = Grow(s->rows_bf16[worker], static_cast<size_t>(keys));
-                    for (int64_t j = 0; j < keys; ++j) rows[j] = seg.state->MlaRowBf16(mla_index, j);
-                    const float** head_queries =
-                        Grow(s->head_queries[worker], static_cast<size_t>(heads_per_task));
-                    float** head_ctx = Grow(s->head_ctx[worker], static_cast<size_t>(heads_per_task));
-                    for (int64_t i = 0; i < seg.rows; ++i) {
-                      const int64_t row = seg.row_begin + i;
-                      const int64_t visible = seg.start_pos + i + 1;  // keys 0..pos
-                      for (int64_t h = h0; h < h1; ++h) {
-                        head_queries[h - h0] = query + (h * T + row) * row_width;
-                        head_ctx[h - h0] = ctx + (h * T + row) * R;
-                      }
-                      kernels::LatentAttentionBf16Queries(head_queries, h1 - h0, rows, visible, row_width, R,
-                                                          scale, scores, head_ctx);
-                    }
-                    return;
-                  }
-                  const float** rows = Grow(s->rows[worker], static_cast<size_t>(keys));
-                  for (int64_t j = 0; j < keys; ++j) rows[j] = seg.state->MlaRowF32(mla_index, j);
-                  for (int64_t h = h0; h < h1; ++h) {
-                    for (int64_t i = 0; i < seg.rows; ++i) {
-                      const int64_t row = seg.row_begin + i;
-                      const int64_t visible = seg.start_pos + i + 1;  // keys 0..pos
-                      kernels::LatentAttention(query + (h * T + row) * row_width, rows, visible, row_width, R,
-                                               scale, scores, ctx + (h * T + row) * R);
-                    }
-                  }
-                });
+  // 4. Causal softmax attention over each sequence's cache (latent_attention.h): fp32 math, the rows read
+  //    in place in the cache's dtype, tasks over sequences, heads and key chunks.
+  CausalLatentAttention(H, R, Rp, mla_index, query, T, segments, 1.0f / std::sqrt(static_cast<float>(Q)),
+                        &s->attention, pool, ctx);
   // 5. o_h = bf16(Wuv_h ctx_h): Wuv_h is rows [h*(nope+Vh) + nope, (h+1)*(nope+Vh)) of kv_b; one group.
   s->head_jobs.clear();
   for (int64_t h = 0; h < H; ++h) {

@@ -13,29 +13,26 @@
 #include "src/base/thread_pool.h"
 #include "src/io/model_config.h"
 #include "src/kernels/ops.h"
+#include "src/model/latent_attention.h"
 #include "src/model/layer_util.h"
 #include "src/model/weights.h"
 
 namespace k3::model {
 
 struct MlaScratch {
-  std::vector<float> q_low;                             // [T, q_lora]
-  std::vector<float> q;                                 // [T, H*Q]
-  std::vector<float> latent;                            // [T, R + Rp]
-  std::vector<float> query;                             // [H, T, R + Rp] absorbed queries
-  std::vector<float> ctx;                               // [H, T, R]
-  std::vector<float> head_in;                           // [H, T, nope] q_nope per head
-  std::vector<float> head_out;                          // [H, T, max(R, Vh)]
-  std::vector<kernels::MatMulJob> head_jobs;            // [H] the per-head products of one step, one group
-  std::vector<float> o;                                 // [T, H*Vh]
-  std::vector<float> gate;                              // [T, H*Vh]
-  std::vector<std::vector<float>> scores;               // per worker: [tokens in the sequence]
-  std::vector<std::vector<const float*>> rows;          // per worker: the sequence's cached rows (fp32 cache)
-  std::vector<std::vector<const bf16*>> rows_bf16;      // per worker: the same for a bf16 cache
-  std::vector<std::vector<const float*>> head_queries;  // per worker: [heads of a task] the task's queries
-  std::vector<std::vector<float*>> head_ctx;            // per worker: [heads of a task] where their ctx goes
-  std::vector<float*> cache_rows;                       // [rows of one sequence] where its new latent rows go
-  std::vector<bf16*> cache_rows_bf16;                   // the same for a bf16 cache
+  std::vector<float> q_low;                   // [T, q_lora]
+  std::vector<float> q;                       // [T, H*Q]
+  std::vector<float> latent;                  // [T, R + Rp]
+  std::vector<float> query;                   // [H, T, R + Rp] absorbed queries
+  std::vector<float> ctx;                     // [H, T, R]
+  std::vector<float> head_in;                 // [H, T, nope] q_nope per head
+  std::vector<float> head_out;                // [H, T, max(R, Vh)]
+  std::vector<kernels::MatMulJob> head_jobs;  // [H] the per-head products of one step, one group
+  std::vector<float> o;                       // [T, H*Vh]
+  std::vector<float> gate;                    // [T, H*Vh]
+  LatentAttentionScratch attention;           // step 4 (latent_attention.h)
+  std::vector<float*> cache_rows;             // [rows of one sequence] where its new latent rows go
+  std::vector<bf16*> cache_rows_bf16;         // the same for a bf16 cache
 };
 
 // x: [T, D] (input_layernorm output) -> out: [T, D]. Writes each segment's latent rows into MLA cache
