@@ -13,13 +13,15 @@
 // Machines running this are often shared, so every figure is the median of --repeats runs (prefill:
 // --prefill-repeats), and the load average (/proc/loadavg) is printed before and after. With
 // --compare-bf16-paths 1 each decode repetition is paired with one on the fp32 path (ops.h).
-// With --context N only long-context decode is measured (LongContextDecode): batch-1 decode after N
-// cached tokens with the MLA latent cache in bf16 (the default) and in fp32 words, alternating.
+// With --context 8192,32768,131040 only long-context decode is measured (LongContextDecode): batch-1 decode
+// after each N cached tokens with the MLA latent cache in bf16 (the default) and in fp32 words,
+// alternating, against the bytes roofline, and the attention over the cache alone against the bandwidth.
 // With --batch-sizes 4,16,64 only batched decode is measured (BatchedDecode): B sequences decoding in
 // one batch, aggregate tokens/s against the rate the step's bytes allow at the measured bandwidth, the
 // bytes from the actual routing (the distinct experts each step ran, plus every dense weight).
 //   decode_bench --model DIR [--threads N] [--prompt-len 2048] [--decode-steps 32] [--repeats 5]
-//                [--prefill-repeats 3] [--compare-bf16-paths 1] [--context 8192] [--batch-sizes 4,16,64]
+//                [--prefill-repeats 3] [--compare-bf16-paths 1] [--context 8192,32768] [--batch-sizes
+//                4,16,64]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -42,6 +44,7 @@
 #include "src/model/model.h"
 #include "src/model/sequence_state.h"
 #include "src/model/sequences.h"
+#include "src/model/step_plan.h"
 #include "src/model/tensors.h"
 
 namespace {
@@ -170,6 +173,18 @@ TokenCost CostPerToken(const k3::io::ModelConfig& cfg) {
   return cost;
 }
 
+// Parses "a,b,c" (each in [least, most]) onto *out; false on anything else.
+bool ParseSizes(const char* text, int64_t least, int64_t most, std::vector<int64_t>* out) {
+  for (const char* p = text; *p != '\0';) {
+    char* end = nullptr;
+    const int64_t v = std::strtoll(p, &end, 10);
+    if (end == p || v < least || v > most || (*end != ',' && *end != '\0')) return false;
+    out->push_back(v);
+    p = *end == ',' ? end + 1 : end;
+  }
+  return !out->empty();
+}
+
 void Forward(k3::model::Sequences& seqs, int32_t slot, const std::vector<int32_t>& ids) {
   k3::model::SequenceBatchItem item{slot, ids, false};
   k3::model::ForwardOutput out;
@@ -182,53 +197,143 @@ std::string Samples(const std::vector<double>& v) {
   return out;
 }
 
-// Batch-1 decode tokens/s after `context` cached tokens, MLA cache in bf16 vs fp32 words: one prefill per
-// dtype (in pieces of 1024), then per repetition a clone of each decodes `decode_steps` tokens, the two
-// dtypes alternating which goes first. Prints the medians and the MLA cache bytes per token.
-void LongContextDecode(k3::model::Model& model, int64_t context, int64_t decode_steps, int64_t repeats) {
+// Long-context decode (issue 18 item 4): batch-1 decode after N cached tokens, for each N of --context.
+// The slot is paged, as in the engine (one block table, 64-token blocks): its first min(N, 1024) rows come
+// from a real prefill, and the rest of the N rows are block copies of them (StateOpKind::kCopyBlock, the
+// engine's copy-on-write op), since a 128k-token prefill would take hours here and decode time does not
+// depend on the values it attends over. Per repetition, right after a read-bandwidth measurement, each
+// cache dtype (bf16, then fp32 words; the order alternates) decodes --decode-steps tokens from position N
+// and then from position 64 (one block: the same step without the long cache). Printed per N and dtype:
+//   - tokens/s, and the ratio to the bytes roofline: weights a token reads (as for batch 1) + N cached
+//     rows + the KDA states (read and written each step), at the measured bandwidth;
+//   - the median step times at N and at 64 tokens;
+//   - the attention over the cache alone: the median step's time above the median 64-token step, as the
+//     cache bytes it read per second (item 4: >= 70 % of the bandwidth) and as FLOP/s (scores and context sums, 2 x H x
+//     (2R + Rp) per cached row and MLA layer) against the measured MatMulBf16 rate.
+void LongContextDecode(k3::model::Model& model, const std::vector<int64_t>& contexts, int64_t decode_steps,
+                       int64_t repeats, size_t threads) {
   using k3::bench::Median;
   using k3::model::CacheDtype;
+  using k3::model::StateOp;
+  using k3::model::StateOpKind;
+  constexpr int32_t kBlockTokens = 64;
+  constexpr int64_t kPrefixTokens = 1024;  // a multiple of kBlockTokens
   const k3::io::ModelConfig& cfg = model.config();
   const int32_t vocab = static_cast<int32_t>(cfg.vocab_size);
-  std::vector<int32_t> prompt(static_cast<size_t>(context));
-  for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = static_cast<int32_t>((i * 104729 + 7) % vocab);
+  const TokenCost cost = CostPerToken(cfg);
+  const double kda_state_step_bytes =
+      2.0 * static_cast<double>(cfg.num_kda_layers()) *
+      static_cast<double>(cfg.kda_num_heads * cfg.kda_head_dim * cfg.kda_head_dim) * sizeof(float);
+  const double attention_flops_per_row = 2.0 * static_cast<double>(cfg.num_mla_layers() * cfg.mla_num_heads) *
+                                         static_cast<double>(2 * cfg.kv_lora_rank + cfg.qk_rope_head_dim);
+  const double matmul_flops = k3::bench::MeasureMatMulFlops(threads, 3) * 1e9;
+  std::printf("MatMulBf16: %.1f GFLOP/s; attention: %.0f FLOP per cached token (all MLA layers)\n",
+              matmul_flops / 1e9, attention_flops_per_row);
   const CacheDtype dtypes[2] = {CacheDtype::kBf16, CacheDtype::kF32};
-  std::unique_ptr<k3::model::Sequences> seqs[2];
-  int32_t base[2];
-  for (int d = 0; d < 2; ++d) {
-    seqs[d] = std::make_unique<k3::model::Sequences>(model, dtypes[d]);
-    base[d] = seqs[d]->New();
-    const auto p0 = Clock::now();
-    for (int64_t from = 0; from < context; from += 1024) {
-      const int64_t n = std::min<int64_t>(1024, context - from);
-      Forward(*seqs[d], base[d], std::vector<int32_t>(prompt.begin() + from, prompt.begin() + from + n));
-    }
-    std::printf("prefill of %lld tokens (%s cache): %.1f s\n", static_cast<long long>(context),
-                k3::model::CacheDtypeName(dtypes[d]), Seconds(p0, Clock::now()));
-  }
-  std::vector<double> tps[2];
-  for (int64_t r = 0; r < repeats; ++r) {
-    for (int k = 0; k < 2; ++k) {
-      const int d = (k + r) % 2;
-      const int32_t state = seqs[d]->Clone(base[d]);
+  uint64_t sequence = 0;
+  auto execute = [&](k3::model::StepPlan plan) {
+    plan.sequence = ++sequence;
+    k3::model::ForwardOutput out;
+    K3_CHECK_OK(model.Execute(plan, &out));
+  };
+  for (const int64_t context : contexts) {
+    const int64_t prefix = std::min(kPrefixTokens, context);
+    const int64_t prefix_blocks = (prefix + kBlockTokens - 1) / kBlockTokens;
+    const int64_t num_blocks = (context + decode_steps + kBlockTokens - 1) / kBlockTokens;
+    // Blocks 0 .. num_blocks - 1 in either dtype: their size differs, so each repetition makes the slot,
+    // decodes, then frees it with its blocks before the other dtype's slot is made.
+    std::vector<int32_t> table;
+    for (int64_t b = 0; b < num_blocks; ++b) table.push_back(static_cast<int32_t>(b));
+    auto item = [&](int d, int64_t start_pos, std::vector<int32_t> tokens) {
+      k3::model::StepItem step;
+      step.slot = 1;
+      step.start_pos = start_pos;
+      step.block_tokens = kBlockTokens;
+      step.cache_dtype = dtypes[d];
+      step.blocks = table;
+      step.tokens = std::move(tokens);
+      return step;
+    };
+    // Makes slot 1 in dtype d with `context` cached rows (a prefill of `prefix`, then block copies).
+    auto build = [&](int d) {
+      k3::model::StepPlan plan;
+      plan.ops.push_back({StateOpKind::kNew, 1, static_cast<int32_t>(dtypes[d])});
+      for (int64_t from = 0; from < prefix; from += kPrefixTokens / 2) {
+        std::vector<int32_t> tokens;
+        for (int64_t i = from; i < std::min(prefix, from + kPrefixTokens / 2); ++i)
+          tokens.push_back(static_cast<int32_t>((i * 104729 + 7) % vocab));
+        plan.items = {item(d, from, std::move(tokens))};
+        execute(std::move(plan));
+        plan = {};
+      }
+      for (int64_t b = prefix_blocks; b < num_blocks; ++b) {
+        plan.ops.push_back(
+            {StateOpKind::kCopyBlock, static_cast<int32_t>(b % prefix_blocks), static_cast<int32_t>(b)});
+      }
+      execute(std::move(plan));
+    };
+    auto release = [&] {
+      k3::model::StepPlan plan;
+      plan.ops = {{StateOpKind::kFree, 1, 0}, {StateOpKind::kReleaseBlocks, 0, 0}};
+      execute(std::move(plan));
+    };
+    auto decode = [&](int d, int64_t start_pos, int64_t r) {
       const auto d0 = Clock::now();
-      for (int64_t s = 0; s < decode_steps; ++s)
-        Forward(*seqs[d], state, {static_cast<int32_t>((s * 31 + r) % vocab)});
-      tps[d].push_back(static_cast<double>(decode_steps) / Seconds(d0, Clock::now()));
-      seqs[d]->Free(state);
+      for (int64_t s = 0; s < decode_steps; ++s) {
+        k3::model::StepPlan plan;
+        plan.items = {item(d, start_pos + s, {static_cast<int32_t>((s * 31 + r) % vocab)})};
+        execute(std::move(plan));
+      }
+      return Seconds(d0, Clock::now()) / static_cast<double>(decode_steps);
+    };
+    std::vector<double> tps[2], ratio[2], long_ms[2], short_ms[2], bandwidths;
+    for (int64_t r = 0; r < repeats; ++r) {
+      bandwidths.push_back(k3::bench::MeasureMemoryReadBandwidth(size_t{1} << 30, threads, 3) * 1e9);
+      for (int k = 0; k < 2; ++k) {
+        const int d = (k + r) % 2;
+        build(d);
+        const double long_step = decode(d, context, r);
+        const double short_step = decode(d, kBlockTokens, r);
+        release();
+        const double cache_bytes =
+            static_cast<double>(context * k3::model::ModelSequenceState::MlaBlockBytes(cfg, 1, dtypes[d]));
+        tps[d].push_back(1.0 / long_step);
+        ratio[d].push_back(tps[d].back() /
+                           (bandwidths.back() / (cost.decode_bytes + cache_bytes + kda_state_step_bytes)));
+        long_ms[d].push_back(1e3 * long_step);
+        short_ms[d].push_back(1e3 * short_step);
+      }
+    }
+    for (int d = 0; d < 2; ++d) {
+      const double row_bytes =
+          static_cast<double>(k3::model::ModelSequenceState::MlaBlockBytes(cfg, 1, dtypes[d]));
+      // The attention over the cache alone: the median step's time above the median 64-token step.
+      const double attention_s = (Median(long_ms[d]) - Median(short_ms[d])) / 1e3;
+      const double attention_rows = static_cast<double>(context - kBlockTokens);
+      std::printf(
+          "decode batch 1 after %lld cached tokens, MLA cache %s (%.0f B/token, %.1f MB): median %.3f "
+          "tokens/s [%s], %.0f%% of the bytes roofline (weights %.1f MB + cache + KDA states %.1f MB a "
+          "token) [%s]; step %.1f ms [%s], after 64 tokens %.1f ms [%s]\n",
+          static_cast<long long>(context), k3::model::CacheDtypeName(dtypes[d]), row_bytes,
+          static_cast<double>(context) * row_bytes / 1e6, Median(tps[d]), Samples(tps[d]).c_str(),
+          100.0 * Median(ratio[d]), cost.decode_bytes / 1e6, kda_state_step_bytes / 1e6,
+          Samples(ratio[d]).c_str(), Median(long_ms[d]), Samples(long_ms[d]).c_str(), Median(short_ms[d]),
+          Samples(short_ms[d]).c_str());
+      if (attention_s <= 0) {
+        std::printf("  attention over the cache: below this run's noise\n");
+        continue;
+      }
+      std::printf(
+          "  attention over the cache: %.1f ms a step = %.1f GB/s of cache = %.0f%% of the read bandwidth "
+          "%.1f GB/s (target >= 70%%); %.1f GFLOP/s = %.0f%% of MatMulBf16 (%.1f FLOP per cache byte)\n",
+          1e3 * attention_s, attention_rows * row_bytes / attention_s / 1e9,
+          100.0 * attention_rows * row_bytes / attention_s / Median(bandwidths), Median(bandwidths) / 1e9,
+          attention_rows * attention_flops_per_row / attention_s / 1e9,
+          100.0 * attention_rows * attention_flops_per_row / attention_s / matmul_flops,
+          attention_flops_per_row / row_bytes);
     }
   }
-  for (int d = 0; d < 2; ++d) {
-    const int64_t bytes = k3::model::ModelSequenceState::MlaBlockBytes(cfg, 1, dtypes[d]);
-    std::printf(
-        "decode batch 1 after %lld cached tokens, MLA cache %s (%lld B/token, %.1f MB for the context): "
-        "median "
-        "%.3f tokens/s [%s]\n",
-        static_cast<long long>(context), k3::model::CacheDtypeName(dtypes[d]), static_cast<long long>(bytes),
-        static_cast<double>(bytes * context) / 1e6, Median(tps[d]), Samples(tps[d]).c_str());
-  }
-  std::printf("bf16 / fp32 decode tokens/s: %.3fx; load average after: %s\n", Median(tps[0]) / Median(tps[1]),
-              LoadAverage().c_str());
+  std::printf("load average after: %s\n", LoadAverage().c_str());
 }
 
 // Batched decode (issue 18 item 3): for each B, B sequences each prefilled with its own 16-token prompt,
@@ -321,9 +426,9 @@ int main(int argc, char** argv) {
   using k3::bench::Median;
   std::string dir;
   size_t threads = 0;
-  int64_t prompt_len = 2048, decode_steps = 32, repeats = 5, prefill_repeats = 3, context = 0;
+  int64_t prompt_len = 2048, decode_steps = 32, repeats = 5, prefill_repeats = 3;
   bool compare_bf16_paths = false;
-  std::vector<int64_t> batch_sizes;
+  std::vector<int64_t> batch_sizes, contexts;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
     if (flag == "--model")
@@ -338,32 +443,23 @@ int main(int argc, char** argv) {
       repeats = std::strtoll(argv[i + 1], nullptr, 10);
     else if (flag == "--compare-bf16-paths")
       compare_bf16_paths = std::strtoll(argv[i + 1], nullptr, 10) != 0;
-    else if (flag == "--context")
-      context = std::strtoll(argv[i + 1], nullptr, 10);
     else if (flag == "--prefill-repeats")
       prefill_repeats = std::strtoll(argv[i + 1], nullptr, 10);
-    else if (flag == "--batch-sizes")
-      for (const char* p = argv[i + 1]; *p != '\0';) {
-        char* end = nullptr;
-        const int64_t b = std::strtoll(p, &end, 10);
-        if (end == p || b < 1 || b > 4096) {
-          std::fprintf(stderr, "decode_bench: --batch-sizes %s: expected sizes like 1,4,16,64\n",
-                       argv[i + 1]);
-          return 2;
-        }
-        batch_sizes.push_back(b);
-        p = *end == ',' ? end + 1 : end;
-        if (*end != ',' && *end != '\0') {
-          std::fprintf(stderr, "decode_bench: --batch-sizes %s: expected sizes like 1,4,16,64\n",
-                       argv[i + 1]);
-          return 2;
-        }
+    else if (flag == "--batch-sizes" || flag == "--context") {
+      std::vector<int64_t>& list = flag == "--context" ? contexts : batch_sizes;
+      const int64_t most = flag == "--context" ? (int64_t{1} << 24) : 4096;
+      const int64_t least = flag == "--context" ? 128 : 1;
+      if (!ParseSizes(argv[i + 1], least, most, &list)) {
+        std::fprintf(stderr, "decode_bench: %s %s: expected sizes like %s\n", flag.c_str(), argv[i + 1],
+                     flag == "--context" ? "8192,32768,131040 (at least 128)" : "1,4,16,64");
+        return 2;
       }
+    }
   }
   if (dir.empty() || prompt_len < 1 || decode_steps < 1 || repeats < 1 || prefill_repeats < 0) {
     std::fprintf(stderr,
                  "usage: decode_bench --model DIR [--threads N] [--prompt-len 2048] [--decode-steps 32] "
-                 "[--repeats 5] [--prefill-repeats 3] [--compare-bf16-paths 1] [--context N] "
+                 "[--repeats 5] [--prefill-repeats 3] [--compare-bf16-paths 1] [--context 8192,32768] "
                  "[--batch-sizes 1,4,16,64]\n");
     return 2;
   }
@@ -374,13 +470,13 @@ int main(int argc, char** argv) {
               LoadAverage().c_str(), threads, static_cast<long long>(repeats),
               static_cast<long long>(prefill_repeats));
 
-  if (context > 0) {
+  if (!contexts.empty()) {
     auto loaded = k3::model::Model::Load(dir, &pool);
     if (!loaded.ok()) {
       std::fprintf(stderr, "decode_bench: %s\n", loaded.status().ToString().c_str());
       return 1;
     }
-    LongContextDecode(**loaded, context, decode_steps, repeats);
+    LongContextDecode(**loaded, contexts, decode_steps, repeats, threads);
     return 0;
   }
   if (!batch_sizes.empty()) {
@@ -435,7 +531,8 @@ int main(int argc, char** argv) {
   const double touch_rate = file_bytes / Median(touch_s);  // bytes/s
   const double first_touch_overhead = Median(first_s) - Median(second_s);
   std::printf(
-      "start-to-first-token: median %.3f s [%s] = load %.3f s + first Forward %.3f s (a second Forward on a "
+      "start-to-first-token: median %.3f s [%s] = load %.3f s + first Forward %.3f s (a second Forward on "
+      "a "
       "new sequence: %.3f s); warm read of %.2f GB: median %.3f s [%s] -> ratio %.2f (acceptance <= 1.5)\n"
       "  first touch of a fresh mapping of the shards (one read per 4 KiB page, on the pool): %.2f GB/s, "
       "median %.3f s "
@@ -499,7 +596,8 @@ int main(int argc, char** argv) {
       100.0 * Median(ratios), Samples(ratios).c_str());
   if (compare) {
     std::printf(
-        "decode batch 1 with bf16 dot products off (fp32 path), alternating with the runs above: median %.2f "
+        "decode batch 1 with bf16 dot products off (fp32 path), alternating with the runs above: median "
+        "%.2f "
         "tokens/s [%s]; dot products / fp32 path per repetition: median %.2fx [%s]\n",
         Median(fp32_tps), Samples(fp32_tps).c_str(), Median(speedups), Samples(speedups).c_str());
   }
@@ -521,7 +619,8 @@ int main(int argc, char** argv) {
     const double gflops = 2.0 * cost.matrix_params * static_cast<double>(prompt_len) / seconds / 1e9;
     const double matmul_gflops = k3::bench::MeasureMatMulFlops(threads, 3);
     std::printf(
-        "prefill %lld tokens: median %.2f s [%s] = %.1f tokens/s -> %.1f GFLOP/s in matrices vs %.1f GFLOP/s "
+        "prefill %lld tokens: median %.2f s [%s] = %.1f tokens/s -> %.1f GFLOP/s in matrices vs %.1f "
+        "GFLOP/s "
         "measured MatMulBf16 (%.0f%%)\n",
         static_cast<long long>(prompt_len), seconds, Samples(prefill_s).c_str(), prompt_len / seconds, gflops,
         matmul_gflops, 100.0 * gflops / matmul_gflops);
