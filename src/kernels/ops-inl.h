@@ -25,6 +25,7 @@
 #include "hwy/contrib/math/math-inl.h"
 #include "hwy/highway.h"
 #include "src/base/bf16.h"
+#include "src/kernels/lane_sums_avx512-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace k3::kernels::HWY_NAMESPACE {
@@ -345,23 +346,6 @@ void LatentAttentionBf16QueriesImpl(const float* const* queries, size_t num_quer
 // of rows scattered over memory, where the hardware prefetchers stop at every 4 KiB page, and the rows a
 // pass computes on are too few to hide the misses.
 constexpr size_t kScoreRowsAhead = 16;
-#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
-// The lane sums of four vectors side by side, each in the pairwise tree of _mm512_reduce_add_ps (which
-// SumOfLanes is on AVX-512: lane i + lane i + w for w = 8, 4, 2, 1), so each sum has SumOfLanes' bits:
-// lane 4 g of the result holds v[g]'s. One transpose-and-add network instead of four reductions. The same
-// tree as StoreSumsOfLanes4 (dpbf16-inl.h), kept apart: that one carries the bf16 kernels' target attribute,
-// this one Highway's, and GCC 12 warns (maybe-uninitialized) on the shuffles in a helper shared by both.
-HWY_INLINE __m512 SumsOfLanes4(const __m512 (&v)[4]) {
-  const __m512 ab = _mm512_add_ps(_mm512_shuffle_f32x4(v[0], v[1], _MM_SHUFFLE(1, 0, 1, 0)),
-                                  _mm512_shuffle_f32x4(v[0], v[1], _MM_SHUFFLE(3, 2, 3, 2)));
-  const __m512 cd = _mm512_add_ps(_mm512_shuffle_f32x4(v[2], v[3], _MM_SHUFFLE(1, 0, 1, 0)),
-                                  _mm512_shuffle_f32x4(v[2], v[3], _MM_SHUFFLE(3, 2, 3, 2)));
-  const __m512 fours = _mm512_add_ps(_mm512_shuffle_f32x4(ab, cd, _MM_SHUFFLE(2, 0, 2, 0)),
-                                     _mm512_shuffle_f32x4(ab, cd, _MM_SHUFFLE(3, 1, 3, 1)));
-  const __m512 twos = _mm512_add_ps(fours, _mm512_permute_ps(fours, _MM_SHUFFLE(1, 0, 3, 2)));
-  return _mm512_add_ps(twos, _mm512_permute_ps(twos, _MM_SHUFFLE(2, 3, 0, 1)));
-}
-#endif
 template <size_t G>
 HWY_INLINE void LatentScoresPass(const float* const* queries, const bf16* const* rows, size_t visible,
                                  size_t readable, size_t width, float scale, bool prefetch,
