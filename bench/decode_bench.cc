@@ -20,8 +20,8 @@
 // one batch, aggregate tokens/s against the rate the step's bytes allow at the measured bandwidth, the
 // bytes from the actual routing (the distinct experts each step ran, plus every dense weight).
 //   decode_bench --model DIR [--threads N] [--prompt-len 2048] [--decode-steps 32] [--repeats 5]
-//                [--prefill-repeats 3] [--compare-bf16-paths 1] [--context 8192,32768] [--batch-sizes
-//                4,16,64]
+//                [--prefill-repeats 3] [--compare-bf16-paths 1] [--context 8192,32768]
+//                [--batch-sizes 4,16,64]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -208,13 +208,12 @@ std::string Samples(const std::vector<double>& v) {
 //     rows + the KDA states (read and written each step), at the measured bandwidth;
 //   - the median step times at N and at 64 tokens;
 //   - the attention over the cache alone: the median step's time above the median 64-token step, as the
-//     cache bytes it read per second (item 4: >= 70 % of the bandwidth) and as FLOP/s (scores and context sums, 2 x H x
-//     (2R + Rp) per cached row and MLA layer) against the measured MatMulBf16 rate.
+//     cache bytes it read per second (item 4: >= 70 % of the bandwidth) and as FLOP/s (scores and context
+//     sums, 2 x H x (2R + Rp) per cached row and MLA layer) against the measured MatMulBf16 rate.
 void LongContextDecode(k3::model::Model& model, const std::vector<int64_t>& contexts, int64_t decode_steps,
                        int64_t repeats, size_t threads) {
   using k3::bench::Median;
   using k3::model::CacheDtype;
-  using k3::model::StateOp;
   using k3::model::StateOpKind;
   constexpr int32_t kBlockTokens = 64;
   constexpr int64_t kPrefixTokens = 1024;  // a multiple of kBlockTokens

@@ -412,9 +412,8 @@ HWY_INLINE void LatentScoresPass(const float* const* queries, const bf16* const*
 // ctx[g][c] += p[g][j] * rows[j][c] for j < visible, in j order (AxpyBf16Impl's MulAdd per row), for
 // c < ctx_width. Slices of kContextVectors vectors keep their G x kContextVectors sums in registers over
 // all the rows (16 of the 32 registers of AVX-512 and NEON at G = 4, 8 of AVX2's 16), loaded and stored
-// once per call: each lane meets the
-// same MulAdds in the same order as through memory, so the bits are AxpyBf16Impl's. The rest of the width
-// (under a slice) takes kRowsPerStep rows per load and store of a sum.
+// once per call: each lane meets the same MulAdds in the same order as through memory, so the bits are
+// AxpyBf16Impl's. The rest of the width (under a slice) takes kRowsPerStep rows per load and store of a sum.
 constexpr size_t kContextVectors = (HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_SSE4) ? 2 : 4;
 template <size_t G>
 HWY_INLINE void LatentContextPass(const float* const* p, const bf16* const* rows, size_t visible,
