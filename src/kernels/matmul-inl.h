@@ -24,8 +24,14 @@
 // match, zero-padded to whole chunks, so the inner loop is plain FMAs. For bf16 and MXFP4 (2 vectors per
 // chunk) the first vector holds the even elements and the second the odd ones: two bf16 share a 32-bit
 // lane and two E2M1 codes share a byte, so the split costs no shuffles. fp32 chunks are plain. On AVX2
-// an MXFP4 chunk is a whole 32-element group decoded with byte shuffles (Mxfp4GroupWeights). MXFP4
-// chunks are dotted unscaled and the group scale is applied once to the chunk's dot product.
+// an MXFP4 chunk is a whole 32-element group decoded with byte shuffles (Mxfp4GroupWeights), dotted
+// unscaled, and the group scale is applied once to the chunk's dot product.
+//
+// Small batches (up to kPrefetchMaxM x rows; MXFP4 from one row, bf16 and fp32 from three) prefetch: the
+// first x tile of each weight tile prefetches, chunk by chunk, the rows a prefetch distance ahead
+// (matmul_blocking.h). A weight tile's rows are short streams (an MXFP4 row at K = 1024 is 512 bytes) that
+// the hardware prefetcher does not ramp up on. MXFP4 weight tiles that meet several x tiles (kPanelMinM x
+// rows) are decoded once into a per-thread panel that every x tile then reads (DecodedPanel).
 
 #if defined(K3_KERNELS_MATMUL_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef K3_KERNELS_MATMUL_INL_H_
@@ -41,6 +47,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "hwy/cache_control.h"
 #include "hwy/highway.h"
 #include "src/base/bf16.h"
 #include "src/base/thread_pool.h"
@@ -121,7 +128,12 @@ constexpr bool kXInRegisters = true;
 constexpr size_t kMaxTileM = 2;  // 16 registers: 8 accumulators + weights; x is read from L1
 constexpr bool kXInRegisters = false;
 #endif
-constexpr size_t kDecodeMaxM = 16;  // up to here a pool task streams weight rows (decode, small batches)
+constexpr size_t kDecodeMaxM = 16;    // up to here a pool task streams weight rows (decode, small batches)
+constexpr size_t kPrefetchMaxM = 16;  // most x rows whose tiles prefetch the weight rows ahead
+// Fewest x rows for which an MXFP4 weight tile is decoded once into a panel (DecodedPanel) rather than by
+// every x tile. On AVX2 (Zen 3, one thread, alternating call for call) the panel took 1.4x the time at
+// M = 3 (two x tiles), the same at 6, 5-19 % less at 8 and 24-37 % less from 12 rows on.
+constexpr size_t kPanelMinM = 4 * kMaxTileM;
 
 // ---- weight policies: chunk c of weight row n -> kVectorsPerChunk fp32 vectors (+ the chunk scale) --
 
@@ -130,11 +142,17 @@ constexpr size_t kDecodeMaxM = 16;  // up to here a pool task streams weight row
 struct Bf16Weights {
   static constexpr size_t kVectorsPerChunk = 2;
   static constexpr bool kScalePerChunk = false;
+  static constexpr size_t kPrefetchMinM = 3;
   // Element of the chunk held in x scratch slot i: even elements first, then odd ones.
   static size_t SourceOf(size_t i, size_t L) { return i < L ? 2 * i : 2 * (i - L) + 1; }
   const uint16_t* w;  // [N, K]
   size_t K;
   size_t full_chunks;  // chunks lying entirely inside a row
+
+  // Byte address of chunk c of weight row n (prefetches).
+  const void* ChunkAddress(size_t n, size_t c) const { return w + n * K + c * 2 * hn::Lanes(DMatMul()); }
+  const void* ScaleRow(size_t /*n*/) const { return nullptr; }
+  size_t RowBytes() const { return K * sizeof(uint16_t); }
 
   HWY_INLINE void Widen(DMatMul df, hn::Vec<hn::RebindToUnsigned<DMatMul> > pairs, VMatMul (&out)[2]) const {
     const hn::RebindToUnsigned<DMatMul> du32;
@@ -164,10 +182,15 @@ struct Bf16Weights {
 struct F32Weights {
   static constexpr size_t kVectorsPerChunk = 2;
   static constexpr bool kScalePerChunk = false;
+  static constexpr size_t kPrefetchMinM = 3;
   static size_t SourceOf(size_t i, size_t /*L*/) { return i; }  // plain chunk
   const float* w;                                               // [N, K]
   size_t K;
   size_t full_chunks;
+
+  const void* ChunkAddress(size_t n, size_t c) const { return w + n * K + c * 2 * hn::Lanes(DMatMul()); }
+  const void* ScaleRow(size_t /*n*/) const { return nullptr; }
+  size_t RowBytes() const { return K * sizeof(float); }
 
   HWY_INLINE VMatMul Load(DMatMul df, size_t n, size_t c, VMatMul (&out)[2]) const {
     const size_t L = hn::Lanes(df);
@@ -215,6 +238,7 @@ alignas(64) static constexpr float kE2M1Values[16] = {0.0f,  0.5f,  1.0f,  1.5f,
 struct Mxfp4Weights {
   static constexpr size_t kVectorsPerChunk = 2;
   static constexpr bool kScalePerChunk = false;
+  static constexpr size_t kPrefetchMinM = 1;
   // Element of the chunk held in x scratch slot i: even elements first, then odd ones.
   static size_t SourceOf(size_t i, size_t L) { return i < L ? 2 * i : 2 * (i - L) + 1; }
   const uint8_t* packed;  // [N, K/2]
@@ -222,6 +246,12 @@ struct Mxfp4Weights {
   size_t K;
   size_t full_chunks;
   const float* scale_values;  // E8M0Values().values
+
+  const void* ChunkAddress(size_t n, size_t c) const {
+    return packed + n * (K / 2) + c * hn::Lanes(DMatMul());
+  }
+  const void* ScaleRow(size_t n) const { return scales + n * (K / 32); }
+  size_t RowBytes() const { return K / 2; }
 
   HWY_INLINE VMatMul Load(DMatMul df, size_t n, size_t c, VMatMul (&out)[2]) const {
     const size_t L = hn::Lanes(df);
@@ -296,16 +326,22 @@ inline const E2M1Bf16Bytes& E2M1Bytes() {
 }
 
 // MXFP4 on AVX2, which has no 16-entry lane permute: a chunk is one whole group (32 elements, 16
-// bytes, 4 vectors). The 32 codes are looked up with two byte shuffles (high and low byte of each
-// value's bf16 pattern, exact since E2M1 values are bf16), interleaved into bf16 and widened to fp32 by
-// interleaving with zeros, then multiplied by the group scale. Interleaving works within 128-bit
-// blocks, so vector q holds the elements 8q + {0, 2, 4, 6, 1, 3, 5, 7}; x is laid out to match.
+// bytes, 4 vectors). The 16 bytes are loaded into both 128-bit halves; one variable shift (0 bits in the
+// low half, 4 in the high one) and a mask leave the even elements' codes in the low half and the odd ones'
+// in the high half. Two byte shuffles look up the high and low byte of each code's bf16 pattern (exact:
+// E2M1 values are bf16), two interleaves pair them into bf16 words, and each 32-bit lane of those holds
+// two bf16 that widen to fp32 as Bf16Weights' do (a shift, a mask): four shuffles per group (the decode
+// before took nine, widening by interleaving with zeros). Vector v, lane 4h + d (h: the half, d < 4)
+// holds element kBase[v] + 4d + h; x is laid out to match. The group scale multiplies the chunk's dot
+// product once.
 struct Mxfp4GroupWeights {
   static constexpr size_t kVectorsPerChunk = 4;
   static constexpr bool kScalePerChunk = true;
+  static constexpr size_t kPrefetchMinM = 1;
   static size_t SourceOf(size_t i, size_t /*L*/) {
+    constexpr size_t kBase[4] = {0, 2, 16, 18};
     const size_t lane = i % 8;
-    return (i / 8) * 8 + (lane < 4 ? 2 * lane : 2 * (lane - 4) + 1);
+    return kBase[i / 8] + 4 * (lane % 4) + lane / 4;
   }
   const uint8_t* packed;  // [N, K/2]
   const uint8_t* scales;  // [N, K/32]
@@ -314,25 +350,27 @@ struct Mxfp4GroupWeights {
   const float* scale_values;  // E8M0Values().values
   const E2M1Bf16Bytes* tables;
 
+  const void* ChunkAddress(size_t n, size_t c) const { return packed + n * (K / 2) + c * 16; }
+  const void* ScaleRow(size_t n) const { return scales + n * (K / 32); }
+  size_t RowBytes() const { return K / 2; }
+
   // Returns the group's scale; `out` holds the unscaled E2M1 values.
   HWY_INLINE VMatMul Load(DMatMul df, size_t n, size_t c, VMatMul (&out)[4]) const {
-    const hn::Full128<uint8_t> d8;
-    const hn::Full256<uint8_t> d8x2;
-    const hn::Full256<uint16_t> d16;
+    const hn::Full256<uint8_t> d8;
     const hn::Full256<uint32_t> d32;
-    const auto bytes = hn::LoadU(d8, packed + n * (K / 2) + c * 16);
-    const auto low_codes = hn::And(bytes, hn::Set(d8, uint8_t{0x0F}));  // even elements
-    const auto high_codes = hn::ShiftRight<4>(bytes);                   // odd elements
-    const auto codes = hn::Combine(d8x2, high_codes, low_codes);
-    const auto high = hn::TableLookupBytes(hn::LoadDup128(d8x2, tables->high), codes);
-    const auto low = hn::TableLookupBytes(hn::LoadDup128(d8x2, tables->low), codes);
-    const auto bf16_first = hn::BitCast(d16, hn::InterleaveLower(d8x2, low, high));  // codes 0..7 of a block
-    const auto bf16_second = hn::BitCast(d16, hn::InterleaveUpper(d8x2, low, high));
-    const auto zero = hn::Zero(d16);
-    out[0] = hn::BitCast(df, hn::ZipLower(d32, zero, bf16_first));
-    out[1] = hn::BitCast(df, hn::ZipUpper(d32, zero, bf16_first));
-    out[2] = hn::BitCast(df, hn::ZipLower(d32, zero, bf16_second));
-    out[3] = hn::BitCast(df, hn::ZipUpper(d32, zero, bf16_second));
+    const auto bytes = hn::BitCast(d32, hn::LoadDup128(d8, packed + n * (K / 2) + c * 16));
+    alignas(32) static constexpr uint32_t kShifts[8] = {0, 0, 0, 0, 4, 4, 4, 4};
+    const auto shift = hn::Load(d32, kShifts);
+    const auto codes = hn::And(hn::BitCast(d8, hn::operator>>(bytes, shift)), hn::Set(d8, uint8_t{0x0F}));
+    const auto high = hn::TableLookupBytes(hn::LoadDup128(d8, tables->high), codes);
+    const auto low = hn::TableLookupBytes(hn::LoadDup128(d8, tables->low), codes);
+    const auto words_lower = hn::BitCast(d32, hn::InterleaveLower(d8, low, high));  // bytes p = 0..7
+    const auto words_upper = hn::BitCast(d32, hn::InterleaveUpper(d8, low, high));  // bytes p = 8..15
+    const auto odd_mask = hn::Set(d32, 0xFFFF0000u);
+    out[0] = hn::BitCast(df, hn::ShiftLeft<16>(words_lower));
+    out[1] = hn::BitCast(df, hn::And(words_lower, odd_mask));
+    out[2] = hn::BitCast(df, hn::ShiftLeft<16>(words_upper));
+    out[3] = hn::BitCast(df, hn::And(words_upper, odd_mask));
     return hn::Set(df, scale_values[scales[n * (K / 32) + c]]);
   }
   HWY_INLINE VMatMul LoadTail(DMatMul df, size_t n, size_t c, VMatMul (&out)[4]) const {
@@ -347,6 +385,7 @@ struct TileRows {
   const float* x_rows[kMaxTileM];  // x scratch rows, chunk layout
   float* y_rows[kMaxTileM];        // &y[m, n0]
   size_t n_rows[kTileN];           // weight rows; past N the last valid row repeats (not stored)
+  size_t next_rows[kTileN];        // rows a prefetch distance ahead (the tile's own near n_end)
   size_t n_valid;                  // 1..kTileN
 };
 
@@ -367,7 +406,7 @@ HWY_INLINE VMatMul AddChunkDot(const VMatMul (&x)[Weights::kVectorsPerChunk],
   }
 }
 
-template <size_t kM, bool kTail, class Weights>
+template <size_t kM, bool kTail, bool kPrefetch, class Weights>
 HWY_INLINE void AccumulateChunk(DMatMul df, const Weights& w, const TileRows& t, size_t c,
                                 VMatMul (&acc)[kM][kTileN]) {
   constexpr size_t kV = Weights::kVectorsPerChunk;
@@ -380,6 +419,7 @@ HWY_INLINE void AccumulateChunk(DMatMul df, const Weights& w, const TileRows& t,
     }
   }
   for (size_t j = 0; j < kTileN; ++j) {
+    if constexpr (kPrefetch) hwy::Prefetch(static_cast<const uint8_t*>(w.ChunkAddress(t.next_rows[j], c)));
     VMatMul wv[kV];
     VMatMul scale;
     if constexpr (kTail) {
@@ -410,14 +450,15 @@ HWY_NOINLINE void AccumulateTailChunk(const Weights& w, const TileRows& t, size_
   for (size_t i = 0; i < kM; ++i) {
     for (size_t j = 0; j < kTileN; ++j) acc[i][j] = hn::Load(df, accumulators + (i * kTileN + j) * L);
   }
-  AccumulateChunk<kM, true>(df, w, t, c, acc);
+  AccumulateChunk<kM, true, false>(df, w, t, c, acc);
   for (size_t i = 0; i < kM; ++i) {
     for (size_t j = 0; j < kTileN; ++j) hn::Store(acc[i][j], df, accumulators + (i * kTileN + j) * L);
   }
 }
 
-// A kM x kTileN tile over all num_chunks chunks of K; writes y.
-template <size_t kM, class Weights>
+// A kM x kTileN tile over all num_chunks chunks of K; writes y. kPrefetch: also prefetches each chunk of
+// the rows t.next_rows (and their scales, where the weights have a scale row).
+template <size_t kM, bool kPrefetch, class Weights>
 HWY_INLINE void RunTile(const Weights& w, const TileRows& t, size_t num_chunks) {
   const DMatMul df;
   const size_t L = hn::Lanes(df);
@@ -425,9 +466,14 @@ HWY_INLINE void RunTile(const Weights& w, const TileRows& t, size_t num_chunks) 
   for (size_t i = 0; i < kM; ++i) {
     for (size_t j = 0; j < kTileN; ++j) acc[i][j] = hn::Zero(df);
   }
+  if constexpr (kPrefetch) {
+    for (size_t j = 0; j < kTileN; ++j) {
+      if (const void* scales = w.ScaleRow(t.next_rows[j])) hwy::Prefetch(static_cast<const uint8_t*>(scales));
+    }
+  }
   const size_t c_full_end = std::min(num_chunks, w.full_chunks);
   size_t c = 0;
-  for (; c < c_full_end; ++c) AccumulateChunk<kM, false>(df, w, t, c, acc);
+  for (; c < c_full_end; ++c) AccumulateChunk<kM, false, kPrefetch>(df, w, t, c, acc);
   if (c < num_chunks) {  // the partial last chunk of each row, through memory (see AccumulateTailChunk)
     HWY_ALIGN float spill[kM * kTileN * hn::MaxLanes(DMatMul())];
     for (size_t i = 0; i < kM; ++i) {
@@ -449,44 +495,144 @@ HWY_INLINE void RunTile(const Weights& w, const TileRows& t, size_t num_chunks) 
 
 // ---- drivers -------------------------------------------------------------------------------------
 
+// One kM-row x tile against the weight tile t.n_rows; prefetches t.next_rows when `prefetch`.
+template <size_t kM, bool kMayPrefetch, class Weights>
+HWY_INLINE void RunTileMaybePrefetching(const Weights& w, const TileRows& t, size_t num_chunks,
+                                        bool prefetch) {
+  if constexpr (kMayPrefetch) {
+    if (prefetch) return RunTile<kM, true>(w, t, num_chunks);
+  }
+  RunTile<kM, false>(w, t, num_chunks);
+}
+
+// The x tiles of rows [m_begin, m_end) against the weight tile t.n_rows; the first x tile prefetches
+// t.next_rows when `prefetch` (it pulls the weight rows from memory; the others find them in cache).
+// kMayPrefetch false: never (weights with no prefetch addresses, a decoded panel).
+template <bool kMayPrefetch, class Weights>
+HWY_INLINE void RunTiles(const Weights& w, TileRows& t, const float* xs, size_t row_stride, size_t m_begin,
+                         size_t m_end, float* y, size_t N, size_t n0, size_t num_chunks, bool prefetch) {
+  for (size_t m0 = m_begin; m0 < m_end; m0 += kMaxTileM) {
+    const size_t rows = std::min(kMaxTileM, m_end - m0);
+    for (size_t i = 0; i < rows; ++i) {
+      t.x_rows[i] = xs + (m0 + i) * row_stride;
+      t.y_rows[i] = y + (m0 + i) * N + n0;
+    }
+    const bool prefetch_tile = prefetch && m0 == m_begin;
+    switch (rows) {
+      case 1:
+        RunTileMaybePrefetching<1, kMayPrefetch>(w, t, num_chunks, prefetch_tile);
+        break;
+      case 2:
+        RunTileMaybePrefetching<2, kMayPrefetch>(w, t, num_chunks, prefetch_tile);
+        break;
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+      case 3:
+        RunTileMaybePrefetching<3, kMayPrefetch>(w, t, num_chunks, prefetch_tile);
+        break;
+      case 4:
+        RunTileMaybePrefetching<4, kMayPrefetch>(w, t, num_chunks, prefetch_tile);
+        break;
+#endif
+      default:
+        HWY_ASSERT(false);
+    }
+  }
+}
+
+// An MXFP4 weight tile (kTileN rows, the whole of K) decoded once for all the x tiles of a block: with more
+// x rows than one register tile holds, each x tile would otherwise decode the same weights again (on
+// AVX2, four byte shuffles, a variable shift and five logic ops per 32 weights, for 2 x rows). Load returns
+// exactly the vectors (and scale) that Source::Load returns for the same row and chunk, so each y[m, n]
+// meets the same values in the same order on either route: results do not depend on M.
+// Layout: values [kTileN][num_chunks][kVectorsPerChunk * L], scales [kTileN][num_chunks].
+template <class Source>
+struct DecodedPanel {
+  static constexpr size_t kVectorsPerChunk = Source::kVectorsPerChunk;
+  static constexpr bool kScalePerChunk = Source::kScalePerChunk;
+  static constexpr size_t kChunkFloats = kVectorsPerChunk * hn::MaxLanes(DMatMul());
+  const float* values;
+  const float* scale_values;
+  size_t num_chunks;
+  size_t full_chunks;
+
+  HWY_INLINE VMatMul Load(DMatMul df, size_t n, size_t c, VMatMul (&out)[kVectorsPerChunk]) const {
+    const float* p = values + (n * num_chunks + c) * kChunkFloats;
+    for (size_t v = 0; v < kVectorsPerChunk; ++v) out[v] = hn::Load(df, p + v * hn::Lanes(df));
+    return hn::Set(df, scale_values[n * num_chunks + c]);
+  }
+  HWY_INLINE VMatMul LoadTail(DMatMul df, size_t n, size_t c, VMatMul (&out)[kVectorsPerChunk]) const {
+    return Load(df, n, c, out);
+  }
+
+  // Decodes rows t.n_rows of `source` into `buffer` (PanelFloats floats); prefetches t.next_rows as it goes
+  // when `prefetch`.
+  static DecodedPanel Decode(const Source& source, const TileRows& t, size_t num_chunks, bool prefetch,
+                             float* buffer) {
+    const DMatMul df;
+    DecodedPanel panel{buffer, buffer + kTileN * num_chunks * kChunkFloats, num_chunks, num_chunks};
+    float* scales = buffer + kTileN * num_chunks * kChunkFloats;
+    for (size_t j = 0; j < kTileN; ++j) {
+      if (prefetch) {
+        if (const void* row_scales = source.ScaleRow(t.next_rows[j]))
+          hwy::Prefetch(static_cast<const uint8_t*>(row_scales));
+      }
+      for (size_t c = 0; c < num_chunks; ++c) {
+        if (prefetch) hwy::Prefetch(static_cast<const uint8_t*>(source.ChunkAddress(t.next_rows[j], c)));
+        VMatMul v[kVectorsPerChunk];
+        const VMatMul scale = source.Load(df, t.n_rows[j], c, v);
+        float* p = buffer + (j * num_chunks + c) * kChunkFloats;
+        for (size_t i = 0; i < kVectorsPerChunk; ++i) hn::Store(v[i], df, p + i * hn::Lanes(df));
+        scales[j * num_chunks + c] = hn::GetLane(scale);
+      }
+    }
+    return panel;
+  }
+  static size_t PanelFloats(size_t num_chunks) { return kTileN * num_chunks * (kChunkFloats + 1); }
+};
+
+template <class Weights>
+inline constexpr bool kIsMxfp4 = std::is_same_v<Weights, Mxfp4Weights>
+#if HWY_TARGET == HWY_AVX2
+                                 || std::is_same_v<Weights, Mxfp4GroupWeights>
+#endif
+    ;
+
 // Computes y[:, n_begin:n_end) for all M rows. xs: x in chunk layout, `row_stride` floats per row.
+// MXFP4 weights with at least kPanelMinM x rows are decoded once per weight tile (DecodedPanel).
 template <class Weights>
 HWY_NOINLINE void MatMulRowBlock(const Weights& w, const float* xs, size_t M, size_t row_stride,
                                  size_t num_chunks, float* y, size_t N, size_t n_begin, size_t n_end) {
   const size_t rows_per_m_block = XRowsPerBlock(M, row_stride * sizeof(float));
   const size_t n_tiles = (n_end - n_begin + kTileN - 1) / kTileN;
+  const size_t ahead = PrefetchDistanceRows(kTileN, w.RowBytes());
+  const bool prefetch = M >= Weights::kPrefetchMinM && M <= kPrefetchMaxM;
+  const bool decode_once = kIsMxfp4<Weights> && M >= kPanelMinM;
+  float* panel_buffer = nullptr;
+  if constexpr (kIsMxfp4<Weights>) {
+    if (decode_once) {
+      panel_buffer =
+          ThreadScratch(ScratchSlot::kMatMulDecodedWeights, DecodedPanel<Weights>::PanelFloats(num_chunks));
+    }
+  }
   for (size_t m_block = 0; m_block < M; m_block += rows_per_m_block) {
     const size_t m_block_end = std::min(M, m_block + rows_per_m_block);
     for (size_t nt = 0; nt < n_tiles; ++nt) {
       const size_t n0 = n_begin + nt * kTileN;
       TileRows t;
       t.n_valid = std::min(kTileN, n_end - n0);
-      for (size_t j = 0; j < kTileN; ++j) t.n_rows[j] = n0 + std::min(j, t.n_valid - 1);
-      for (size_t m0 = m_block; m0 < m_block_end; m0 += kMaxTileM) {
-        const size_t rows = std::min(kMaxTileM, m_block_end - m0);
-        for (size_t i = 0; i < rows; ++i) {
-          t.x_rows[i] = xs + (m0 + i) * row_stride;
-          t.y_rows[i] = y + (m0 + i) * N + n0;
-        }
-        switch (rows) {
-          case 1:
-            RunTile<1>(w, t, num_chunks);
-            break;
-          case 2:
-            RunTile<2>(w, t, num_chunks);
-            break;
-#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
-          case 3:
-            RunTile<3>(w, t, num_chunks);
-            break;
-          case 4:
-            RunTile<4>(w, t, num_chunks);
-            break;
-#endif
-          default:
-            HWY_ASSERT(false);
+      for (size_t j = 0; j < kTileN; ++j) {
+        t.n_rows[j] = n0 + std::min(j, t.n_valid - 1);
+        t.next_rows[j] = n0 + ahead + j < n_end ? n0 + ahead + j : t.n_rows[j];
+      }
+      if constexpr (kIsMxfp4<Weights>) {
+        if (decode_once) {
+          const auto panel = DecodedPanel<Weights>::Decode(w, t, num_chunks, prefetch, panel_buffer);
+          for (size_t j = 0; j < kTileN; ++j) t.n_rows[j] = j;
+          RunTiles<false>(panel, t, xs, row_stride, m_block, m_block_end, y, N, n0, num_chunks, false);
+          continue;
         }
       }
+      RunTiles<true>(w, t, xs, row_stride, m_block, m_block_end, y, N, n0, num_chunks, prefetch);
     }
   }
 }
