@@ -149,9 +149,9 @@ struct Bf16Weights {
   size_t K;
   size_t full_chunks;  // chunks lying entirely inside a row
 
-  // Byte address of chunk c of weight row n (prefetches).
-  const void* ChunkAddress(size_t n, size_t c) const { return w + n * K + c * 2 * hn::Lanes(DMatMul()); }
-  const void* ScaleRow(size_t /*n*/) const { return nullptr; }
+  // Chunk c of weight row n (the loads and the prefetches), and the row's scales (none).
+  const uint16_t* ChunkAddress(size_t n, size_t c) const { return w + n * K + c * 2 * hn::Lanes(DMatMul()); }
+  const uint8_t* ScaleRow(size_t /*n*/) const { return nullptr; }
   size_t RowBytes() const { return K * sizeof(uint16_t); }
 
   HWY_INLINE void Widen(DMatMul df, hn::Vec<hn::RebindToUnsigned<DMatMul> > pairs, VMatMul (&out)[2]) const {
@@ -162,8 +162,7 @@ struct Bf16Weights {
   HWY_INLINE VMatMul Load(DMatMul df, size_t n, size_t c, VMatMul (&out)[2]) const {
     const hn::RebindToUnsigned<DMatMul> du32;
     const hn::Repartition<uint16_t, decltype(du32)> du16;
-    const uint16_t* p = w + n * K + c * 2 * hn::Lanes(df);
-    Widen(df, hn::BitCast(du32, hn::LoadU(du16, p)), out);
+    Widen(df, hn::BitCast(du32, hn::LoadU(du16, ChunkAddress(n, c))), out);
     return out[0];  // no scale
   }
   // The last, partial chunk of a row: copied into a zero-padded buffer so nothing past the row is read.
@@ -172,7 +171,7 @@ struct Bf16Weights {
     const hn::Repartition<uint16_t, decltype(du32)> du16;
     const size_t begin = c * 2 * hn::Lanes(df);
     HWY_ALIGN uint16_t buffer[2 * hn::MaxLanes(DMatMul())] = {};
-    std::memcpy(buffer, w + n * K + begin, (K - begin) * sizeof(uint16_t));
+    std::memcpy(buffer, ChunkAddress(n, c), (K - begin) * sizeof(uint16_t));
     Widen(df, hn::BitCast(du32, hn::Load(du16, buffer)), out);
     return out[0];  // no scale
   }
@@ -188,13 +187,13 @@ struct F32Weights {
   size_t K;
   size_t full_chunks;
 
-  const void* ChunkAddress(size_t n, size_t c) const { return w + n * K + c * 2 * hn::Lanes(DMatMul()); }
-  const void* ScaleRow(size_t /*n*/) const { return nullptr; }
+  const float* ChunkAddress(size_t n, size_t c) const { return w + n * K + c * 2 * hn::Lanes(DMatMul()); }
+  const uint8_t* ScaleRow(size_t /*n*/) const { return nullptr; }
   size_t RowBytes() const { return K * sizeof(float); }
 
   HWY_INLINE VMatMul Load(DMatMul df, size_t n, size_t c, VMatMul (&out)[2]) const {
     const size_t L = hn::Lanes(df);
-    const float* p = w + n * K + c * 2 * L;
+    const float* p = ChunkAddress(n, c);
     out[0] = hn::LoadU(df, p);
     out[1] = hn::LoadU(df, p + L);
     return out[0];  // no scale
@@ -203,7 +202,7 @@ struct F32Weights {
     const size_t L = hn::Lanes(df);
     const size_t begin = c * 2 * L;
     HWY_ALIGN float buffer[2 * hn::MaxLanes(DMatMul())] = {};
-    std::memcpy(buffer, w + n * K + begin, (K - begin) * sizeof(float));
+    std::memcpy(buffer, ChunkAddress(n, c), (K - begin) * sizeof(float));
     out[0] = hn::Load(df, buffer);
     out[1] = hn::Load(df, buffer + L);
     return out[0];  // no scale
@@ -247,10 +246,10 @@ struct Mxfp4Weights {
   size_t full_chunks;
   const float* scale_values;  // E8M0Values().values
 
-  const void* ChunkAddress(size_t n, size_t c) const {
+  const uint8_t* ChunkAddress(size_t n, size_t c) const {
     return packed + n * (K / 2) + c * hn::Lanes(DMatMul());
   }
-  const void* ScaleRow(size_t n) const { return scales + n * (K / 32); }
+  const uint8_t* ScaleRow(size_t n) const { return scales + n * (K / 32); }
   size_t RowBytes() const { return K / 2; }
 
   HWY_INLINE VMatMul Load(DMatMul df, size_t n, size_t c, VMatMul (&out)[2]) const {
@@ -259,10 +258,10 @@ struct Mxfp4Weights {
     const hn::Rebind<uint8_t, DMatMul> du8;
     VMatMul& first = out[0];
     VMatMul& second = out[1];
-    const auto codes = hn::PromoteTo(du32, hn::LoadU(du8, packed + n * (K / 2) + c * L));
+    const auto codes = hn::PromoteTo(du32, hn::LoadU(du8, ChunkAddress(n, c)));
     const auto low = hn::And(codes, hn::Set(du32, 0xFu));
     const auto high = hn::ShiftRight<4>(codes);
-    const auto scale = hn::Set(df, scale_values[scales[n * (K / 32) + (c * 2 * L) / 32]]);
+    const auto scale = hn::Set(df, scale_values[ScaleRow(n)[(c * 2 * L) / 32]]);
     if constexpr (hn::MaxLanes(DMatMul()) >= 16) {
       // The whole signed table fits one vector.
       const VMatMul table = hn::Mul(hn::Load(df, kE2M1Values), scale);
@@ -350,15 +349,15 @@ struct Mxfp4GroupWeights {
   const float* scale_values;  // E8M0Values().values
   const E2M1Bf16Bytes* tables;
 
-  const void* ChunkAddress(size_t n, size_t c) const { return packed + n * (K / 2) + c * 16; }
-  const void* ScaleRow(size_t n) const { return scales + n * (K / 32); }
+  const uint8_t* ChunkAddress(size_t n, size_t c) const { return packed + n * (K / 2) + c * 16; }
+  const uint8_t* ScaleRow(size_t n) const { return scales + n * (K / 32); }
   size_t RowBytes() const { return K / 2; }
 
   // Returns the group's scale; `out` holds the unscaled E2M1 values.
   HWY_INLINE VMatMul Load(DMatMul df, size_t n, size_t c, VMatMul (&out)[4]) const {
     const hn::Full256<uint8_t> d8;
     const hn::Full256<uint32_t> d32;
-    const auto bytes = hn::BitCast(d32, hn::LoadDup128(d8, packed + n * (K / 2) + c * 16));
+    const auto bytes = hn::BitCast(d32, hn::LoadDup128(d8, ChunkAddress(n, c)));
     alignas(32) static constexpr uint32_t kShifts[8] = {0, 0, 0, 0, 4, 4, 4, 4};
     const auto shift = hn::Load(d32, kShifts);
     const auto codes = hn::And(hn::BitCast(d8, hn::operator>>(bytes, shift)), hn::Set(d8, uint8_t{0x0F}));
@@ -371,7 +370,7 @@ struct Mxfp4GroupWeights {
     out[1] = hn::BitCast(df, hn::And(words_lower, odd_mask));
     out[2] = hn::BitCast(df, hn::ShiftLeft<16>(words_upper));
     out[3] = hn::BitCast(df, hn::And(words_upper, odd_mask));
-    return hn::Set(df, scale_values[scales[n * (K / 32) + c]]);
+    return hn::Set(df, scale_values[ScaleRow(n)[c]]);
   }
   HWY_INLINE VMatMul LoadTail(DMatMul df, size_t n, size_t c, VMatMul (&out)[4]) const {
     return Load(df, n, c, out);  // never called: K % 32 == 0 leaves no partial chunk
@@ -419,7 +418,7 @@ HWY_INLINE void AccumulateChunk(DMatMul df, const Weights& w, const TileRows& t,
     }
   }
   for (size_t j = 0; j < kTileN; ++j) {
-    if constexpr (kPrefetch) hwy::Prefetch(static_cast<const uint8_t*>(w.ChunkAddress(t.next_rows[j], c)));
+    if constexpr (kPrefetch) hwy::Prefetch(w.ChunkAddress(t.next_rows[j], c));
     VMatMul wv[kV];
     VMatMul scale;
     if constexpr (kTail) {
@@ -468,7 +467,7 @@ HWY_INLINE void RunTile(const Weights& w, const TileRows& t, size_t num_chunks) 
   }
   if constexpr (kPrefetch) {
     for (size_t j = 0; j < kTileN; ++j) {
-      if (const void* scales = w.ScaleRow(t.next_rows[j])) hwy::Prefetch(static_cast<const uint8_t*>(scales));
+      if (const uint8_t* scales = w.ScaleRow(t.next_rows[j])) hwy::Prefetch(scales);
     }
   }
   const size_t c_full_end = std::min(num_chunks, w.full_chunks);
@@ -569,15 +568,14 @@ struct DecodedPanel {
   static DecodedPanel Decode(const Source& source, const TileRows& t, size_t num_chunks, bool prefetch,
                              float* buffer) {
     const DMatMul df;
-    DecodedPanel panel{buffer, buffer + kTileN * num_chunks * kChunkFloats, num_chunks, num_chunks};
     float* scales = buffer + kTileN * num_chunks * kChunkFloats;
+    const DecodedPanel panel{buffer, scales, num_chunks, num_chunks};
     for (size_t j = 0; j < kTileN; ++j) {
       if (prefetch) {
-        if (const void* row_scales = source.ScaleRow(t.next_rows[j]))
-          hwy::Prefetch(static_cast<const uint8_t*>(row_scales));
+        if (const uint8_t* row_scales = source.ScaleRow(t.next_rows[j])) hwy::Prefetch(row_scales);
       }
       for (size_t c = 0; c < num_chunks; ++c) {
-        if (prefetch) hwy::Prefetch(static_cast<const uint8_t*>(source.ChunkAddress(t.next_rows[j], c)));
+        if (prefetch) hwy::Prefetch(source.ChunkAddress(t.next_rows[j], c));
         VMatMul v[kVectorsPerChunk];
         const VMatMul scale = source.Load(df, t.n_rows[j], c, v);
         float* p = buffer + (j * num_chunks + c) * kChunkFloats;
@@ -606,10 +604,9 @@ HWY_NOINLINE void MatMulRowBlock(const Weights& w, const float* xs, size_t M, si
   const size_t n_tiles = (n_end - n_begin + kTileN - 1) / kTileN;
   const size_t ahead = PrefetchDistanceRows(kTileN, w.RowBytes());
   const bool prefetch = M >= Weights::kPrefetchMinM && M <= kPrefetchMaxM;
-  const bool decode_once = kIsMxfp4<Weights> && M >= kPanelMinM;
-  float* panel_buffer = nullptr;
+  float* panel_buffer = nullptr;  // set when each weight tile is decoded once (DecodedPanel)
   if constexpr (kIsMxfp4<Weights>) {
-    if (decode_once) {
+    if (M >= kPanelMinM) {
       panel_buffer =
           ThreadScratch(ScratchSlot::kMatMulDecodedWeights, DecodedPanel<Weights>::PanelFloats(num_chunks));
     }
@@ -625,7 +622,7 @@ HWY_NOINLINE void MatMulRowBlock(const Weights& w, const float* xs, size_t M, si
         t.next_rows[j] = n0 + ahead + j < n_end ? n0 + ahead + j : t.n_rows[j];
       }
       if constexpr (kIsMxfp4<Weights>) {
-        if (decode_once) {
+        if (panel_buffer != nullptr) {
           const auto panel = DecodedPanel<Weights>::Decode(w, t, num_chunks, prefetch, panel_buffer);
           for (size_t j = 0; j < kTileN; ++j) t.n_rows[j] = j;
           RunTiles<false>(panel, t, xs, row_stride, m_block, m_block_end, y, N, n0, num_chunks, false);
