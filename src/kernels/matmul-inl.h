@@ -619,7 +619,7 @@ HWY_NOINLINE void MatMulRowBlock(const Weights& w, const float* xs, size_t M, si
       t.n_valid = std::min(kTileN, n_end - n0);
       for (size_t j = 0; j < kTileN; ++j) {
         t.n_rows[j] = n0 + std::min(j, t.n_valid - 1);
-        t.next_rows[j] = n0 + ahead + j < n_end ? n0 + ahead + j : t.n_rows[j];
+        t.next_rows[j] = PrefetchRow(n0, ahead, j, n_end, t.n_rows[j]);
       }
       if constexpr (kIsMxfp4<Weights>) {
         if (panel_buffer != nullptr) {

@@ -36,4 +36,10 @@ inline size_t PrefetchDistanceRows(size_t tile_rows, size_t row_bytes) {
   return tile_rows * std::max<size_t>(1, (kPrefetchBytesAhead + tile_bytes - 1) / tile_bytes);
 }
 
+// The weight row that row j of the tile starting at n0 prefetches: the row `ahead` rows on, or the tile's
+// own row own_row where that one would lie at or past n_end (the end of the call's range).
+inline size_t PrefetchRow(size_t n0, size_t ahead, size_t j, size_t n_end, size_t own_row) {
+  return n0 + ahead + j < n_end ? n0 + ahead + j : own_row;
+}
+
 }  // namespace k3::kernels

@@ -93,8 +93,9 @@ K3_DPBF16_TARGET void RowBlockTiles(const uint16_t* xs, size_t M, size_t x_strid
       Tile t;
       t.n_valid = std::min(kN, n_end - n0);
       for (size_t j = 0; j < kN; ++j) {
-        t.w[j] = W + (n0 + std::min(j, t.n_valid - 1)) * K;
-        t.next_w[j] = n0 + ahead + j < n_end ? W + (n0 + ahead + j) * K : t.w[j];
+        const size_t n = n0 + std::min(j, t.n_valid - 1);
+        t.w[j] = W + n * K;
+        t.next_w[j] = W + PrefetchRow(n0, ahead, j, n_end, n) * K;
       }
       for (size_t m0 = m_block; m0 < m_block_end; m0 += kMaxTileM) {
         const size_t rows = std::min(kMaxTileM, m_block_end - m0);

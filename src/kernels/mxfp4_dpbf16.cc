@@ -338,7 +338,7 @@ K3_DPBF16_VBMI_TARGET void Mxfp4RowBlock(const uint16_t* xs, size_t M, size_t x_
         const size_t n = n0 + std::min(j, t.n_valid - 1);
         t.packed[j] = packed + n * (K / 2);
         t.scales[j] = scales + n * (K / 32);
-        t.next_packed[j] = n0 + ahead + j < n_end ? packed + (n0 + ahead + j) * (K / 2) : t.packed[j];
+        t.next_packed[j] = packed + PrefetchRow(n0, ahead, j, n_end, n) * (K / 2);
       }
       if (prefetch && n0 + ahead < n_end) {  // the scales of the rows whose packed bytes are prefetched
         const uint8_t* next_scales = scales + (n0 + ahead) * (K / 32);

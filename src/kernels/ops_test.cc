@@ -794,6 +794,13 @@ TEST(MatMulTest, PrefetchDistanceIsWholeTilesOfAtLeastTheMinimum) {
   }
 }
 
+TEST(MatMulTest, PrefetchRowStaysInsideTheCallsRange) {
+  EXPECT_EQ(PrefetchRow(8, 8, 1, 100, 9), 17u);  // the row a distance ahead
+  EXPECT_EQ(PrefetchRow(8, 8, 0, 16, 8), 8u);    // at n_end: the tile's own row
+  EXPECT_EQ(PrefetchRow(8, 8, 3, 18, 11), 11u);  // past n_end: the tile's own row
+  EXPECT_EQ(PrefetchRow(0, 4, 3, 8, 3), 7u);     // the last row of the range
+}
+
 // Rows of x long enough that a block holds fewer rows than the cap (several blocks of x rows, the last
 // one short), on every bf16 path: each row equals that row computed alone, bit for bit.
 TEST(MatMulTest, LongRowsInSeveralBlocksEqualEachRowAlone) {
