@@ -5,6 +5,9 @@
 // loads the GGUF (no GPU layers, mmap), warms up on the context's sequence and clears it, then prefills
 // the prompt in one batch and greedily decodes S tokens one step at a time. Prints one JSON line:
 // prefill and decode seconds and the greedy tokens (the prefill's argmax first).
+//   node llama_peer.mjs --model FILE.gguf --threads N --prompt-ids 1,2,3 --score
+// instead evaluates the whole sequence once, untimed, and prints the argmax after every position (the
+// mirror of `peer_k3 score`: top-1 agreement of the two engines on one shared context).
 import {getLlama, LlamaLogLevel} from "node-llama-cpp";
 
 function flag(name, fallback) {
@@ -17,6 +20,7 @@ const threads = Number(flag("--threads", "1"));
 const prompt = flag("--prompt-ids", "").split(",").filter((s) => s !== "").map(Number);
 const promptLen = prompt.length;
 const steps = Number(flag("--decode-steps", "32"));
+const score = process.argv.includes("--score");
 if (!modelPath || !(threads >= 1) || !(promptLen >= 1) || prompt.some((t) => !Number.isInteger(t)) ||
     !(steps >= 0)) {
   console.error("usage: node llama_peer.mjs --model FILE.gguf --threads N --prompt-ids 1,2,3 --decode-steps S");
@@ -34,6 +38,20 @@ const context = await model.createContext({
   sequences: 1,
 });
 const sequence = context.getSequence();
+
+// Every position's greedy next token from one evaluation of the whole sequence.
+async function argmaxAfterEachPosition(ids) {
+  const out = await sequence.controlledEvaluate(ids.map((t) => [t, {generateNext: {token: true}}]));
+  return ids.map((_, i) => out[i].next.token);
+}
+
+if (score) {
+  console.log(JSON.stringify({engine: "llama.cpp", threads, argmax: await argmaxAfterEachPosition(prompt)}));
+  await context.dispose();
+  await model.dispose();
+  await llama.dispose();
+  process.exit(0);
+}
 
 // The prompt in one controlled evaluation, the next token (greedy) generated after its last position.
 async function prefill(ids) {

@@ -7,6 +7,11 @@
 //       prompt in one Forward and greedily decodes S tokens one step at a time.
 // It prints one JSON line: the prefill and decode seconds, and the greedy tokens (the prefill's argmax
 // first), which the driver compares with llama.cpp's for top-1 agreement.
+//   peer_k3 score --model DIR --threads N --prompt-ids 1,2,3
+//       one untimed Forward of the whole sequence with every row's logits (the prefill path); prints the
+//       argmax after each position. The driver gives both engines the same sequence (a prompt and a greedy
+//       continuation) and compares these position by position: top-1 agreement on a shared context, which
+//       one early divergence of two free-running greedy decodes would otherwise hide.
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -14,6 +19,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -65,31 +71,55 @@ const char* Flag(int argc, char** argv, const char* name, const char* fallback) 
   return fallback;
 }
 
-int Run(int argc, char** argv) {
-  const std::string dir = Flag(argc, argv, "--model", "");
-  const int threads = std::atoi(Flag(argc, argv, "--threads", "1"));
-  const std::vector<int32_t> prompt = ParseIds(Flag(argc, argv, "--prompt-ids", ""));
-  const int64_t prompt_len = static_cast<int64_t>(prompt.size());
-  const int64_t steps = std::atoll(Flag(argc, argv, "--decode-steps", "32"));
-  if (dir.empty() || threads < 1 || prompt_len < 1 || steps < 0) {
-    std::fprintf(stderr, "peer_k3 run: needs --model DIR, --threads >= 1, --prompt-ids 1,2,3\n");
-    return 2;
-  }
-  k3::ThreadPool pool(static_cast<size_t>(threads));
-  auto loaded = k3::model::Model::Load(dir, &pool);
-  if (!loaded.ok()) {
-    std::fprintf(stderr, "peer_k3: %s\n", loaded.status().ToString().c_str());
-    return 1;
-  }
-  k3::model::Model& model = **loaded;
-  const int64_t vocab = model.config().vocab_size;
-  for (int32_t id : prompt) {
-    if (id < 0 || id >= vocab) {
-      std::fprintf(stderr, "peer_k3: prompt id %d is outside the vocabulary [0, %lld)\n", id,
-                   static_cast<long long>(vocab));
+// The flags `run` and `score` share, and the loaded model; Open returns the exit code on failure (after
+// saying why), 0 when loaded.
+struct Session {
+  std::string dir;
+  int threads = 1;
+  std::vector<int32_t> prompt;
+  std::unique_ptr<k3::ThreadPool> pool;
+  std::unique_ptr<k3::model::Model> model;
+
+  int Open(const char* command, int argc, char** argv) {
+    dir = Flag(argc, argv, "--model", "");
+    threads = std::atoi(Flag(argc, argv, "--threads", "1"));
+    prompt = ParseIds(Flag(argc, argv, "--prompt-ids", ""));
+    if (dir.empty() || threads < 1 || prompt.empty()) {
+      std::fprintf(stderr, "peer_k3 %s: needs --model DIR, --threads >= 1, --prompt-ids 1,2,3\n", command);
       return 2;
     }
+    pool = std::make_unique<k3::ThreadPool>(static_cast<size_t>(threads));
+    auto loaded = k3::model::Model::Load(dir, pool.get());
+    if (!loaded.ok()) {
+      std::fprintf(stderr, "peer_k3: %s\n", loaded.status().ToString().c_str());
+      return 1;
+    }
+    model = std::move(*loaded);
+    const int64_t vocab = model->config().vocab_size;
+    for (int32_t id : prompt) {
+      if (id < 0 || id >= vocab) {
+        std::fprintf(stderr, "peer_k3: prompt id %d is outside the vocabulary [0, %lld)\n", id,
+                     static_cast<long long>(vocab));
+        return 2;
+      }
+    }
+    return 0;
   }
+};
+
+int Run(int argc, char** argv) {
+  const int64_t steps = std::atoll(Flag(argc, argv, "--decode-steps", "32"));
+  if (steps < 0) {
+    std::fprintf(stderr, "peer_k3 run: --decode-steps must be >= 0\n");
+    return 2;
+  }
+  Session session;
+  if (const int code = session.Open("run", argc, argv); code != 0) return code;
+  k3::model::Model& model = *session.model;
+  const std::vector<int32_t>& prompt = session.prompt;
+  const int threads = session.threads;
+  const int64_t prompt_len = static_cast<int64_t>(prompt.size());
+  const int64_t vocab = model.config().vocab_size;
 
   {  // warm-up: touches every mapped weight page a token reads, and the kernels' buffers
     k3::model::Sequences warm(model);
@@ -119,6 +149,24 @@ int Run(int argc, char** argv) {
   return 0;
 }
 
+int Score(int argc, char** argv) {
+  Session session;
+  if (const int code = session.Open("score", argc, argv); code != 0) return code;
+  const size_t vocab = static_cast<size_t>(session.model->config().vocab_size);
+  k3::model::Sequences seqs(*session.model);
+  const k3::model::SequenceBatchItem item{seqs.New(), session.prompt, /*all_logits=*/true};
+  k3::model::ForwardOutput out;
+  K3_CHECK_OK(seqs.Forward(std::span<const k3::model::SequenceBatchItem>(&item, 1), &out));
+  K3_CHECK(out.logits.size() == session.prompt.size() * vocab);  // [positions, vocab]
+  std::string ids;
+  for (size_t p = 0; p < session.prompt.size(); ++p) {
+    const int32_t top = ArgMax(std::span<const float>(out.logits).subspan(p * vocab, vocab));
+    ids += (ids.empty() ? "" : ",") + std::to_string(top);
+  }
+  std::printf("{\"engine\": \"k3\", \"threads\": %d, \"argmax\": [%s]}\n", session.threads, ids.c_str());
+  return 0;
+}
+
 int Gen(int argc, char** argv) {
   const std::string preset = Flag(argc, argv, "--preset", "mini-k3");
   const std::string out = Flag(argc, argv, "--out", "");
@@ -140,8 +188,10 @@ int Gen(int argc, char** argv) {
 int main(int argc, char** argv) {
   if (argc >= 2 && std::strcmp(argv[1], "gen") == 0) return Gen(argc, argv);
   if (argc >= 2 && std::strcmp(argv[1], "run") == 0) return Run(argc, argv);
+  if (argc >= 2 && std::strcmp(argv[1], "score") == 0) return Score(argc, argv);
   std::fprintf(stderr,
                "usage: peer_k3 gen --preset P --out DIR [--seed N]\n"
-               "       peer_k3 run --model DIR --threads N --prompt-ids 1,2,3 --decode-steps S\n");
+               "       peer_k3 run --model DIR --threads N --prompt-ids 1,2,3 --decode-steps S\n"
+               "       peer_k3 score --model DIR --threads N --prompt-ids 1,2,3\n");
   return 2;
 }

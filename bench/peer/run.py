@@ -19,6 +19,13 @@ per run (the engine that goes first alternates), and prints every run, the media
 reads in each engine's file, and whether the two engines' greedy tokens agree (top-1 agreement). Exits
 non-zero when a run fails.
 
+Free-running greedy tokens stop agreeing at the first step where the engines pick differently, and every
+later step then has another context, so one near tie hides the rest. After the measurements both engines
+therefore also score the same two sequences, the decode prompt followed by each engine's greedy
+continuation (`peer_k3 score`, `llama_peer.mjs --score`: one untimed evaluation, the argmax after every
+position), and the driver prints at how many of the decode steps they pick the same next token on that
+shared context (teacher-forced top-1 agreement).
+
 On a machine shared with other work, --nice N (negative: root) runs both engines' processes at that
 niceness: ggml's worker threads wait for each other at every graph node by spinning, so a 2-thread
 llama.cpp run loses far more to a preempted thread than k3's pool does, and the ratio then measures the
@@ -130,6 +137,22 @@ def run_one(engine, cmd):
     return out
 
 
+def teacher_forced(cmds, prompt, continuations, say_prefix):
+    """Top-1 agreement on shared contexts: for each engine's greedy continuation (name -> tokens), both
+    engines score prompt + continuation[:-1]; counts the decode steps (the predictions after the last
+    prompt position and after each continuation token but the last) where their argmax is equal."""
+    rows = {}
+    for name, tokens in continuations.items():
+        ids = ",".join(str(t) for t in prompt + tokens[:-1])
+        argmax = {e: run_one(e, c + ["--prompt-ids", ids])["argmax"] for e, c in cmds.items()}
+        steps = list(range(len(prompt) - 1, len(prompt) + len(tokens) - 1))
+        equal = sum(argmax["k3"][p] == argmax["llama.cpp"][p] for p in steps)
+        rows[name] = {"equal": equal, "steps": len(steps), "k3_argmax": argmax["k3"],
+                      "llama_argmax": argmax["llama.cpp"]}
+        say(f"{say_prefix} on {name}'s greedy continuation: same next token at {equal}/{len(steps)} steps")
+    return rows
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=int, default=5)
@@ -209,6 +232,18 @@ def main():
             f"{'' if all(stable.values()) else ', NOT deterministic'}")
 
     load_after = open("/proc/loadavg").read().split()[:3]
+    forced = {}
+    decodes = [r for r in results if r["kind"] == "decode"]
+    if decodes:
+        first = decodes[0]
+        score_cmds = {
+            "k3": [peer_k3, "score", "--model", ckpt, "--threads", str(first["threads"])],
+            "llama.cpp": ["node", os.path.join(PEER, "llama_peer.mjs"), "--model", gguf, "--threads",
+                          str(first["threads"]), "--score"],
+        }
+        forced = teacher_forced(score_cmds, prompt[:args.decode_prompt],
+                                {"k3": first["k3_tokens"], "llama.cpp": first["llama_tokens"]},
+                                "teacher-forced top-1")
     print()
     print("| measurement | threads | k3 tok/s median (best) | llama.cpp tok/s median (best) | k3 / llama.cpp "
           "median (best) | top-1 equal |")
@@ -219,6 +254,11 @@ def main():
         print(f"| {what} | {r['threads']} | {r['k3_median']:.2f} ({r['k3_best']:.2f}) | {r['llama_median']:.2f} "
               f"({r['llama_best']:.2f}) | {r['ratio']:.2f}x ({r['best_ratio']:.2f}x) | "
               f"{r['top1_equal']}/{r['top1_compared']} |")
+    for name, row in forced.items():
+        print(f"\nteacher-forced top-1 agreement on {name}'s greedy continuation: {row['equal']}/{row['steps']} "
+              f"steps", end="")
+    if forced:
+        print()
     niceness = "" if args.nice is None else f"engines at nice {args.nice}; "
     print(f"\n{niceness}load average before {' '.join(load_before)}, after {' '.join(load_after)}; {args.runs} runs "
           f"each, alternating; weights per decode token k3 {bytes_k3 / 1e6:.1f} MB, llama.cpp "
@@ -227,7 +267,8 @@ def main():
         with open(args.json, "w") as f:
             json.dump({"commit": commit, "cpu": cpu, "model": args.preset, "bytes_per_token_k3": bytes_k3,
                        "bytes_per_token_llama": bytes_llama, "load_before": load_before,
-                       "load_after": load_after, "nice": args.nice, "results": results}, f, indent=1)
+                       "load_after": load_after, "nice": args.nice, "results": results,
+                       "teacher_forced": forced}, f, indent=1)
     return 0
 
 

@@ -11,8 +11,9 @@ MLA kv_b rebuilt from k_b / v_b, the AttnRes pseudo-queries, -exp(A_log) and the
 
 top1: the same checkpoint through k3 (`peer_k3 run`) and llama.cpp (bench/peer/llama_peer.mjs, node-llama-cpp
 from bench/peer/node_modules): every greedy token of a 16-token prompt and 16 decode steps must be
-equal. Exits 77 (skip) with the reason when bench/peer/node_modules is absent (`npm ci` there, or run
-bench/peer/run.py once).
+equal; and scoring one shared sequence (`peer_k3 score`, `llama_peer.mjs --score`: the argmax after every
+position) must give the same argmax everywhere, k3's equal to its own greedy tokens. Exits 77 (skip) with
+the reason when bench/peer/node_modules is absent (`npm ci` there, or run bench/peer/run.py once).
 """
 import json
 import os
@@ -198,6 +199,28 @@ class Top1Test(TinyK3):
         print(f"k3:        {out['k3']}\nllama.cpp: {out['llama.cpp']}")
         self.assertEqual(len(out["k3"]), 17)
         self.assertEqual(out["k3"], out["llama.cpp"])
+
+    def test_both_engines_score_a_shared_sequence_alike(self):
+        conv.convert(self.ckpt, self.gguf)
+        ranks = self.tc["vocab_size"] - 256
+        prompt = [(i * 7919 + 13) % ranks for i in range(16)]
+        run = subprocess.run([PEER_K3, "run", "--model", self.ckpt, "--threads", "1", "--prompt-ids",
+                              ",".join(map(str, prompt)), "--decode-steps", "8"], capture_output=True, text=True,
+                             check=True)
+        greedy = json.loads([ln for ln in run.stdout.splitlines() if ln.startswith("{")][-1])["tokens"]
+        ids = ",".join(str(t) for t in prompt + greedy[:-1])
+        argmax = {}
+        for engine, cmd in (
+                ("k3", [PEER_K3, "score", "--model", self.ckpt]),
+                ("llama.cpp", ["node", os.path.join(ROOT, "bench", "peer", "llama_peer.mjs"), "--model", self.gguf,
+                               "--score"])):
+            proc = subprocess.run(cmd + ["--threads", "1", "--prompt-ids", ids], capture_output=True, text=True,
+                                  check=True)
+            argmax[engine] = json.loads([ln for ln in proc.stdout.splitlines() if ln.startswith("{")][-1])["argmax"]
+        print(f"k3:        {argmax['k3']}\nllama.cpp: {argmax['llama.cpp']}")
+        self.assertEqual(len(argmax["k3"]), len(prompt) + len(greedy) - 1)
+        self.assertEqual(argmax["k3"], argmax["llama.cpp"])
+        self.assertEqual(argmax["k3"][len(prompt) - 1:], greedy)  # the prefill path picks the decode path's tokens
 
 
 def main():
