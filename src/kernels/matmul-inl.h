@@ -31,7 +31,9 @@
 // first x tile of each weight tile prefetches, chunk by chunk, the rows a prefetch distance ahead
 // (matmul_blocking.h). A weight tile's rows are short streams (an MXFP4 row at K = 1024 is 512 bytes) that
 // the hardware prefetcher does not ramp up on. MXFP4 weight tiles that meet several x tiles (kPanelMinM x
-// rows) are decoded once into a per-thread panel that every x tile then reads (DecodedPanel).
+// rows) are decoded once into a per-thread panel that every x tile then reads (DecodedPanel); on AVX2, from
+// kTallMinM x rows, tiles of 4 x rows by 2 weight rows decode each weight row once per 4 x rows instead
+// (RunTallTiles), which was faster than the panel at every M measured.
 
 #if defined(K3_KERNELS_MATMUL_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef K3_KERNELS_MATMUL_INL_H_
@@ -131,9 +133,11 @@ constexpr bool kXInRegisters = false;
 constexpr size_t kDecodeMaxM = 16;    // up to here a pool task streams weight rows (decode, small batches)
 constexpr size_t kPrefetchMaxM = 16;  // most x rows whose tiles prefetch the weight rows ahead
 // Fewest x rows for which an MXFP4 weight tile is decoded once into a panel (DecodedPanel) rather than by
-// every x tile. On AVX2 (Zen 3, one thread, alternating call for call) the panel took 1.4x the time at
-// M = 3 (two x tiles), the same at 6, 5-19 % less at 8 and 24-37 % less from 12 rows on.
+// every x tile (not on AVX2: RunTallTiles). Measured on AVX2 before its tall tiles (Zen 3, one thread,
+// alternating call for call, 2-row tiles): the panel took 1.4x the time at M = 3 (two x tiles), the same at
+// 6, 5-19 % less at 8 and 24-37 % less from 12 rows on.
 constexpr size_t kPanelMinM = 4 * kMaxTileM;
+constexpr size_t kMaxTileRows = kMaxTileM > 4 ? kMaxTileM : 4;  // x rows any tile shape takes (TileRows)
 
 // ---- weight policies: chunk c of weight row n -> kVectorsPerChunk fp32 vectors (+ the chunk scale) --
 
@@ -381,11 +385,11 @@ struct Mxfp4GroupWeights {
 // ---- register tile -------------------------------------------------------------------------------
 
 struct TileRows {
-  const float* x_rows[kMaxTileM];  // x scratch rows, chunk layout
-  float* y_rows[kMaxTileM];        // &y[m, n0]
-  size_t n_rows[kTileN];           // weight rows; past N the last valid row repeats (not stored)
-  size_t next_rows[kTileN];        // rows a prefetch distance ahead (the tile's own near n_end)
-  size_t n_valid;                  // 1..kTileN
+  const float* x_rows[kMaxTileRows];  // x scratch rows, chunk layout
+  float* y_rows[kMaxTileRows];        // &y[m, n0]
+  size_t n_rows[kTileN];              // weight rows; past N the last valid row repeats (not stored)
+  size_t next_rows[kTileN];           // rows a prefetch distance ahead (the tile's own near n_end)
+  size_t n_valid;                     // 1..kTileN
 };
 
 // acc + x . w over one chunk. Weights with a scale per chunk (MXFP4 groups) return unscaled values
@@ -405,9 +409,9 @@ HWY_INLINE VMatMul AddChunkDot(const VMatMul (&x)[Weights::kVectorsPerChunk],
   }
 }
 
-template <size_t kM, bool kTail, bool kPrefetch, class Weights>
+template <size_t kM, size_t kN, bool kTail, bool kPrefetch, class Weights>
 HWY_INLINE void AccumulateChunk(DMatMul df, const Weights& w, const TileRows& t, size_t c,
-                                VMatMul (&acc)[kM][kTileN]) {
+                                VMatMul (&acc)[kM][kN]) {
   constexpr size_t kV = Weights::kVectorsPerChunk;
   const size_t L = hn::Lanes(df);
   const size_t offset = c * kV * L;
@@ -417,7 +421,7 @@ HWY_INLINE void AccumulateChunk(DMatMul df, const Weights& w, const TileRows& t,
       for (size_t v = 0; v < kV; ++v) xv[i][v] = hn::LoadU(df, t.x_rows[i] + offset + v * L);
     }
   }
-  for (size_t j = 0; j < kTileN; ++j) {
+  for (size_t j = 0; j < kN; ++j) {
     if constexpr (kPrefetch) hwy::Prefetch(w.ChunkAddress(t.next_rows[j], c));
     VMatMul wv[kV];
     VMatMul scale;
@@ -439,53 +443,54 @@ HWY_INLINE void AccumulateChunk(DMatMul df, const Weights& w, const TileRows& t,
   }
 }
 
-// The partial last chunk (K % 2L != 0), its accumulators in memory [kM * kTileN * L]. Kept out of line:
-// its zero-padded weight copy would otherwise keep the caller's accumulators out of registers.
-template <size_t kM, class Weights>
+// The partial last chunk (K % 2L != 0), its accumulators in memory [kM * kN * L]. Kept out of line: its
+// zero-padded weight copy would otherwise keep the caller's accumulators out of registers.
+template <size_t kM, size_t kN, class Weights>
 HWY_NOINLINE void AccumulateTailChunk(const Weights& w, const TileRows& t, size_t c, float* accumulators) {
   const DMatMul df;
   const size_t L = hn::Lanes(df);
-  VMatMul acc[kM][kTileN];
+  VMatMul acc[kM][kN];
   for (size_t i = 0; i < kM; ++i) {
-    for (size_t j = 0; j < kTileN; ++j) acc[i][j] = hn::Load(df, accumulators + (i * kTileN + j) * L);
+    for (size_t j = 0; j < kN; ++j) acc[i][j] = hn::Load(df, accumulators + (i * kN + j) * L);
   }
-  AccumulateChunk<kM, true, false>(df, w, t, c, acc);
+  AccumulateChunk<kM, kN, true, false>(df, w, t, c, acc);
   for (size_t i = 0; i < kM; ++i) {
-    for (size_t j = 0; j < kTileN; ++j) hn::Store(acc[i][j], df, accumulators + (i * kTileN + j) * L);
+    for (size_t j = 0; j < kN; ++j) hn::Store(acc[i][j], df, accumulators + (i * kN + j) * L);
   }
 }
 
-// A kM x kTileN tile over all num_chunks chunks of K; writes y. kPrefetch: also prefetches each chunk of
-// the rows t.next_rows (and their scales, where the weights have a scale row).
-template <size_t kM, bool kPrefetch, class Weights>
+// A kM x kN tile (x rows by weight rows t.n_rows[0, kN)) over all num_chunks chunks of K; writes y.
+// kPrefetch: also prefetches each chunk of the rows t.next_rows (and their scales, where the weights have
+// a scale row).
+template <size_t kM, size_t kN, bool kPrefetch, class Weights>
 HWY_INLINE void RunTile(const Weights& w, const TileRows& t, size_t num_chunks) {
   const DMatMul df;
   const size_t L = hn::Lanes(df);
-  VMatMul acc[kM][kTileN];
+  VMatMul acc[kM][kN];
   for (size_t i = 0; i < kM; ++i) {
-    for (size_t j = 0; j < kTileN; ++j) acc[i][j] = hn::Zero(df);
+    for (size_t j = 0; j < kN; ++j) acc[i][j] = hn::Zero(df);
   }
   if constexpr (kPrefetch) {
-    for (size_t j = 0; j < kTileN; ++j) {
+    for (size_t j = 0; j < kN; ++j) {
       if (const uint8_t* scales = w.ScaleRow(t.next_rows[j])) hwy::Prefetch(scales);
     }
   }
   const size_t c_full_end = std::min(num_chunks, w.full_chunks);
   size_t c = 0;
-  for (; c < c_full_end; ++c) AccumulateChunk<kM, false, kPrefetch>(df, w, t, c, acc);
+  for (; c < c_full_end; ++c) AccumulateChunk<kM, kN, false, kPrefetch>(df, w, t, c, acc);
   if (c < num_chunks) {  // the partial last chunk of each row, through memory (see AccumulateTailChunk)
-    HWY_ALIGN float spill[kM * kTileN * hn::MaxLanes(DMatMul())];
+    HWY_ALIGN float spill[kM * kN * hn::MaxLanes(DMatMul())];
     for (size_t i = 0; i < kM; ++i) {
-      for (size_t j = 0; j < kTileN; ++j) hn::Store(acc[i][j], df, spill + (i * kTileN + j) * L);
+      for (size_t j = 0; j < kN; ++j) hn::Store(acc[i][j], df, spill + (i * kN + j) * L);
     }
-    AccumulateTailChunk<kM>(w, t, c, spill);
+    AccumulateTailChunk<kM, kN>(w, t, c, spill);
     for (size_t i = 0; i < kM; ++i) {
-      for (size_t j = 0; j < kTileN; ++j) acc[i][j] = hn::Load(df, spill + (i * kTileN + j) * L);
+      for (size_t j = 0; j < kN; ++j) acc[i][j] = hn::Load(df, spill + (i * kN + j) * L);
     }
   }
   for (size_t i = 0; i < kM; ++i) {
-    // j runs to the constant kTileN (a runtime bound would force acc out of registers).
-    for (size_t j = 0; j < kTileN; ++j) {
+    // j runs to the constant kN (a runtime bound would force acc out of registers).
+    for (size_t j = 0; j < kN; ++j) {
       const float sum = hn::GetLane(hn::SumOfLanes(df, acc[i][j]));
       if (j < t.n_valid) t.y_rows[i][j] = sum;
     }
@@ -494,14 +499,14 @@ HWY_INLINE void RunTile(const Weights& w, const TileRows& t, size_t num_chunks) 
 
 // ---- drivers -------------------------------------------------------------------------------------
 
-// One kM-row x tile against the weight tile t.n_rows; prefetches t.next_rows when `prefetch`.
-template <size_t kM, bool kMayPrefetch, class Weights>
+// One kM x kN tile against the weight rows t.n_rows[0, kN); prefetches t.next_rows when `prefetch`.
+template <size_t kM, size_t kN, bool kMayPrefetch, class Weights>
 HWY_INLINE void RunTileMaybePrefetching(const Weights& w, const TileRows& t, size_t num_chunks,
                                         bool prefetch) {
   if constexpr (kMayPrefetch) {
-    if (prefetch) return RunTile<kM, true>(w, t, num_chunks);
+    if (prefetch) return RunTile<kM, kN, true>(w, t, num_chunks);
   }
-  RunTile<kM, false>(w, t, num_chunks);
+  RunTile<kM, kN, false>(w, t, num_chunks);
 }
 
 // The x tiles of rows [m_begin, m_end) against the weight tile t.n_rows; the first x tile prefetches
@@ -519,17 +524,17 @@ HWY_INLINE void RunTiles(const Weights& w, TileRows& t, const float* xs, size_t 
     const bool prefetch_tile = prefetch && m0 == m_begin;
     switch (rows) {
       case 1:
-        RunTileMaybePrefetching<1, kMayPrefetch>(w, t, num_chunks, prefetch_tile);
+        RunTileMaybePrefetching<1, kTileN, kMayPrefetch>(w, t, num_chunks, prefetch_tile);
         break;
       case 2:
-        RunTileMaybePrefetching<2, kMayPrefetch>(w, t, num_chunks, prefetch_tile);
+        RunTileMaybePrefetching<2, kTileN, kMayPrefetch>(w, t, num_chunks, prefetch_tile);
         break;
 #if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
       case 3:
-        RunTileMaybePrefetching<3, kMayPrefetch>(w, t, num_chunks, prefetch_tile);
+        RunTileMaybePrefetching<3, kTileN, kMayPrefetch>(w, t, num_chunks, prefetch_tile);
         break;
       case 4:
-        RunTileMaybePrefetching<4, kMayPrefetch>(w, t, num_chunks, prefetch_tile);
+        RunTileMaybePrefetching<4, kTileN, kMayPrefetch>(w, t, num_chunks, prefetch_tile);
         break;
 #endif
       default:
@@ -539,8 +544,9 @@ HWY_INLINE void RunTiles(const Weights& w, TileRows& t, const float* xs, size_t 
 }
 
 // An MXFP4 weight tile (kTileN rows, the whole of K) decoded once for all the x tiles of a block: with more
-// x rows than one register tile holds, each x tile would otherwise decode the same weights again (on
-// AVX2, four byte shuffles, a variable shift and five logic ops per 32 weights, for 2 x rows). Load returns
+// x rows than one register tile holds, each x tile would otherwise decode the same weights again (a lane
+// permute per 8-16 weights, for 2 x rows on NEON and SSE4). Not on AVX2, whose 4 x 2 tiles
+// (RunTallTiles) decode on the fly and ran faster than this panel at every M from 8 to 512. Load returns
 // exactly the vectors (and scale) that Source::Load returns for the same row and chunk, so each y[m, n]
 // meets the same values in the same order on either route: results do not depend on M.
 // Layout: values [kTileN][num_chunks][kVectorsPerChunk * L], scales [kTileN][num_chunks].
@@ -588,15 +594,63 @@ struct DecodedPanel {
   static size_t PanelFloats(size_t num_chunks) { return kTileN * num_chunks * (kChunkFloats + 1); }
 };
 
+// Weights whose tiles are decoded once into a DecodedPanel from kPanelMinM x rows.
 template <class Weights>
-inline constexpr bool kIsMxfp4 = std::is_same_v<Weights, Mxfp4Weights>
+inline constexpr bool kDecodesPanels = std::is_same_v<Weights, Mxfp4Weights>;
+
 #if HWY_TARGET == HWY_AVX2
-                                 || std::is_same_v<Weights, Mxfp4GroupWeights>
-#endif
-    ;
+// MXFP4 on AVX2 with kTallMinM or more x rows (an expert's share of a decode batch, prefill): tiles of 4 x
+// rows by 2 weight rows instead of 2 by 4. Same 8 accumulators, but each weight row is decoded once per 4 x
+// rows instead of once per 2, and the decode (not the FMAs) bounds these shapes. Alternating call for call
+// (Zen 3, one thread) they took 0.68-0.84x the time of 2 x 4 tiles at M = 3-7, and 0.72-0.99x the time of
+// a DecodedPanel at M = 8-512, which AVX2 therefore does not use. Each y[m, n] is accumulated as on every
+// other route, so results do not depend on M.
+constexpr size_t kTallTileM = 4;
+constexpr size_t kTallTileN = 2;
+constexpr size_t kTallMinM = 3;
+
+// The x rows [m_begin, m_end) against the weight tile t in pairs of weight rows; the first x tile of each
+// pair prefetches that pair's rows ahead when `prefetch`.
+template <class Weights>
+HWY_INLINE void RunTallTiles(const Weights& w, const TileRows& t, const float* xs, size_t row_stride,
+                             size_t m_begin, size_t m_end, float* y, size_t N, size_t n0, size_t num_chunks,
+                             bool prefetch) {
+  for (size_t j0 = 0; j0 < t.n_valid; j0 += kTallTileN) {
+    TileRows pair;
+    pair.n_valid = std::min(kTallTileN, t.n_valid - j0);
+    for (size_t j = 0; j < kTallTileN; ++j) {
+      pair.n_rows[j] = t.n_rows[j0 + j];  // past n_valid: the last valid row again (t.n_rows repeats it)
+      pair.next_rows[j] = t.next_rows[j0 + j];
+    }
+    for (size_t m0 = m_begin; m0 < m_end; m0 += kTallTileM) {
+      const size_t rows = std::min(kTallTileM, m_end - m0);
+      for (size_t i = 0; i < rows; ++i) {
+        pair.x_rows[i] = xs + (m0 + i) * row_stride;
+        pair.y_rows[i] = y + (m0 + i) * N + n0 + j0;
+      }
+      const bool prefetch_tile = prefetch && m0 == m_begin;
+      switch (rows) {
+        case 1:
+          RunTileMaybePrefetching<1, kTallTileN, true>(w, pair, num_chunks, prefetch_tile);
+          break;
+        case 2:
+          RunTileMaybePrefetching<2, kTallTileN, true>(w, pair, num_chunks, prefetch_tile);
+          break;
+        case 3:
+          RunTileMaybePrefetching<3, kTallTileN, true>(w, pair, num_chunks, prefetch_tile);
+          break;
+        default:
+          RunTileMaybePrefetching<4, kTallTileN, true>(w, pair, num_chunks, prefetch_tile);
+          break;
+      }
+    }
+  }
+}
+#endif  // HWY_TARGET == HWY_AVX2
 
 // Computes y[:, n_begin:n_end) for all M rows. xs: x in chunk layout, `row_stride` floats per row.
-// MXFP4 weights with at least kPanelMinM x rows are decoded once per weight tile (DecodedPanel).
+// MXFP4 weights with at least kPanelMinM x rows are decoded once per weight tile (DecodedPanel), except on
+// AVX2, where from kTallMinM x rows they run 4 x 2 tiles (RunTallTiles).
 template <class Weights>
 HWY_NOINLINE void MatMulRowBlock(const Weights& w, const float* xs, size_t M, size_t row_stride,
                                  size_t num_chunks, float* y, size_t N, size_t n_begin, size_t n_end) {
@@ -605,7 +659,7 @@ HWY_NOINLINE void MatMulRowBlock(const Weights& w, const float* xs, size_t M, si
   const size_t ahead = PrefetchDistanceRows(kTileN, w.RowBytes());
   const bool prefetch = M >= Weights::kPrefetchMinM && M <= kPrefetchMaxM;
   float* panel_buffer = nullptr;  // set when each weight tile is decoded once (DecodedPanel)
-  if constexpr (kIsMxfp4<Weights>) {
+  if constexpr (kDecodesPanels<Weights>) {
     if (M >= kPanelMinM) {
       panel_buffer =
           ThreadScratch(ScratchSlot::kMatMulDecodedWeights, DecodedPanel<Weights>::PanelFloats(num_chunks));
@@ -621,7 +675,15 @@ HWY_NOINLINE void MatMulRowBlock(const Weights& w, const float* xs, size_t M, si
         t.n_rows[j] = n0 + std::min(j, t.n_valid - 1);
         t.next_rows[j] = PrefetchRow(n0, ahead, j, n_end, t.n_rows[j]);
       }
-      if constexpr (kIsMxfp4<Weights>) {
+#if HWY_TARGET == HWY_AVX2
+      if constexpr (std::is_same_v<Weights, Mxfp4GroupWeights>) {
+        if (M >= kTallMinM) {
+          RunTallTiles(w, t, xs, row_stride, m_block, m_block_end, y, N, n0, num_chunks, prefetch);
+          continue;
+        }
+      }
+#endif
+      if constexpr (kDecodesPanels<Weights>) {
         if (panel_buffer != nullptr) {
           const auto panel = DecodedPanel<Weights>::Decode(w, t, num_chunks, prefetch, panel_buffer);
           for (size_t j = 0; j < kTileN; ++j) t.n_rows[j] = j;
