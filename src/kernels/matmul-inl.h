@@ -509,37 +509,38 @@ HWY_INLINE void RunTileMaybePrefetching(const Weights& w, const TileRows& t, siz
   RunTile<kM, kN, false>(w, t, num_chunks);
 }
 
-// The x tiles of rows [m_begin, m_end) against the weight tile t.n_rows; the first x tile prefetches
-// t.next_rows when `prefetch` (it pulls the weight rows from memory; the others find them in cache).
-// kMayPrefetch false: never (weights with no prefetch addresses, a decoded panel).
-template <bool kMayPrefetch, class Weights>
+// A tile of `rows` (1..kM) x rows by kN weight rows: the compile-time height for a runtime row count.
+template <size_t kM, size_t kN, bool kMayPrefetch, class Weights>
+HWY_INLINE void RunTileOfHeight(size_t rows, const Weights& w, const TileRows& t, size_t num_chunks,
+                                bool prefetch) {
+  static_assert(kM >= 1 && kM <= 4, "tiles of 1 to 4 x rows");
+  if (rows == 1) return RunTileMaybePrefetching<1, kN, kMayPrefetch>(w, t, num_chunks, prefetch);
+  if constexpr (kM >= 2) {
+    if (rows == 2) return RunTileMaybePrefetching<2, kN, kMayPrefetch>(w, t, num_chunks, prefetch);
+  }
+  if constexpr (kM >= 3) {
+    if (rows == 3) return RunTileMaybePrefetching<3, kN, kMayPrefetch>(w, t, num_chunks, prefetch);
+  }
+  if constexpr (kM >= 4) {
+    if (rows == 4) return RunTileMaybePrefetching<4, kN, kMayPrefetch>(w, t, num_chunks, prefetch);
+  }
+  HWY_ASSERT(false);
+}
+
+// The x tiles (kM rows each, the last one shorter) of rows [m_begin, m_end) against the weight rows
+// t.n_rows[0, kN), writing y's columns from n0 on; the first x tile prefetches t.next_rows when `prefetch`
+// (it pulls the weight rows from memory; the others find them in cache). kMayPrefetch false: never
+// (weights with no prefetch addresses, a decoded panel).
+template <size_t kM, size_t kN, bool kMayPrefetch, class Weights>
 HWY_INLINE void RunTiles(const Weights& w, TileRows& t, const float* xs, size_t row_stride, size_t m_begin,
                          size_t m_end, float* y, size_t N, size_t n0, size_t num_chunks, bool prefetch) {
-  for (size_t m0 = m_begin; m0 < m_end; m0 += kMaxTileM) {
-    const size_t rows = std::min(kMaxTileM, m_end - m0);
+  for (size_t m0 = m_begin; m0 < m_end; m0 += kM) {
+    const size_t rows = std::min(kM, m_end - m0);
     for (size_t i = 0; i < rows; ++i) {
       t.x_rows[i] = xs + (m0 + i) * row_stride;
       t.y_rows[i] = y + (m0 + i) * N + n0;
     }
-    const bool prefetch_tile = prefetch && m0 == m_begin;
-    switch (rows) {
-      case 1:
-        RunTileMaybePrefetching<1, kTileN, kMayPrefetch>(w, t, num_chunks, prefetch_tile);
-        break;
-      case 2:
-        RunTileMaybePrefetching<2, kTileN, kMayPrefetch>(w, t, num_chunks, prefetch_tile);
-        break;
-#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
-      case 3:
-        RunTileMaybePrefetching<3, kTileN, kMayPrefetch>(w, t, num_chunks, prefetch_tile);
-        break;
-      case 4:
-        RunTileMaybePrefetching<4, kTileN, kMayPrefetch>(w, t, num_chunks, prefetch_tile);
-        break;
-#endif
-      default:
-        HWY_ASSERT(false);
-    }
+    RunTileOfHeight<kM, kN, kMayPrefetch>(rows, w, t, num_chunks, prefetch && m0 == m_begin);
   }
 }
 
@@ -622,28 +623,8 @@ HWY_INLINE void RunTallTiles(const Weights& w, const TileRows& t, const float* x
       pair.n_rows[j] = t.n_rows[j0 + j];  // past n_valid: the last valid row again (t.n_rows repeats it)
       pair.next_rows[j] = t.next_rows[j0 + j];
     }
-    for (size_t m0 = m_begin; m0 < m_end; m0 += kTallTileM) {
-      const size_t rows = std::min(kTallTileM, m_end - m0);
-      for (size_t i = 0; i < rows; ++i) {
-        pair.x_rows[i] = xs + (m0 + i) * row_stride;
-        pair.y_rows[i] = y + (m0 + i) * N + n0 + j0;
-      }
-      const bool prefetch_tile = prefetch && m0 == m_begin;
-      switch (rows) {
-        case 1:
-          RunTileMaybePrefetching<1, kTallTileN, true>(w, pair, num_chunks, prefetch_tile);
-          break;
-        case 2:
-          RunTileMaybePrefetching<2, kTallTileN, true>(w, pair, num_chunks, prefetch_tile);
-          break;
-        case 3:
-          RunTileMaybePrefetching<3, kTallTileN, true>(w, pair, num_chunks, prefetch_tile);
-          break;
-        default:
-          RunTileMaybePrefetching<4, kTallTileN, true>(w, pair, num_chunks, prefetch_tile);
-          break;
-      }
-    }
+    RunTiles<kTallTileM, kTallTileN, true>(w, pair, xs, row_stride, m_begin, m_end, y, N, n0 + j0, num_chunks,
+                                           prefetch);
   }
 }
 #endif  // HWY_TARGET == HWY_AVX2
@@ -687,11 +668,13 @@ HWY_NOINLINE void MatMulRowBlock(const Weights& w, const float* xs, size_t M, si
         if (panel_buffer != nullptr) {
           const auto panel = DecodedPanel<Weights>::Decode(w, t, num_chunks, prefetch, panel_buffer);
           for (size_t j = 0; j < kTileN; ++j) t.n_rows[j] = j;
-          RunTiles<false>(panel, t, xs, row_stride, m_block, m_block_end, y, N, n0, num_chunks, false);
+          RunTiles<kMaxTileM, kTileN, false>(panel, t, xs, row_stride, m_block, m_block_end, y, N, n0,
+                                             num_chunks, false);
           continue;
         }
       }
-      RunTiles<true>(w, t, xs, row_stride, m_block, m_block_end, y, N, n0, num_chunks, prefetch);
+      RunTiles<kMaxTileM, kTileN, true>(w, t, xs, row_stride, m_block, m_block_end, y, N, n0, num_chunks,
+                                        prefetch);
     }
   }
 }
