@@ -137,7 +137,7 @@ constexpr size_t kPrefetchMaxM = 16;  // most x rows whose tiles prefetch the we
 // alternating call for call, 2-row tiles): the panel took 1.4x the time at M = 3 (two x tiles), the same at
 // 6, 5-19 % less at 8 and 24-37 % less from 12 rows on.
 constexpr size_t kPanelMinM = 4 * kMaxTileM;
-constexpr size_t kMaxTileRows = kMaxTileM > 4 ? kMaxTileM : 4;  // x rows any tile shape takes (TileRows)
+constexpr size_t kMaxTileRows = 4;  // x rows of the tallest tile of any shape (TileRows, RunTileOfHeight)
 
 // ---- weight policies: chunk c of weight row n -> kVectorsPerChunk fp32 vectors (+ the chunk scale) --
 
@@ -513,7 +513,7 @@ HWY_INLINE void RunTileMaybePrefetching(const Weights& w, const TileRows& t, siz
 template <size_t kM, size_t kN, bool kMayPrefetch, class Weights>
 HWY_INLINE void RunTileOfHeight(size_t rows, const Weights& w, const TileRows& t, size_t num_chunks,
                                 bool prefetch) {
-  static_assert(kM >= 1 && kM <= 4, "tiles of 1 to 4 x rows");
+  static_assert(kM >= 1 && kM <= kMaxTileRows && kMaxTileM <= kMaxTileRows, "tiles of 1 to 4 x rows");
   if (rows == 1) return RunTileMaybePrefetching<1, kN, kMayPrefetch>(w, t, num_chunks, prefetch);
   if constexpr (kM >= 2) {
     if (rows == 2) return RunTileMaybePrefetching<2, kN, kMayPrefetch>(w, t, num_chunks, prefetch);
@@ -545,11 +545,11 @@ HWY_INLINE void RunTiles(const Weights& w, TileRows& t, const float* xs, size_t 
 }
 
 // An MXFP4 weight tile (kTileN rows, the whole of K) decoded once for all the x tiles of a block: with more
-// x rows than one register tile holds, each x tile would otherwise decode the same weights again (a lane
-// permute per 8-16 weights, for 2 x rows on NEON and SSE4). Not on AVX2, whose 4 x 2 tiles
-// (RunTallTiles) decode on the fly and ran faster than this panel at every M from 8 to 512. Load returns
-// exactly the vectors (and scale) that Source::Load returns for the same row and chunk, so each y[m, n]
-// meets the same values in the same order on either route: results do not depend on M.
+// x rows than one register tile holds, each x tile would otherwise decode the same weights again. Not on
+// AVX2, whose 4 x 2 tiles (RunTallTiles) decode on the fly and ran faster than this panel at every M from 8
+// to 512. Load returns exactly the vectors (and scale) that Source::Load returns for the same row and
+// chunk, so each y[m, n] meets the same values in the same order on either route: results do not depend
+// on M.
 // Layout: values [kTileN][num_chunks][kVectorsPerChunk * L], scales [kTileN][num_chunks].
 template <class Source>
 struct DecodedPanel {
