@@ -23,7 +23,8 @@ const steps = Number(flag("--decode-steps", "32"));
 const score = process.argv.includes("--score");
 if (!modelPath || !(threads >= 1) || !(promptLen >= 1) || prompt.some((t) => !Number.isInteger(t)) ||
     !(steps >= 0)) {
-  console.error("usage: node llama_peer.mjs --model FILE.gguf --threads N --prompt-ids 1,2,3 --decode-steps S");
+  console.error("usage: node llama_peer.mjs --model FILE.gguf --threads N --prompt-ids 1,2,3 " +
+                "(--decode-steps S | --score)");
   process.exit(2);
 }
 
@@ -45,14 +46,6 @@ async function argmaxAfterEachPosition(ids) {
   return ids.map((_, i) => out[i].next.token);
 }
 
-if (score) {
-  console.log(JSON.stringify({engine: "llama.cpp", threads, argmax: await argmaxAfterEachPosition(prompt)}));
-  await context.dispose();
-  await model.dispose();
-  await llama.dispose();
-  process.exit(0);
-}
-
 // The prompt in one controlled evaluation, the next token (greedy) generated after its last position.
 async function prefill(ids) {
   const items = ids.map((t, i) => (i === ids.length - 1 ? [t, {generateNext: {token: true}}] : t));
@@ -71,25 +64,29 @@ async function decode(first, count) {
   return tokens;
 }
 
-// warm-up: every weight page a token reads, and the graph allocations of both batch shapes
-await decode(await prefill(prompt.slice(0, Math.min(promptLen, 8))), 2);
-await sequence.clearHistory();
+// One measured run: a warm-up on the sequence (every weight page a token reads, and the graph allocations
+// of both batch shapes), cleared, then the timed prefill of the prompt and `steps` greedy decode steps.
+async function timedRun() {
+  await decode(await prefill(prompt.slice(0, Math.min(promptLen, 8))), 2);
+  await sequence.clearHistory();
+  const t0 = performance.now();
+  const first = await prefill(prompt);
+  const t1 = performance.now();
+  const rest = await decode(first, steps);
+  const t2 = performance.now();
+  return {
+    engine: "llama.cpp",
+    threads,
+    prompt_tokens: promptLen,
+    prefill_s: (t1 - t0) / 1000,
+    decode_tokens: rest.length,
+    decode_s: (t2 - t1) / 1000,
+    tokens: [first, ...rest],
+  };
+}
 
-const t0 = performance.now();
-const first = await prefill(prompt);
-const t1 = performance.now();
-const rest = await decode(first, steps);
-const t2 = performance.now();
-
-console.log(JSON.stringify({
-  engine: "llama.cpp",
-  threads,
-  prompt_tokens: promptLen,
-  prefill_s: (t1 - t0) / 1000,
-  decode_tokens: rest.length,
-  decode_s: (t2 - t1) / 1000,
-  tokens: [first, ...rest],
-}));
+console.log(JSON.stringify(score ? {engine: "llama.cpp", threads, argmax: await argmaxAfterEachPosition(prompt)}
+                                 : await timedRun()));
 await context.dispose();
 await model.dispose();
 await llama.dispose();

@@ -74,14 +74,13 @@ const char* Flag(int argc, char** argv, const char* name, const char* fallback) 
 // The flags `run` and `score` share, and the loaded model; Open returns the exit code on failure (after
 // saying why), 0 when loaded.
 struct Session {
-  std::string dir;
   int threads = 1;
   std::vector<int32_t> prompt;
   std::unique_ptr<k3::ThreadPool> pool;
   std::unique_ptr<k3::model::Model> model;
 
   int Open(const char* command, int argc, char** argv) {
-    dir = Flag(argc, argv, "--model", "");
+    const std::string dir = Flag(argc, argv, "--model", "");
     threads = std::atoi(Flag(argc, argv, "--threads", "1"));
     prompt = ParseIds(Flag(argc, argv, "--prompt-ids", ""));
     if (dir.empty() || threads < 1 || prompt.empty()) {

@@ -137,7 +137,7 @@ def run_one(engine, cmd):
     return out
 
 
-def teacher_forced(cmds, prompt, continuations, say_prefix):
+def teacher_forced(cmds, prompt, continuations):
     """Top-1 agreement on shared contexts: for each engine's greedy continuation (name -> tokens), both
     engines score prompt + continuation[:-1]; counts the decode steps (the predictions after the last
     prompt position and after each continuation token but the last) where their argmax is equal."""
@@ -149,7 +149,7 @@ def teacher_forced(cmds, prompt, continuations, say_prefix):
         equal = sum(argmax["k3"][p] == argmax["llama.cpp"][p] for p in steps)
         rows[name] = {"equal": equal, "steps": len(steps), "k3_argmax": argmax["k3"],
                       "llama_argmax": argmax["llama.cpp"]}
-        say(f"{say_prefix} on {name}'s greedy continuation: same next token at {equal}/{len(steps)} steps")
+        say(f"teacher-forced top-1 on {name}'s greedy continuation: same next token at {equal}/{len(steps)} steps")
     return rows
 
 
@@ -242,8 +242,7 @@ def main():
                           str(first["threads"]), "--score"],
         }
         forced = teacher_forced(score_cmds, prompt[:args.decode_prompt],
-                                {"k3": first["k3_tokens"], "llama.cpp": first["llama_tokens"]},
-                                "teacher-forced top-1")
+                                {"k3": first["k3_tokens"], "llama.cpp": first["llama_tokens"]})
     print()
     print("| measurement | threads | k3 tok/s median (best) | llama.cpp tok/s median (best) | k3 / llama.cpp "
           "median (best) | top-1 equal |")
@@ -254,11 +253,10 @@ def main():
         print(f"| {what} | {r['threads']} | {r['k3_median']:.2f} ({r['k3_best']:.2f}) | {r['llama_median']:.2f} "
               f"({r['llama_best']:.2f}) | {r['ratio']:.2f}x ({r['best_ratio']:.2f}x) | "
               f"{r['top1_equal']}/{r['top1_compared']} |")
-    for name, row in forced.items():
-        print(f"\nteacher-forced top-1 agreement on {name}'s greedy continuation: {row['equal']}/{row['steps']} "
-              f"steps", end="")
     if forced:
         print()
+    for name, row in forced.items():
+        print(f"teacher-forced top-1 agreement on {name}'s greedy continuation: {row['equal']}/{row['steps']} steps")
     niceness = "" if args.nice is None else f"engines at nice {args.nice}; "
     print(f"\n{niceness}load average before {' '.join(load_before)}, after {' '.join(load_after)}; {args.runs} runs "
           f"each, alternating; weights per decode token k3 {bytes_k3 / 1e6:.1f} MB, llama.cpp "

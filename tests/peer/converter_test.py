@@ -184,39 +184,40 @@ class ConverterTest(TinyK3):
             conv.convert(extra, os.path.join(self.tmp, "extra.gguf"))
 
 
+def last_json(cmd):
+    """Runs one engine process (must succeed) and returns the JSON line it printed last."""
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=True)
+    return json.loads([ln for ln in proc.stdout.splitlines() if ln.startswith("{")][-1])
+
+
 class Top1Test(TinyK3):
+    LLAMA_PEER = os.path.join(ROOT, "bench", "peer", "llama_peer.mjs")
+
+    def prompt(self):
+        ranks = self.tc["vocab_size"] - 256
+        return [(i * 7919 + 13) % ranks for i in range(16)]
+
     def test_k3_and_llama_cpp_agree_on_every_greedy_token(self):
         conv.convert(self.ckpt, self.gguf)
-        ranks = self.tc["vocab_size"] - 256
-        ids = ",".join(str((i * 7919 + 13) % ranks) for i in range(16))
+        ids = ",".join(map(str, self.prompt()))
         out = {}
-        for engine, cmd in (
-                ("k3", [PEER_K3, "run", "--model", self.ckpt]),
-                ("llama.cpp", ["node", os.path.join(ROOT, "bench", "peer", "llama_peer.mjs"), "--model", self.gguf])):
-            proc = subprocess.run(cmd + ["--threads", "1", "--prompt-ids", ids, "--decode-steps", "16"],
-                                  capture_output=True, text=True, check=True)
-            out[engine] = json.loads([ln for ln in proc.stdout.splitlines() if ln.startswith("{")][-1])["tokens"]
+        for engine, cmd in (("k3", [PEER_K3, "run", "--model", self.ckpt]),
+                            ("llama.cpp", ["node", self.LLAMA_PEER, "--model", self.gguf])):
+            out[engine] = last_json(cmd + ["--threads", "1", "--prompt-ids", ids, "--decode-steps", "16"])["tokens"]
         print(f"k3:        {out['k3']}\nllama.cpp: {out['llama.cpp']}")
         self.assertEqual(len(out["k3"]), 17)
         self.assertEqual(out["k3"], out["llama.cpp"])
 
     def test_both_engines_score_a_shared_sequence_alike(self):
         conv.convert(self.ckpt, self.gguf)
-        ranks = self.tc["vocab_size"] - 256
-        prompt = [(i * 7919 + 13) % ranks for i in range(16)]
-        run = subprocess.run([PEER_K3, "run", "--model", self.ckpt, "--threads", "1", "--prompt-ids",
-                              ",".join(map(str, prompt)), "--decode-steps", "8"], capture_output=True, text=True,
-                             check=True)
-        greedy = json.loads([ln for ln in run.stdout.splitlines() if ln.startswith("{")][-1])["tokens"]
+        prompt = self.prompt()
+        greedy = last_json([PEER_K3, "run", "--model", self.ckpt, "--threads", "1", "--prompt-ids",
+                            ",".join(map(str, prompt)), "--decode-steps", "8"])["tokens"]
         ids = ",".join(str(t) for t in prompt + greedy[:-1])
         argmax = {}
-        for engine, cmd in (
-                ("k3", [PEER_K3, "score", "--model", self.ckpt]),
-                ("llama.cpp", ["node", os.path.join(ROOT, "bench", "peer", "llama_peer.mjs"), "--model", self.gguf,
-                               "--score"])):
-            proc = subprocess.run(cmd + ["--threads", "1", "--prompt-ids", ids], capture_output=True, text=True,
-                                  check=True)
-            argmax[engine] = json.loads([ln for ln in proc.stdout.splitlines() if ln.startswith("{")][-1])["argmax"]
+        for engine, cmd in (("k3", [PEER_K3, "score", "--model", self.ckpt]),
+                            ("llama.cpp", ["node", self.LLAMA_PEER, "--model", self.gguf, "--score"])):
+            argmax[engine] = last_json(cmd + ["--threads", "1", "--prompt-ids", ids])["argmax"]
         print(f"k3:        {argmax['k3']}\nllama.cpp: {argmax['llama.cpp']}")
         self.assertEqual(len(argmax["k3"]), len(prompt) + len(greedy) - 1)
         self.assertEqual(argmax["k3"], argmax["llama.cpp"])
