@@ -755,6 +755,47 @@ TEST(MatMulTest, Mxfp4DecodeShapesMatchReference) {
   });
 }
 
+// x over many binades inside a group (subnormals up to 2^100) and an all-zero group: within
+// ExpectMatMulClose's bound on every target, each row alone equal to the row in the batch; a row holding an
+// inf or a NaN gives non-finite outputs. No row is bf16-valued, so all take the fp32 path.
+TEST(MatMulTest, Mxfp4WideRangeAndNonFiniteInputs) {
+  std::mt19937 rng(23);
+  const size_t M = 5, K = 128, N = 11;
+  std::uniform_real_distribution<float> mantissa(1.0f, 2.0f);
+  std::uniform_int_distribution<int> exponent(-140, 100);
+  std::vector<float> x(M * K);
+  for (float& v : x) v = std::ldexp(mantissa(rng), exponent(rng)) * (rng() % 2 ? -1.0f : 1.0f);
+  std::fill(x.begin() + 1 * K + 32, x.begin() + 1 * K + 64, 0.0f);  // row 1, group 1: zeros
+  for (size_t k = 0; k < 32; ++k) x[2 * K + k] = std::ldexp(mantissa(rng), -140 + static_cast<int>(k % 5));
+  x[0 * K + 5] = std::numeric_limits<float>::quiet_NaN();
+  x[4 * K + 40] = -std::numeric_limits<float>::infinity();
+  std::vector<uint8_t> packed(N * K / 2), scales(N * K / 32);
+  for (uint8_t& b : packed) b = static_cast<uint8_t>(rng());
+  for (uint8_t& b : scales) b = static_cast<uint8_t>(118 + rng() % 12);
+  std::vector<float> dequant(N * K);
+  for (size_t n = 0; n < N; ++n)
+    DequantMxfp4Row(packed.data() + n * K / 2, scales.data() + n * K / 32, K, &dequant[n * K]);
+  ForEachTarget([&] {
+    std::vector<float> got(M * N), ref(M * N);
+    MatMulMxfp4(x.data(), M, K, packed.data(), scales.data(), N, got.data(), nullptr);
+    scalar::MatMulMxfp4(x.data(), M, K, packed.data(), scales.data(), N, ref.data());
+    for (size_t m : {size_t{0}, size_t{4}}) {
+      for (size_t n = 0; n < N; ++n) EXPECT_FALSE(std::isfinite(got[m * N + n])) << "m=" << m << " n=" << n;
+    }
+    const size_t finite_rows = 3;  // rows 1..3
+    const std::vector<float> got_finite(got.begin() + N, got.begin() + (1 + finite_rows) * N);
+    const std::vector<float> ref_finite(ref.begin() + N, ref.begin() + (1 + finite_rows) * N);
+    ExpectMatMulClose(
+        got_finite, ref_finite, x.data() + K, finite_rows, K, N,
+        [&](size_t n, size_t k) { return dequant[n * K + k]; }, "wide range");
+    for (size_t m = 1; m <= finite_rows; ++m) {
+      std::vector<float> row(N);
+      MatMulMxfp4(x.data() + m * K, 1, K, packed.data(), scales.data(), N, row.data(), nullptr);
+      EXPECT_EQ(std::memcmp(row.data(), got.data() + m * N, N * sizeof(float)), 0) << "row " << m;
+    }
+  });
+}
+
 TEST(MatMulTest, EmptyShapes) {
   ForEachTarget([&] {
     std::vector<float> x(8, 1.0f), y(8, 5.0f);
