@@ -592,6 +592,13 @@ struct Shape {
   size_t M, K, N;
 };
 
+// MXFP4 weights (packed [N, K/2], scales [N, K/32]) dequantised row by row: [N, K].
+std::vector<float> DequantMxfp4Matrix(const uint8_t* packed, const uint8_t* scales, size_t N, size_t K) {
+  std::vector<float> dequant(N * K);
+  for (size_t n = 0; n < N; ++n) DequantMxfp4Row(packed + n * K / 2, scales + n * K / 32, K, &dequant[n * K]);
+  return dequant;
+}
+
 // |got - ref| <= 1e-5 * sum_k |x_k * w_k| for every output; `wk(n, k)` is the dequantised weight.
 template <class WeightAt>
 void ExpectMatMulClose(const std::vector<float>& got, const std::vector<float>& ref, const float* x, size_t M,
@@ -706,9 +713,7 @@ TEST(MatMulTest, Mxfp4MatchesReference) {
         const uint8_t* sc = scales.data() + os;
         MatMulMxfp4(x.data() + ox, s.M, s.K, p, sc, s.N, got.data(), nullptr);
         scalar::MatMulMxfp4(x.data() + ox, s.M, s.K, p, sc, s.N, ref.data());
-        std::vector<float> dequant(s.N * s.K);
-        for (size_t n = 0; n < s.N; ++n)
-          DequantMxfp4Row(p + n * s.K / 2, sc + n * s.K / 32, s.K, &dequant[n * s.K]);
+        const std::vector<float> dequant = DequantMxfp4Matrix(p, sc, s.N, s.K);
         ExpectMatMulClose(
             got, ref, x.data() + ox, s.M, s.K, s.N, [&](size_t n, size_t k) { return dequant[n * s.K + k]; },
             "mxfp4");
@@ -738,9 +743,7 @@ TEST(MatMulTest, Mxfp4DecodeShapesMatchReference) {
         std::vector<float> got(s.M * s.N), ref(s.M * s.N);
         MatMulMxfp4(x.data(), s.M, s.K, packed.data(), scales.data(), s.N, got.data(), nullptr);
         scalar::MatMulMxfp4(x.data(), s.M, s.K, packed.data(), scales.data(), s.N, ref.data());
-        std::vector<float> dequant(s.N * s.K);
-        for (size_t n = 0; n < s.N; ++n)
-          DequantMxfp4Row(packed.data() + n * s.K / 2, scales.data() + n * s.K / 32, s.K, &dequant[n * s.K]);
+        const std::vector<float> dequant = DequantMxfp4Matrix(packed.data(), scales.data(), s.N, s.K);
         ExpectMatMulClose(
             got, ref, x.data(), s.M, s.K, s.N, [&](size_t n, size_t k) { return dequant[n * s.K + k]; },
             "mxfp4 decode");
@@ -772,9 +775,7 @@ TEST(MatMulTest, Mxfp4WideRangeAndNonFiniteInputs) {
   std::vector<uint8_t> packed(N * K / 2), scales(N * K / 32);
   for (uint8_t& b : packed) b = static_cast<uint8_t>(rng());
   for (uint8_t& b : scales) b = static_cast<uint8_t>(118 + rng() % 12);
-  std::vector<float> dequant(N * K);
-  for (size_t n = 0; n < N; ++n)
-    DequantMxfp4Row(packed.data() + n * K / 2, scales.data() + n * K / 32, K, &dequant[n * K]);
+  const std::vector<float> dequant = DequantMxfp4Matrix(packed.data(), scales.data(), N, K);
   ForEachTarget([&] {
     std::vector<float> got(M * N), ref(M * N);
     MatMulMxfp4(x.data(), M, K, packed.data(), scales.data(), N, got.data(), nullptr);
@@ -961,10 +962,7 @@ TEST(MatMulTest, Mxfp4MixedRowsEqualEachRowAlone) {
       std::vector<float> got(s.M * s.N, 5.0f), ref(s.M * s.N);
       MatMulMxfp4(x.data(), s.M, s.K, packed.data(), scales.data(), s.N, got.data(), nullptr);
       scalar::MatMulMxfp4(x.data(), s.M, s.K, packed.data(), scales.data(), s.N, ref.data());
-      std::vector<float> dequant(s.N * s.K);
-      for (size_t n = 0; n < s.N; ++n)
-        DequantMxfp4Row(packed.data() + n * s.K / 2, scales.data() + n * s.K / 32, s.K,
-                        dequant.data() + n * s.K);
+      const std::vector<float> dequant = DequantMxfp4Matrix(packed.data(), scales.data(), s.N, s.K);
       ExpectMatMulClose(
           got, ref, x.data(), s.M, s.K, s.N, [&](size_t n, size_t k) { return dequant[n * s.K + k]; },
           "mixed mxfp4");
