@@ -170,15 +170,27 @@ void scalar::CausalConvSilu(const float* raw, const float* taps, size_t W, size_
 
 void LatentAttention(const float* query, const float* const* rows, size_t visible, size_t width,
                      size_t ctx_width, float scale, float* scores, float* ctx, float* max, float* sum) {
-  for (size_t j = 0; j < visible; ++j) scores[j] = Dot(query, rows[j], width) * scale;
+  LatentScores(&query, 1, rows, visible, width, scale, scores);
   Softmax(scores, visible, max, sum);
   std::fill(ctx, ctx + ctx_width, 0.0f);
   for (size_t j = 0; j < visible; ++j) Axpy(scores[j], rows[j], ctx, ctx_width);
 }
 
+void LatentAttentionQueries(const float* const* queries, size_t num_queries, const float* const* rows,
+                            size_t visible, size_t width, size_t ctx_width, float scale, float* scores,
+                            float* const* ctx, float* max, float* sum) {
+  LatentScores(queries, num_queries, rows, visible, width, scale, scores);
+  for (size_t g = 0; g < num_queries; ++g) {
+    float* p = scores + g * visible;
+    Softmax(p, visible, max == nullptr ? nullptr : max + g, sum == nullptr ? nullptr : sum + g);
+    std::fill(ctx[g], ctx[g] + ctx_width, 0.0f);
+    for (size_t j = 0; j < visible; ++j) Axpy(p[j], rows[j], ctx[g], ctx_width);
+  }
+}
+
 void LatentAttentionBf16(const float* query, const bf16* const* rows, size_t visible, size_t width,
                          size_t ctx_width, float scale, float* scores, float* ctx) {
-  for (size_t j = 0; j < visible; ++j) scores[j] = DotBf16(query, rows[j], width) * scale;
+  LatentScores(&query, 1, rows, visible, width, scale, scores);
   Softmax(scores, visible);
   std::fill(ctx, ctx + ctx_width, 0.0f);
   for (size_t j = 0; j < visible; ++j) AxpyBf16(scores[j], rows[j], ctx, ctx_width);

@@ -73,6 +73,15 @@ void CausalConvSilu(const float* raw, const float* taps, size_t W, size_t P, siz
                     size_t c1, float* tail, float* new_tail, float* out);
 }  // namespace scalar
 
+// The scores of latent attention: scores[g * visible + j] = (queries[g] . rows[j]) * scale for g <
+// num_queries, j < visible, each dot product summed as DotBf16 sums one pair (ops.h), whatever the number of
+// queries or rows: fp32 rows and bf16 rows holding the same values give the same bits. Tiles of queries by
+// rows run side by side, each row read once per tile of up to 4 queries (ops-inl.h).
+void LatentScores(const float* const* queries, size_t num_queries, const float* const* rows, size_t visible,
+                  size_t width, float scale, float* scores);
+void LatentScores(const float* const* queries, size_t num_queries, const bf16* const* rows, size_t visible,
+                  size_t width, float scale, float* scores);
+
 // Softmax attention of one query over `visible` cached rows (each `width` floats; rows[j] its address):
 // scores[j] = (query . row_j) * scale, softmax, ctx [ctx_width] = sum_j p_j row_j[0 .. ctx_width).
 // Where max / sum are not null they receive the softmax's largest score and its sum of exp(score - max):
@@ -80,8 +89,15 @@ void CausalConvSilu(const float* raw, const float* taps, size_t W, size_t P, siz
 void LatentAttention(const float* query, const float* const* rows, size_t visible, size_t width,
                      size_t ctx_width, float scale, float* scores, float* ctx, float* max = nullptr,
                      float* sum = nullptr);
-// The same over bf16 rows, read in place (DotBf16, AxpyBf16: no fp32 copy of the cache): what
-// LatentAttention gives over the rows widened to fp32 (bit for bit when width is a multiple of 64).
+// LatentAttention of `num_queries` queries over the same rows, bit for bit per query: the scores of all the
+// queries in one LatentScores call (each row read once per tile of up to 4 queries), then each query's
+// softmax and context as LatentAttention's. scores: [num_queries, visible] scratch; max, sum: null or
+// [num_queries].
+void LatentAttentionQueries(const float* const* queries, size_t num_queries, const float* const* rows,
+                            size_t visible, size_t width, size_t ctx_width, float scale, float* scores,
+                            float* const* ctx, float* max = nullptr, float* sum = nullptr);
+// The same over bf16 rows, read in place (LatentScores, AxpyBf16: no fp32 copy of the cache): what
+// LatentAttention gives over the rows widened to fp32, bit for bit.
 void LatentAttentionBf16(const float* query, const bf16* const* rows, size_t visible, size_t width,
                          size_t ctx_width, float scale, float* scores, float* ctx);
 // LatentAttentionBf16 of `num_queries` queries over the same rows (the heads of one token), bit for bit

@@ -204,7 +204,7 @@ TEST(LayerOpsTest, LatentChunksJoinToTheAttentionOverAllRows) {
 }
 
 // The bf16 cache: storing rounds to bf16, and attention over bf16 rows is the fp32 attention over the
-// same (bf16-valued) rows: to rounding noise for an odd width, bit for bit for a width of 64 * k.
+// same (bf16-valued) rows, bit for bit, for an odd width as for a width of 64 * k.
 TEST(LayerOpsTest, LatentAttentionOverBf16RowsEqualsFp32OverTheSameValues) {
   for (const size_t width : {37, 128}) {
     const size_t ctx_width = width - 8, visible = 9;
@@ -228,12 +228,36 @@ TEST(LayerOpsTest, LatentAttentionOverBf16RowsEqualsFp32OverTheSameValues) {
     LatentAttentionBf16(q.data(), rows16.data(), visible, width, ctx_width, 0.3f, scores16.data(),
                         ctx16.data());
     LatentAttention(q.data(), rows32.data(), visible, width, ctx_width, 0.3f, scores32.data(), ctx32.data());
-    if (width % 64 == 0) {
-      EXPECT_EQ(scores16, scores32);
-      EXPECT_EQ(ctx16, ctx32);
-    }
-    for (size_t j = 0; j < visible; ++j) EXPECT_NEAR(scores16[j], scores32[j], 1e-6);
-    for (size_t c = 0; c < ctx_width; ++c) EXPECT_NEAR(ctx16[c], ctx32[c], 1e-6);
+    EXPECT_EQ(scores16, scores32);
+    EXPECT_EQ(ctx16, ctx32);
+  }
+}
+
+// Several queries over the same fp32 rows: each query's scores, context and softmax statistics are bit for
+// bit LatentAttention's for that query alone (a partial tile of queries and of rows included).
+TEST(LayerOpsTest, LatentAttentionOfSeveralQueriesOverFp32RowsEqualsOneAtATime) {
+  const size_t width = 37, ctx_width = 29, visible = 11, num_queries = 6;
+  const std::vector<float> src = Ramp(visible * width, 0.13f, 0.5f), q = Ramp(num_queries * width, 0.4f);
+  std::vector<const float*> rows, queries;
+  for (size_t j = 0; j < visible; ++j) rows.push_back(src.data() + j * width);
+  for (size_t g = 0; g < num_queries; ++g) queries.push_back(q.data() + g * width);
+  std::vector<std::vector<float>> ctx(num_queries, std::vector<float>(ctx_width));
+  std::vector<float*> ctx_out;
+  for (auto& c : ctx) ctx_out.push_back(c.data());
+  std::vector<float> scores(num_queries * visible), max(num_queries), sum(num_queries);
+  LatentAttentionQueries(queries.data(), num_queries, rows.data(), visible, width, ctx_width, 0.3f,
+                         scores.data(), ctx_out.data(), max.data(), sum.data());
+  for (size_t g = 0; g < num_queries; ++g) {
+    std::vector<float> one_scores(visible), one_ctx(ctx_width);
+    float one_max = 0, one_sum = 0;
+    LatentAttention(queries[g], rows.data(), visible, width, ctx_width, 0.3f, one_scores.data(),
+                    one_ctx.data(), &one_max, &one_sum);
+    EXPECT_EQ(std::vector<float>(scores.begin() + g * visible, scores.begin() + (g + 1) * visible),
+              one_scores)
+        << "query " << g;
+    EXPECT_EQ(ctx[g], one_ctx) << "query " << g;
+    EXPECT_EQ(max[g], one_max) << "query " << g;
+    EXPECT_EQ(sum[g], one_sum) << "query " << g;
   }
 }
 

@@ -110,19 +110,33 @@ HWY_INLINE float DotImpl(const float* a, const float* b, size_t n) {
   return total;
 }
 
-// DotImpl with b in bf16 (the MLA scores over a bf16 latent cache): the same whole-vector sums.
-HWY_INLINE float DotBf16Impl(const float* a, const bf16* b, size_t n) {
-  size_t i = 0;
-  float total = DotWholeVectors(a, b, n, &i);
-  // The remainder as a one-lane product then sum, never fused (the compiler contracts plain expressions
-  // into FMAs where it sees fit, so DotImpl's remainder may differ from this one in the last bit).
+// The score of one (query, row) pair of latent attention, before the scale: sum_i q[i] * row[i] for a row in
+// fp32 or bf16 (widened exactly, so both sum alike). The whole vectors go into one vector accumulator, a
+// MulAdd per vector in i order; its lanes are summed by SumOfLanes; the remainder follows one lane at a time,
+// a product then a sum, never fused (the compiler would contract a plain expression into an FMA where it
+// saw fit). Every attention kernel sums each pair exactly so (LatentScoresTile below runs the FMAs of
+// several pairs side by side), so a score has the same bits whichever kernel, tile or batch computed it.
+template <class B>
+HWY_INLINE float ScoreRemainder(const float* q, const B* row, size_t i, size_t n, float total) {
   const DOne d1;
   for (; i < n; ++i) {
-    const auto product = hn::Mul(hn::LoadU(d1, a + i), LoadBf16(d1, b + i));
+    const auto product = hn::Mul(hn::LoadU(d1, q + i), LoadRow(d1, row + i));
     total = hn::GetLane(hn::Add(hn::Set(d1, total), product));
   }
   return total;
 }
+template <class B>
+HWY_INLINE float ScoreDot(const float* q, const B* row, size_t n) {
+  const DFull d;
+  const size_t L = hn::Lanes(d);
+  auto acc = hn::Zero(d);
+  size_t i = 0;
+  for (; i + L <= n; i += L) acc = hn::MulAdd(hn::LoadU(d, q + i), LoadRow(d, row + i), acc);
+  return ScoreRemainder(q, row, i, n, hn::GetLane(hn::SumOfLanes(d, acc)));
+}
+
+// DotBf16: one pair's score (ScoreDot).
+HWY_INLINE float DotBf16Impl(const float* a, const bf16* b, size_t n) { return ScoreDot(a, b, n); }
 
 // ---- per-vector steps (D is the full or the one-lane descriptor) -----------------------------------
 
@@ -308,12 +322,14 @@ void SoftmaxStatsImpl(float* x, size_t n, float* max_out, float* sum_out) {
   if (sum_out != nullptr) *sum_out = sum;
 }
 
-// ---- latent attention of several queries over the same bf16 rows ---------------------------------------
-// The heads of one token attend over the same latent rows (spec §2.4, absorbed form). One pass takes up to
-// kQueriesPerPass queries, so each row vector is loaded and widened once for all of them; the context
-// sums take kRowsPerStep rows per load and store of an accumulator vector. For each query the operations
-// on each value, and their order, are those of LatentAttentionBf16 (DotBf16Impl, SoftmaxStatsImpl,
-// AxpyBf16Impl over j ascending), so every result is bit for bit the one-query kernel's.
+// ---- latent attention of several queries over the same rows ----------------------------------------------
+// The heads of one token attend over the same latent rows (spec §2.4, absorbed form). The scores take
+// tiles of up to kQueriesPerPass queries by kScoreRows rows: each row vector is loaded and widened once for
+// the tile's queries and each query vector once for its rows, and the tile's pairs each keep one vector
+// accumulator (ScoreDot's sums, so the scores are those of one pair at a time, bit for bit). The context
+// sums take kRowsPerStep rows per load and store of an accumulator vector; for each query the operations on
+// each value, and their order, are those of LatentAttentionBf16 (SoftmaxStatsImpl, AxpyBf16Impl over j
+// ascending), so every result is bit for bit the one-query kernel's.
 // Key blocks: both passes run over blocks of kKeysPerBlock rows, every group of queries finishing a block
 // before the next, so a long cache is streamed from memory once per pass (for all the queries) instead of
 // once per group; a block (288 KiB at K3's 576-wide rows) stays in L2 meanwhile. Blocks are whole steps of
@@ -325,14 +341,23 @@ constexpr size_t kKeysPerBlock = 256;
 static_assert(kKeysPerBlock % kRowsPerStep == 0, "blocks must not cut a step of the context sums");
 
 #if HWY_HAVE_SCALABLE
-// SVE / RVV vectors are sizeless types, which C++ cannot hold in the arrays the passes below use: one
-// query at a time there (LatentAttentionBf16's own sequence, so the results are the same).
+// SVE / RVV vectors are sizeless types, which C++ cannot hold in the arrays of the tiles below: one pair at a
+// time there (the same sums, so the same results).
+template <class B>
+void LatentScoresImpl(const float* const* queries, size_t num_queries, const B* const* rows, size_t visible,
+                      size_t width, float scale, float* scores) {
+  for (size_t g = 0; g < num_queries; ++g) {
+    for (size_t j = 0; j < visible; ++j)
+      scores[g * visible + j] = ScoreDot(queries[g], rows[j], width) * scale;
+  }
+}
+
 void LatentAttentionBf16QueriesImpl(const float* const* queries, size_t num_queries, const bf16* const* rows,
                                     size_t visible, size_t width, size_t ctx_width, float scale,
                                     float* scores, float* const* ctx, float* max, float* sum) {
+  LatentScoresImpl(queries, num_queries, rows, visible, width, scale, scores);
   for (size_t g = 0; g < num_queries; ++g) {
     float* query_scores = scores + g * visible;
-    for (size_t j = 0; j < visible; ++j) query_scores[j] = DotBf16Impl(queries[g], rows[j], width) * scale;
     SoftmaxStatsImpl(query_scores, visible, max == nullptr ? nullptr : max + g,
                      sum == nullptr ? nullptr : sum + g);
     std::fill(ctx[g], ctx[g] + ctx_width, 0.0f);
@@ -340,72 +365,82 @@ void LatentAttentionBf16QueriesImpl(const float* const* queries, size_t num_quer
   }
 }
 #else
-// scores[g][j] = DotBf16Impl(queries[g], rows[j], width) * scale for j < visible, g < G.
-// The first group of queries over a key block also prefetches the rows kScoreRowsAhead ahead (the next
-// block's first rows near its end; `readable` rows from `rows` have addresses): the cache is paged in blocks
-// of rows scattered over memory, where the hardware prefetchers stop at every 4 KiB page, and the rows a
-// pass computes on are too few to hide the misses.
-constexpr size_t kScoreRowsAhead = 16;
-template <size_t G>
-HWY_INLINE void LatentScoresPass(const float* const* queries, const bf16* const* rows, size_t visible,
-                                 size_t readable, size_t width, float scale, bool prefetch,
-                                 float* const* scores) {
+// Rows per score tile of G queries: with 4 queries, 4 x kScoreRows accumulators, kScoreRows row vectors and a
+// query vector fill AVX2's 16 registers at 3 rows (4 rows leave room in the 32 of AVX-512 and NEON). Fewer
+// queries take more rows, so that a tile still has at least 8 independent accumulators to keep the FMA
+// pipes busy (one query over 3 rows would wait on the latency of its 3 chains of MulAdds).
+constexpr size_t kScoreRows = (HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_SSE4) ? 3 : 4;
+constexpr size_t ScoreRowsFor(size_t G) { return G == 1 ? 4 : G == 2 ? 4 : kScoreRows; }
+
+// out[g][k] = ScoreDot(queries[g], rows[k], width) * scale for g < G, k < R.
+template <size_t G, size_t R, class B>
+HWY_INLINE void LatentScoresTile(const float* const* queries, const B* const* rows, size_t width, float scale,
+                                 float* const* out, size_t k0) {
   const DFull d;
-  const DOne d1;
   const size_t L = hn::Lanes(d);
   using V = hn::Vec<DFull>;
-  const size_t row_bytes = width * sizeof(bf16);
-  for (size_t j = 0; j < visible; ++j) {
-    const bf16* row = rows[j];
-    if (prefetch && j + kScoreRowsAhead < readable) {
-      const char* ahead = reinterpret_cast<const char*>(rows[j + kScoreRowsAhead]);
-      for (size_t b = 0; b < row_bytes; b += 64) hwy::Prefetch(ahead + b);
-      hwy::Prefetch(ahead + row_bytes - 1);
-    }
-    V sum[G][4];
+  V acc[G][R];
+  for (size_t g = 0; g < G; ++g) {
+    for (size_t k = 0; k < R; ++k) acc[g][k] = hn::Zero(d);
+  }
+  size_t i = 0;
+  for (; i + L <= width; i += L) {
+    V r[R];
+    for (size_t k = 0; k < R; ++k) r[k] = LoadRow(d, rows[k] + i);
     for (size_t g = 0; g < G; ++g) {
-      for (size_t a = 0; a < 4; ++a) sum[g][a] = hn::Zero(d);
+      const V q = hn::LoadU(d, queries[g] + i);
+      for (size_t k = 0; k < R; ++k) acc[g][k] = hn::MulAdd(q, r[k], acc[g][k]);
     }
-    size_t i = 0;
-    for (; i + 4 * L <= width; i += 4 * L) {
-      V r[4];
-      for (size_t a = 0; a < 4; ++a) r[a] = LoadBf16(d, row + i + a * L);
-      for (size_t g = 0; g < G; ++g) {
-        for (size_t a = 0; a < 4; ++a)
-          sum[g][a] = hn::MulAdd(hn::LoadU(d, queries[g] + i + a * L), r[a], sum[g][a]);
-      }
-    }
-    for (; i + L <= width; i += L) {
-      const V r = LoadBf16(d, row + i);
-      for (size_t g = 0; g < G; ++g) sum[g][0] = hn::MulAdd(hn::LoadU(d, queries[g] + i), r, sum[g][0]);
-    }
+  }
+  for (size_t g = 0; g < G; ++g) {
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
-    float lane_sums[16];  // AVX-512: four queries' lane sums side by side, lane 4 g holds query g's
-    if constexpr (G == 4) {
-      const __m512 totals[4] = {hn::Add(hn::Add(sum[0][0], sum[0][1]), hn::Add(sum[0][2], sum[0][3])).raw,
-                                hn::Add(hn::Add(sum[1][0], sum[1][1]), hn::Add(sum[1][2], sum[1][3])).raw,
-                                hn::Add(hn::Add(sum[2][0], sum[2][1]), hn::Add(sum[2][2], sum[2][3])).raw,
-                                hn::Add(hn::Add(sum[3][0], sum[3][1]), hn::Add(sum[3][2], sum[3][3])).raw};
-      _mm512_storeu_ps(lane_sums, SumsOfLanes4(totals));
+    if constexpr (R == 4) {  // AVX-512: the four lane sums side by side, each SumOfLanes' bits
+      float lane_sums[16];
+      const __m512 row_sums[4] = {acc[g][0].raw, acc[g][1].raw, acc[g][2].raw, acc[g][3].raw};
+      _mm512_storeu_ps(lane_sums, SumsOfLanes4(row_sums));
+      for (size_t k = 0; k < R; ++k)
+        out[g][k0 + k] = ScoreRemainder(queries[g], rows[k], i, width, lane_sums[4 * k]) * scale;
+      continue;
     }
 #endif
-    for (size_t g = 0; g < G; ++g) {
-      float total;
-#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
-      if constexpr (G == 4) {
-        total = lane_sums[4 * g];
-      } else
-#endif
-      {
-        total = hn::GetLane(
-            hn::SumOfLanes(d, hn::Add(hn::Add(sum[g][0], sum[g][1]), hn::Add(sum[g][2], sum[g][3]))));
-      }
-      for (size_t k = i; k < width; ++k) {
-        const auto product = hn::Mul(hn::LoadU(d1, queries[g] + k), LoadBf16(d1, row + k));
-        total = hn::GetLane(hn::Add(hn::Set(d1, total), product));
-      }
-      scores[g][j] = total * scale;
+    for (size_t k = 0; k < R; ++k) {
+      const float total = hn::GetLane(hn::SumOfLanes(d, acc[g][k]));
+      out[g][k0 + k] = ScoreRemainder(queries[g], rows[k], i, width, total) * scale;
     }
+  }
+}
+
+// LatentScoresTile<G, R> for R = n, 1 <= n <= R (the partial last tile of a pass takes n < R rows).
+template <size_t G, size_t R, class B>
+HWY_INLINE void LatentScoresTileOf(size_t n, const float* const* queries, const B* const* rows, size_t width,
+                                   float scale, float* const* out, size_t k0) {
+  if constexpr (R > 1) {
+    if (n < R) return LatentScoresTileOf<G, R - 1>(n, queries, rows, width, scale, out, k0);
+  }
+  LatentScoresTile<G, R>(queries, rows, width, scale, out, k0);
+}
+
+// scores[g][j] = ScoreDot(queries[g], rows[j], width) * scale for j < visible, g < G, in tiles of
+// ScoreRowsFor(G) rows. With `prefetch` (the first group of queries over a key block) the rows
+// kScoreRowsAhead ahead are prefetched (the next block's first rows near its end; `readable` rows from `rows`
+// have addresses): the cache is paged in blocks of rows scattered over memory, where the hardware
+// prefetchers stop at every 4 KiB page, and the rows a pass computes on are too few to hide the misses.
+constexpr size_t kScoreRowsAhead = 16;
+template <size_t G, class B>
+HWY_INLINE void LatentScoresPass(const float* const* queries, const B* const* rows, size_t visible,
+                                 size_t readable, size_t width, float scale, bool prefetch,
+                                 float* const* scores) {
+  constexpr size_t R = ScoreRowsFor(G);
+  const size_t row_bytes = width * sizeof(B);
+  for (size_t j = 0; j < visible; j += R) {
+    if (prefetch) {
+      for (size_t k = j + kScoreRowsAhead; k < std::min(readable, j + kScoreRowsAhead + R); ++k) {
+        const char* ahead = reinterpret_cast<const char*>(rows[k]);
+        for (size_t b = 0; b < row_bytes; b += 64) hwy::Prefetch(ahead + b);
+        hwy::Prefetch(ahead + row_bytes - 1);
+      }
+    }
+    LatentScoresTileOf<G, R>(std::min(R, visible - j), queries, rows + j, width, scale, scores, j);
   }
 }
 
@@ -482,10 +517,12 @@ HWY_INLINE void ScoreRowsAt(float* scores, size_t visible, size_t q0, size_t j0,
   for (size_t g = 0; g < G; ++g) out[g] = scores + (q0 + g) * visible + j0;
 }
 
-void LatentAttentionBf16QueriesImpl(const float* const* queries, size_t num_queries, const bf16* const* rows,
-                                    size_t visible, size_t width, size_t ctx_width, float scale,
-                                    float* scores, float* const* ctx, float* max, float* sum) {
-  for (size_t j0 = 0; j0 < visible; j0 += kKeysPerBlock) {  // 1. scores, a key block at a time
+// scores [num_queries, visible] = the queries' scores over the rows, a key block at a time (every group of
+// queries finishing a block before the next).
+template <class B>
+void LatentScoresImpl(const float* const* queries, size_t num_queries, const B* const* rows, size_t visible,
+                      size_t width, float scale, float* scores) {
+  for (size_t j0 = 0; j0 < visible; j0 += kKeysPerBlock) {
     const size_t keys = std::min(kKeysPerBlock, visible - j0);
     ForEachQueryGroup(num_queries, [&](size_t q0, auto group) HWY_ATTR {
       constexpr size_t G = decltype(group)::value;
@@ -494,7 +531,13 @@ void LatentAttentionBf16QueriesImpl(const float* const* queries, size_t num_quer
       LatentScoresPass<G>(queries + q0, rows + j0, keys, visible - j0, width, scale, q0 == 0, block_scores);
     });
   }
-  for (size_t g = 0; g < num_queries; ++g) {  // 2. softmax over all keys
+}
+
+void LatentAttentionBf16QueriesImpl(const float* const* queries, size_t num_queries, const bf16* const* rows,
+                                    size_t visible, size_t width, size_t ctx_width, float scale,
+                                    float* scores, float* const* ctx, float* max, float* sum) {
+  LatentScoresImpl(queries, num_queries, rows, visible, width, scale, scores);  // 1. scores
+  for (size_t g = 0; g < num_queries; ++g) {                                    // 2. softmax over all keys
     SoftmaxStatsImpl(scores + g * visible, visible, max == nullptr ? nullptr : max + g,
                      sum == nullptr ? nullptr : sum + g);
     std::fill(ctx[g], ctx[g] + ctx_width, 0.0f);
@@ -511,6 +554,15 @@ void LatentAttentionBf16QueriesImpl(const float* const* queries, size_t num_quer
 }
 
 #endif  // HWY_HAVE_SCALABLE
+
+void LatentScoresF32Impl(const float* const* queries, size_t num_queries, const float* const* rows,
+                         size_t visible, size_t width, float scale, float* scores) {
+  LatentScoresImpl(queries, num_queries, rows, visible, width, scale, scores);
+}
+void LatentScoresBf16Impl(const float* const* queries, size_t num_queries, const bf16* const* rows,
+                          size_t visible, size_t width, float scale, float* scores) {
+  LatentScoresImpl(queries, num_queries, rows, visible, width, scale, scores);
+}
 
 }  // namespace k3::kernels::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();

@@ -40,6 +40,8 @@ HWY_EXPORT(SoftmaxStatsImpl);
 HWY_EXPORT(F32ToBf16Impl);
 HWY_EXPORT(DotBf16ImplExport);
 HWY_EXPORT(AxpyBf16Impl);
+HWY_EXPORT(LatentScoresF32Impl);
+HWY_EXPORT(LatentScoresBf16Impl);
 HWY_EXPORT(LatentAttentionBf16QueriesImpl);
 HWY_EXPORT(KdaRecurrentImpl);
 HWY_EXPORT(CausalConvSiluImpl);
@@ -74,6 +76,14 @@ float DotBf16(const float* a, const bf16* b, size_t n) {
 }
 void AxpyBf16(float alpha, const bf16* x, float* y, size_t n) {
   HWY_DYNAMIC_DISPATCH(AxpyBf16Impl)(alpha, x, y, n);
+}
+void LatentScores(const float* const* queries, size_t num_queries, const float* const* rows, size_t visible,
+                  size_t width, float scale, float* scores) {
+  HWY_DYNAMIC_DISPATCH(LatentScoresF32Impl)(queries, num_queries, rows, visible, width, scale, scores);
+}
+void LatentScores(const float* const* queries, size_t num_queries, const bf16* const* rows, size_t visible,
+                  size_t width, float scale, float* scores) {
+  HWY_DYNAMIC_DISPATCH(LatentScoresBf16Impl)(queries, num_queries, rows, visible, width, scale, scores);
 }
 void LatentAttentionBf16Queries(const float* const* queries, size_t num_queries, const bf16* const* rows,
                                 size_t visible, size_t width, size_t ctx_width, float scale, float* scores,

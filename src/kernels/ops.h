@@ -114,8 +114,9 @@ void Softmax(float* x, size_t n, float* max = nullptr, float* sum = nullptr);
 // ---- bf16 rows (the MLA latent cache, spec §6) --------------------------------------------------------
 // y[i] = bf16(x[i]), round to nearest even (FloatToBf16, bit for bit).
 void F32ToBf16(const float* x, size_t n, bf16* y);
-// sum_i a[i] * b[i] with b bf16 (widened exactly). Same accumulators and order as Dot: equal to
-// Dot(a, widened b) when n is a multiple of 4 vectors (576 = R + Rp at K3 size), else to rounding noise.
+// sum_i a[i] * b[i] with b bf16 (widened exactly), summed as the latent attention sums one (query, row)
+// pair (LatentScores, layer_ops.h): the whole vectors in one vector accumulator, its lanes summed, then the
+// remainder in order. Dot sums in four accumulators, so the two agree to rounding noise.
 float DotBf16(const float* a, const bf16* b, size_t n);
 // y[i] += alpha * x[i], x bf16; equals Axpy over the widened x bit for bit (the same vector MulAdd).
 void AxpyBf16(float alpha, const bf16* x, float* y, size_t n);

@@ -104,12 +104,9 @@ void CausalLatentAttention(int64_t H, int64_t R, int64_t Rp, int64_t mla_index, 
                 static_cast<size_t>(row_width), static_cast<size_t>(R), scale, scores, head_ctx, max, sum);
             return;
           }
-          for (int64_t g = 0; g < G; ++g) {
-            kernels::LatentAttention(head_queries[g], rows_f32 + (from - key_begin), static_cast<size_t>(n),
-                                     static_cast<size_t>(row_width), static_cast<size_t>(R), scale, scores,
-                                     head_ctx[g], want_stats ? max + g : nullptr,
-                                     want_stats ? sum + g : nullptr);
-          }
+          kernels::LatentAttentionQueries(head_queries, static_cast<size_t>(G), rows_f32 + (from - key_begin),
+                                          static_cast<size_t>(n), static_cast<size_t>(row_width),
+                                          static_cast<size_t>(R), scale, scores, head_ctx, max, sum);
         };
         for (int64_t i = 0; i < seg.rows; ++i) {
           const int64_t row = seg.row_begin + i;
