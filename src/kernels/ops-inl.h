@@ -366,11 +366,11 @@ void LatentAttentionBf16QueriesImpl(const float* const* queries, size_t num_quer
 }
 #else
 // Rows per score tile of G queries: with 4 queries, 4 x kScoreRows accumulators, kScoreRows row vectors and a
-// query vector fill AVX2's 16 registers at 3 rows (4 rows leave room in the 32 of AVX-512 and NEON). Fewer
-// queries take more rows, so that a tile still has at least 8 independent accumulators to keep the FMA
-// pipes busy (one query over 3 rows would wait on the latency of its 3 chains of MulAdds).
+// query vector fill AVX2's 16 registers at 3 rows (4 rows leave room in the 32 of AVX-512 and NEON). One or
+// two queries take 4 rows, so that a tile keeps at least 4 independent chains of MulAdds in flight (one query
+// over 3 rows would wait longer on their latency). 8 rows for one query measured no better than 4.
 constexpr size_t kScoreRows = (HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_SSE4) ? 3 : 4;
-constexpr size_t ScoreRowsFor(size_t G) { return G == 1 ? 4 : G == 2 ? 4 : kScoreRows; }
+constexpr size_t ScoreRowsFor(size_t G) { return G <= 2 ? 4 : kScoreRows; }
 
 // out[g][k] = ScoreDot(queries[g], rows[k], width) * scale for g < G, k < R.
 template <size_t G, size_t R, class B>
