@@ -168,14 +168,6 @@ void scalar::CausalConvSilu(const float* raw, const float* taps, size_t W, size_
   }
 }
 
-void LatentAttention(const float* query, const float* const* rows, size_t visible, size_t width,
-                     size_t ctx_width, float scale, float* scores, float* ctx, float* max, float* sum) {
-  LatentScores(&query, 1, rows, visible, width, scale, scores);
-  Softmax(scores, visible, max, sum);
-  std::fill(ctx, ctx + ctx_width, 0.0f);
-  for (size_t j = 0; j < visible; ++j) Axpy(scores[j], rows[j], ctx, ctx_width);
-}
-
 void LatentAttentionQueries(const float* const* queries, size_t num_queries, const float* const* rows,
                             size_t visible, size_t width, size_t ctx_width, float scale, float* scores,
                             float* const* ctx, float* max, float* sum) {
@@ -186,6 +178,11 @@ void LatentAttentionQueries(const float* const* queries, size_t num_queries, con
     std::fill(ctx[g], ctx[g] + ctx_width, 0.0f);
     for (size_t j = 0; j < visible; ++j) Axpy(p[j], rows[j], ctx[g], ctx_width);
   }
+}
+
+void LatentAttention(const float* query, const float* const* rows, size_t visible, size_t width,
+                     size_t ctx_width, float scale, float* scores, float* ctx, float* max, float* sum) {
+  LatentAttentionQueries(&query, 1, rows, visible, width, ctx_width, scale, scores, &ctx, max, sum);
 }
 
 void LatentAttentionBf16(const float* query, const bf16* const* rows, size_t visible, size_t width,
