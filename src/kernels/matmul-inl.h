@@ -24,8 +24,8 @@
 // match, zero-padded to whole chunks, so the inner loop is plain FMAs. For bf16 and MXFP4 (2 vectors per
 // chunk) the first vector holds the even elements and the second the odd ones: two bf16 share a 32-bit
 // lane and two E2M1 codes share a byte, so the split costs no shuffles. fp32 chunks are plain. On AVX2
-// an MXFP4 chunk is a whole 32-element group decoded with byte shuffles (Mxfp4GroupWeights), dotted
-// unscaled, and the group scale is applied once to the chunk's dot product.
+// and NEON an MXFP4 chunk is a whole 32-element group decoded with byte shuffles (Mxfp4GroupWeights,
+// Mxfp4HalfWeights), dotted unscaled, and the group scale is applied once to the chunk's dot product.
 //
 // Small batches (up to kPrefetchMaxM x rows; MXFP4 from one row, bf16 and fp32 from three) prefetch: the
 // first x tile of each weight tile prefetches, chunk by chunk, the rows a prefetch distance ahead
@@ -237,7 +237,7 @@ alignas(64) static constexpr float kE2M1Values[16] = {0.0f,  0.5f,  1.0f,  1.5f,
 // 2L elements is L bytes: low nibbles give `first` (even elements), high nibbles `second` (odd). The
 // E2M1 table is multiplied by the group's scale once, then indexed by the codes, so each element costs
 // one lane permute. K % 32 == 0, so every chunk is full and inside one scale group. Used on every target
-// but AVX2 (see Mxfp4GroupWeights).
+// but AVX2 and NEON (see Mxfp4GroupWeights, Mxfp4HalfWeights).
 struct Mxfp4Weights {
   static constexpr size_t kVectorsPerChunk = 2;
   static constexpr bool kScalePerChunk = false;
@@ -381,6 +381,87 @@ struct Mxfp4GroupWeights {
   }
 };
 #endif  // HWY_TARGET == HWY_AVX2
+
+#if HWY_TARGET == HWY_NEON
+// The fp16 bit patterns of the 16 E2M1 values have a zero low byte (one mantissa bit, small exponents),
+// so one byte-shuffle table of their high bytes decodes a code to fp16.
+struct E2M1Fp16HighBytes {
+  alignas(16) uint8_t high[16];
+  E2M1Fp16HighBytes() {
+    for (size_t code = 0; code < 16; ++code) {
+      uint32_t bits;
+      std::memcpy(&bits, &kE2M1Values[code], sizeof(bits));
+      const uint32_t sign = bits >> 31;
+      const uint32_t exponent = (bits >> 23) & 0xFF;  // 0 (for +-0) or 126..129
+      const uint32_t mantissa = (bits >> 22) & 1;     // E2M1 values have at most one mantissa bit
+      const uint32_t half =
+          (sign << 15) | (exponent == 0 ? 0 : ((exponent - 127 + 15) << 10) | (mantissa << 9));
+      HWY_ASSERT((half & 0xFF) == 0);
+      high[code] = static_cast<uint8_t>(half >> 8);
+    }
+  }
+};
+inline const E2M1Fp16HighBytes& E2M1HalfBytes() {
+  static const E2M1Fp16HighBytes table;
+  return table;
+}
+
+// MXFP4 on NEON (4 fp32 lanes, so the 16-entry lane permute of wider targets is not there; the arithmetic
+// decode of Mxfp4Weights takes about a dozen operations per 4 values): a chunk is one whole group (32
+// elements, 16 bytes, 8 vectors). A mask and a shift split the bytes into the even elements' codes and the
+// odd ones'; a byte shuffle (TBL) of each gives the high bytes of the codes' fp16 patterns (exact: E2M1
+// values are fp16 with a zero low byte); interleaving with zero bytes makes them fp16 words, and each half
+// of those widens to fp32 in one conversion (FCVTL): 16 instructions per group for 32 values. Vector v,
+// lane l holds element 2 (4 (v % 4) + l) + v / 4: the even elements in vectors 0-3, the odd ones in 4-7;
+// x is laid out to match. The group scale multiplies the chunk's dot product once.
+struct Mxfp4HalfWeights {
+  static constexpr size_t kVectorsPerChunk = 8;
+  static constexpr bool kScalePerChunk = true;
+  static constexpr size_t kPrefetchMinM = 1;
+  static size_t SourceOf(size_t i, size_t L) {
+    const size_t v = i / L;
+    return 2 * (L * (v % 4) + i % L) + v / 4;
+  }
+  const uint8_t* packed;  // [N, K/2]
+  const uint8_t* scales;  // [N, K/32]
+  size_t K;
+  size_t full_chunks;
+  const float* scale_values;  // E8M0Values().values
+  const E2M1Fp16HighBytes* tables;
+
+  const uint8_t* ChunkAddress(size_t n, size_t c) const { return packed + n * (K / 2) + c * 16; }
+  const uint8_t* ScaleRow(size_t n) const { return scales + n * (K / 32); }
+  size_t RowBytes() const { return K / 2; }
+
+  // Returns the group's scale; `out` holds the unscaled E2M1 values.
+  HWY_INLINE VMatMul Load(DMatMul df, size_t n, size_t c, VMatMul (&out)[8]) const {
+    const hn::Full128<uint8_t> d8;
+    const auto bytes = hn::LoadU(d8, ChunkAddress(n, c));
+    const auto table = hn::Load(d8, tables->high);
+    Widen<0>(hn::TableLookupBytes(table, hn::And(bytes, hn::Set(d8, uint8_t{0x0F}))), out);
+    Widen<4>(hn::TableLookupBytes(table, hn::ShiftRight<4>(bytes)), out);
+    return hn::Set(df, scale_values[ScaleRow(n)[c]]);
+  }
+  HWY_INLINE VMatMul LoadTail(DMatMul df, size_t n, size_t c, VMatMul (&out)[8]) const {
+    return Load(df, n, c, out);  // never called: K % 32 == 0 leaves no partial chunk
+  }
+
+ private:
+  // 16 fp16 high bytes (lane p) -> out[kFirst + q], q < 4, whose lane l is from byte 4q + l. NEON
+  // intrinsics: Highway 1.0.3 has no conversion of an upper half, and LowerHalf / UpperHalf + PromoteTo
+  // compiled to an extra move per upper half instead of FCVTL2.
+  template <size_t kFirst>
+  static HWY_INLINE void Widen(hn::Vec<hn::Full128<uint8_t> > high_bytes, VMatMul (&out)[8]) {
+    const uint8x16_t zero = vdupq_n_u8(0);
+    const float16x8_t lower = vreinterpretq_f16_u8(vzip1q_u8(zero, high_bytes.raw));  // bytes 0..7
+    const float16x8_t upper = vreinterpretq_f16_u8(vzip2q_u8(zero, high_bytes.raw));  // bytes 8..15
+    out[kFirst + 0] = VMatMul(vcvt_f32_f16(vget_low_f16(lower)));
+    out[kFirst + 1] = VMatMul(vcvt_high_f32_f16(lower));
+    out[kFirst + 2] = VMatMul(vcvt_f32_f16(vget_low_f16(upper)));
+    out[kFirst + 3] = VMatMul(vcvt_high_f32_f16(upper));
+  }
+};
+#endif  // HWY_TARGET == HWY_NEON
 
 // ---- register tile -------------------------------------------------------------------------------
 
@@ -597,7 +678,11 @@ struct DecodedPanel {
 
 // Weights whose tiles are decoded once into a DecodedPanel from kPanelMinM x rows.
 template <class Weights>
-inline constexpr bool kDecodesPanels = std::is_same_v<Weights, Mxfp4Weights>;
+inline constexpr bool kDecodesPanels = std::is_same_v<Weights, Mxfp4Weights>
+#if HWY_TARGET == HWY_NEON
+                                       || std::is_same_v<Weights, Mxfp4HalfWeights>
+#endif
+    ;
 
 #if HWY_TARGET == HWY_AVX2
 // MXFP4 on AVX2 with kTallMinM or more x rows (an expert's share of a decode batch, prefill): tiles of 4 x
@@ -743,6 +828,9 @@ HWY_INLINE void WithWeights(const MatMulJob& job, const Fn& fn) {
 #if HWY_TARGET == HWY_AVX2
       fn(Mxfp4GroupWeights{job.packed, job.scales, job.K, FullChunks<Mxfp4GroupWeights>(job.K),
                            E8M0Values().values, &E2M1Bytes()});
+#elif HWY_TARGET == HWY_NEON
+      fn(Mxfp4HalfWeights{job.packed, job.scales, job.K, FullChunks<Mxfp4HalfWeights>(job.K),
+                          E8M0Values().values, &E2M1HalfBytes()});
 #else
       fn(Mxfp4Weights{job.packed, job.scales, job.K, FullChunks<Mxfp4Weights>(job.K), E8M0Values().values});
 #endif
