@@ -850,11 +850,11 @@ inline size_t WeightRowBytes(const MatMulJob& job) {
   return 0;
 }
 
-// How each job's rows are computed. Bf16 jobs on a CPU with bf16 dot products (and MXFP4 jobs where it
-// also has AVX512_VBMI; matmul_dpbf16.h) take the bf16 dot-product path for the rows of x that hold bf16
-// values and this target's fp32 path for the others; a row's path depends only on its own values, so batching
-// never changes it. A job with both kinds of rows runs both paths over all rows, the fp32 one into a scratch
-// y, and keeps each row's own.
+// How each job's rows are computed. Bf16 jobs on a CPU with bf16 dot products (and MXFP4 jobs where
+// dpbf16::Mxfp4Supported(): x86-64 with AVX512_VBMI too, any arm64 one) take the bf16 dot-product path for
+// the rows of x that hold bf16 values and this target's fp32 path for the others; a row's path depends only
+// on its own values, so batching never changes it. A job with both kinds of rows runs both paths over all
+// rows, the fp32 one into a scratch y, and keeps each row's own.
 struct JobLayout {
   const float* xs;  // x in this target's chunk layout (fp32 path)
   size_t row_stride, num_chunks;

@@ -4,7 +4,7 @@
 //
 // Compiled with the baseline flags (Armv8.0): only the functions below carry the +bf16 target attribute,
 // and MatMulGroup calls them only after Supported() (HWCAP2_BF16 from the kernel's auxiliary vector).
-// MXFP4 weights stay on the portable fp32 path here (Mxfp4Supported() is false).
+// MXFP4 weights take BFDOT too wherever bf16 ones do (mxfp4_bfdot.cc; Mxfp4Supported() is Supported()).
 //
 // Work of one call: as matmul_dpbf16.cc, in register tiles of up to kMaxTileM x rows by kTileN = 4 weight
 // rows (16 accumulators of 4 fp32 lanes, 4 x vectors and a weight vector: 21 of the 32 NEON registers).
@@ -28,9 +28,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "src/kernels/bfdot-inl.h"
 #include "src/kernels/matmul_blocking.h"
-
-#define K3_BFDOT_TARGET __attribute__((target("arch=armv8.2-a+bf16")))
 
 namespace k3::kernels::dpbf16 {
 namespace {
@@ -48,18 +47,6 @@ struct BfdotTile {
 
 K3_BFDOT_TARGET inline bfloat16x8_t LoadBf16(const uint16_t* p) {
   return vreinterpretq_bf16_u16(vld1q_u16(p));
-}
-
-// y[0, n) of one x row: the lane sums of its four accumulators, each (l0 + l1) + (l2 + l3).
-K3_BFDOT_TARGET inline void StoreLaneSums(const float32x4_t (&acc)[kTileN], size_t n, float* y) {
-  const float32x4_t sums = vpaddq_f32(vpaddq_f32(acc[0], acc[1]), vpaddq_f32(acc[2], acc[3]));
-  if (n == kTileN) {
-    vst1q_f32(y, sums);
-  } else {
-    float lanes[kTileN];
-    vst1q_f32(lanes, sums);
-    std::memcpy(y, lanes, n * sizeof(float));
-  }
 }
 
 // A kM x kTileN tile over the whole of K. The weights' partial last chunk (K % 8 != 0) is copied into a
@@ -134,7 +121,7 @@ bool Supported() {
   return supported;
 }
 
-bool Mxfp4Supported() { return false; }
+bool Mxfp4Supported() { return Supported(); }
 
 void RowBlock(const uint16_t* xs, size_t M, size_t x_stride, size_t K, const uint16_t* W, float* y, size_t N,
               size_t n_begin, size_t n_end) {

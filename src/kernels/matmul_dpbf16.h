@@ -1,8 +1,9 @@
 // Matmuls on the CPU's bf16 dot-product instruction (VDPBF16PS, x86 AVX512_BF16; BFDOT on arm64 with
-// FEAT_BF16, matmul_bfdot.cc, bf16 weights only), used by MatMulGroup
+// FEAT_BF16, matmul_bfdot.cc and mxfp4_bfdot.cc), used by MatMulGroup
 // (matmul-inl.h) for the rows of x that hold bf16 values, which is nearly every activation of the model
 // (rounded to bf16 where the reference rounds, spec §2.0): bf16 weights (matmul_dpbf16.cc) and, where
-// the CPU also has AVX512_VBMI for byte permutes, MXFP4 weights (mxfp4_dpbf16.cc).
+// the CPU also has AVX512_VBMI for byte permutes (x86-64) or on any arm64 CPU with BFDOT, MXFP4 weights
+// (mxfp4_dpbf16.cc, mxfp4_bfdot.cc).
 //
 // Why: the fp32 path (matmul-inl.h) widens every weight to fp32 and spends an FMA per 16 products; here
 // one instruction takes 32 bf16 pairs, so decode keeps more memory reads in flight per core and prefill
@@ -24,7 +25,7 @@ namespace k3::kernels::dpbf16 {
 // Whether this CPU has the instruction: x86-64 AVX512_BF16 with the OS saving its registers, or arm64
 // FEAT_BF16 (HWCAP2_BF16). False in other builds.
 bool Supported();
-// Whether the MXFP4 kernel can run here: Supported() and AVX512_VBMI (x86-64 only).
+// Whether the MXFP4 kernel can run here: Supported() and, on x86-64, AVX512_VBMI.
 bool Mxfp4Supported();
 
 // ---- bf16 weights ------------------------------------------------------------------------------------

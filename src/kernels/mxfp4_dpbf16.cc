@@ -46,6 +46,8 @@
 #include "src/kernels/ops.h"
 #include "src/kernels/scratch.h"
 
+// arm64 has its own (mxfp4_bfdot.cc).
+#if !(defined(__aarch64__) && defined(__GNUC__))
 namespace k3::kernels::dpbf16 {
 
 namespace {
@@ -417,3 +419,4 @@ void Mxfp4RowBlock(const uint16_t*, size_t, size_t, size_t, const uint8_t*, cons
 #endif
 
 }  // namespace k3::kernels::dpbf16
+#endif  // !__aarch64__

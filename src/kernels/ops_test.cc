@@ -537,10 +537,11 @@ TEST(Mxfp4Test, MatMulWithOneHotInputsReproducesEveryByte) {
 // Spec §3.3 golden: the first 16 values of row 0 of layers.1...experts.0.w1. With scale 2^-6
 // (E8M0 121) they are the E2M1 values 4, .5, -.5, -1.5, -4, -2, 1.5, 1, 3, -0, -1.5, -1, -1.5, -.5, 1, -1,
 // i.e. codes 6,1, 9,B, E,C, 3,2, 5,8, B,A, B,9, 2,A packed low nibble first.
-// The MXFP4 kernels' x layout (matmul_dpbf16.h): element 16 j + 4 q + p of a 128-element block (the
-// top half of its fp32 bits) in word 4 j + p of the block's vector q, the rest of the row zero, on the
-// SIMD route (whole blocks, where the CPU runs the MXFP4 dot-product kernel) and in plain code (a partial
-// last block, or everywhere else).
+// The MXFP4 kernels' x layout (matmul_dpbf16.h), the top half of each element's fp32 bits, the rest of
+// the row zero. x86-64 (mxfp4_dpbf16.cc): element 16 j + 4 q + p of a 128-element block in word 4 j + p
+// of the block's vector q, on the SIMD route (whole blocks, where the CPU runs the MXFP4 dot-product
+// kernel) and in plain code (a partial last block, or everywhere else). arm64 (mxfp4_bfdot.cc): element
+// e of a 32-element group in word (e / 2) % 8 of the group's vector 2 (e % 2) + (e / 2) / 8.
 TEST(Mxfp4Test, InputLayoutPutsEachElementInItsSlot) {
   std::mt19937 rng(22);
   for (const size_t K : {32, 96, 128, 352, 1024}) {
@@ -551,10 +552,15 @@ TEST(Mxfp4Test, InputLayoutPutsEachElementInItsSlot) {
     std::vector<uint16_t> want(M * stride, 0);
     for (size_t m = 0; m < M; ++m) {
       for (size_t k = 0; k < K; ++k) {
+#if defined(__aarch64__)
+        const size_t e = k % 32, slot = k / 32 * 32 + 8 * (2 * (e % 2) + e / 16) + (e / 2) % 8;
+#else
         const size_t e = k % 128, j = e / 16, q = (e % 16) / 4, p = e % 4;
+        const size_t slot = k / 128 * 128 + 32 * q + 4 * j + p;
+#endif
         uint32_t bits;
         std::memcpy(&bits, &x[m * K + k], sizeof(bits));
-        want[m * stride + k / 128 * 128 + 32 * q + 4 * j + p] = static_cast<uint16_t>(bits >> 16);
+        want[m * stride + slot] = static_cast<uint16_t>(bits >> 16);
       }
     }
     ASSERT_EQ(got, want) << "K=" << K;
