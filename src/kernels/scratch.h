@@ -11,7 +11,8 @@ namespace k3::kernels {
 enum class ScratchSlot {
   kMatMulInput = 0,       // the calling thread's copy of x in the kernel's layout
   kMatMulDecodedWeights,  // each worker's MXFP4 weight panel decoded once for all x rows (M > 4 on the
-                          // dot-product path, M >= kPanelMinM on the fp32 path but for AVX2)
+                          // x86 dot-product path, M >= 8 on arm64's, M >= kPanelMinM on the fp32 path
+                          // but for AVX2)
   kSentinel,
 };
 
