@@ -53,6 +53,7 @@
 #include "hwy/highway.h"
 #include "src/base/bf16.h"
 #include "src/base/thread_pool.h"
+#include "src/kernels/e8m0_values.h"
 #include "src/kernels/matmul_blocking.h"
 #include "src/kernels/matmul_dpbf16.h"
 #include "src/kernels/ops.h"
@@ -213,22 +214,6 @@ struct F32Weights {
   }
 };
 
-// E8M0 scale byte -> 2^(s - 127) for every byte (s = 0 is the subnormal 2^-127, s = 255 is inf): one
-// L1-resident load per chunk instead of building the float from its bits.
-struct E8M0Table {
-  float values[256];
-  E8M0Table() {
-    for (uint32_t s = 0; s < 256; ++s) {
-      const uint32_t bits = s == 0 ? 0x00400000u : s << 23;
-      std::memcpy(&values[s], &bits, sizeof(float));
-    }
-  }
-};
-inline const E8M0Table& E8M0Values() {
-  static const E8M0Table table;
-  return table;
-}
-
 // E2M1 code -> value, low 4 bits (spec §3.3).
 alignas(64) static constexpr float kE2M1Values[16] = {0.0f,  0.5f,  1.0f,  1.5f,  2.0f,  3.0f,  4.0f,  6.0f,
                                                       -0.0f, -0.5f, -1.0f, -1.5f, -2.0f, -3.0f, -4.0f, -6.0f};
@@ -248,7 +233,7 @@ struct Mxfp4Weights {
   const uint8_t* scales;  // [N, K/32]
   size_t K;
   size_t full_chunks;
-  const float* scale_values;  // E8M0Values().values
+  const float* scale_values;  // E8M0Values()
 
   const uint8_t* ChunkAddress(size_t n, size_t c) const {
     return packed + n * (K / 2) + c * hn::Lanes(DMatMul());
@@ -350,7 +335,7 @@ struct Mxfp4GroupWeights {
   const uint8_t* scales;  // [N, K/32]
   size_t K;
   size_t full_chunks;
-  const float* scale_values;  // E8M0Values().values
+  const float* scale_values;  // E8M0Values()
   const E2M1Bf16Bytes* tables;
 
   const uint8_t* ChunkAddress(size_t n, size_t c) const { return packed + n * (K / 2) + c * 16; }
@@ -426,7 +411,7 @@ struct Mxfp4HalfWeights {
   const uint8_t* scales;  // [N, K/32]
   size_t K;
   size_t full_chunks;
-  const float* scale_values;  // E8M0Values().values
+  const float* scale_values;  // E8M0Values()
   const E2M1Fp16HighBytes* tables;
 
   const uint8_t* ChunkAddress(size_t n, size_t c) const { return packed + n * (K / 2) + c * 16; }
@@ -826,13 +811,13 @@ HWY_INLINE void WithWeights(const MatMulJob& job, const Fn& fn) {
       break;
     case WeightKind::kMxfp4:
 #if HWY_TARGET == HWY_AVX2
-      fn(Mxfp4GroupWeights{job.packed, job.scales, job.K, FullChunks<Mxfp4GroupWeights>(job.K),
-                           E8M0Values().values, &E2M1Bytes()});
+      fn(Mxfp4GroupWeights{job.packed, job.scales, job.K, FullChunks<Mxfp4GroupWeights>(job.K), E8M0Values(),
+                           &E2M1Bytes()});
 #elif HWY_TARGET == HWY_NEON
-      fn(Mxfp4HalfWeights{job.packed, job.scales, job.K, FullChunks<Mxfp4HalfWeights>(job.K),
-                          E8M0Values().values, &E2M1HalfBytes()});
+      fn(Mxfp4HalfWeights{job.packed, job.scales, job.K, FullChunks<Mxfp4HalfWeights>(job.K), E8M0Values(),
+                          &E2M1HalfBytes()});
 #else
-      fn(Mxfp4Weights{job.packed, job.scales, job.K, FullChunks<Mxfp4Weights>(job.K), E8M0Values().values});
+      fn(Mxfp4Weights{job.packed, job.scales, job.K, FullChunks<Mxfp4Weights>(job.K), E8M0Values()});
 #endif
       break;
   }

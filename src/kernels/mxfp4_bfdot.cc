@@ -40,6 +40,7 @@
 
 #include "src/base/bf16.h"
 #include "src/kernels/bfdot-inl.h"
+#include "src/kernels/e8m0_values.h"
 #include "src/kernels/matmul_blocking.h"
 #include "src/kernels/scratch.h"
 
@@ -72,22 +73,6 @@ const E2M1Bf16Tables& Tables() {
   return tables;
 }
 
-// E8M0 byte -> 2^(s - 127) for every byte (s = 0: the subnormal 2^-127; s = 255: inf), as the fp32 path's
-// table: one load a group.
-struct E8M0Table {
-  float values[256];
-  E8M0Table() {
-    for (uint32_t s = 0; s < 256; ++s) {
-      const uint32_t bits = s == 0 ? 0x00400000u : s << 23;
-      std::memcpy(&values[s], &bits, sizeof(float));
-    }
-  }
-};
-const float* ScaleValues() {
-  static const E8M0Table table;
-  return table.values;
-}
-
 // Slot of group element e in the laid-out x (see the top of the file): vector q = 2 (e % 2) + (e / 2) / 8,
 // word (e / 2) % 8.
 inline size_t SlotOf(size_t e) { return 8 * (2 * (e % 2) + (e / 2) / 8) + (e / 2) % 8; }
@@ -105,7 +90,7 @@ struct PackedWeights {
   const uint8_t* w[kTileN];          // packed weight rows; past N the last valid row repeats (not stored)
   const uint8_t* s[kTileN];          // their scale rows
   const uint8_t* ahead[kTileN];      // packed rows a prefetch distance ahead
-  const float* scale_values;         // ScaleValues()
+  const float* scale_values;         // E8M0Values()
   uint8x16_t low_table, high_table;  // Tables()
 
   // Group g of tile row j -> wv, and its scale; prefetches the same group of row ahead[j] if kPrefetch.
@@ -231,7 +216,7 @@ K3_BFDOT_TARGET void Mxfp4Tiles(const uint16_t* xs, size_t M, size_t x_stride, s
       const size_t n0 = n_begin + nt * kTileN;
       const size_t n_valid = std::min(kTileN, n_end - n0);
       PackedWeights weights;
-      weights.scale_values = ScaleValues();
+      weights.scale_values = E8M0Values();
       weights.low_table = vld1q_u8(Tables().low);
       weights.high_table = vld1q_u8(Tables().high);
       for (size_t j = 0; j < kTileN; ++j) {
