@@ -53,9 +53,9 @@
 #include "hwy/highway.h"
 #include "src/base/bf16.h"
 #include "src/base/thread_pool.h"
-#include "src/kernels/e8m0_values.h"
 #include "src/kernels/matmul_blocking.h"
 #include "src/kernels/matmul_dpbf16.h"
+#include "src/kernels/mxfp4_tables.h"
 #include "src/kernels/ops.h"
 #include "src/kernels/scratch.h"
 
@@ -233,7 +233,7 @@ struct Mxfp4Weights {
   const uint8_t* scales;  // [N, K/32]
   size_t K;
   size_t full_chunks;
-  const float* scale_values;  // E8M0Values()
+  const float* scale_values;  // Mxfp4Tables().e8m0
 
   const uint8_t* ChunkAddress(size_t n, size_t c) const {
     return packed + n * (K / 2) + c * hn::Lanes(DMatMul());
@@ -295,24 +295,24 @@ struct Mxfp4Weights {
   }
 };
 
-#if HWY_TARGET == HWY_AVX2
-// The bf16 bit patterns of the 16 E2M1 values, split into high and low bytes: byte-shuffle tables.
-struct E2M1Bf16Bytes {
-  alignas(16) uint8_t high[16];
-  alignas(16) uint8_t low[16];
-  E2M1Bf16Bytes() {
-    for (size_t code = 0; code < 16; ++code) {
-      const uint16_t bits = FloatToBf16(kE2M1Values[code]).bits;
-      high[code] = static_cast<uint8_t>(bits >> 8);
-      low[code] = static_cast<uint8_t>(bits & 0xFF);
-    }
-  }
-};
-inline const E2M1Bf16Bytes& E2M1Bytes() {
-  static const E2M1Bf16Bytes table;
-  return table;
-}
+#if HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_NEON
+// Where the whole-group MXFP4 policies (Mxfp4GroupWeights on AVX2, Mxfp4HalfWeights on NEON) find a
+// group: chunk c of weight row n is scale group c (16 packed bytes), decoded through Mxfp4Tables().
+struct Mxfp4GroupRows {
+  const uint8_t* packed;  // [N, K/2]
+  const uint8_t* scales;  // [N, K/32]
+  size_t K;
+  size_t full_chunks;
+  const Mxfp4LookupTables* tables;  // Mxfp4Tables()
 
+  const uint8_t* ChunkAddress(size_t n, size_t c) const { return packed + n * (K / 2) + c * 16; }
+  const uint8_t* ScaleRow(size_t n) const { return scales + n * (K / 32); }
+  size_t RowBytes() const { return K / 2; }
+  float GroupScale(size_t n, size_t c) const { return tables->e8m0[ScaleRow(n)[c]]; }
+};
+#endif
+
+#if HWY_TARGET == HWY_AVX2
 // MXFP4 on AVX2, which has no 16-entry lane permute: a chunk is one whole group (32 elements, 16
 // bytes, 4 vectors). The 16 bytes are loaded into both 128-bit halves; one variable shift (0 bits in the
 // low half, 4 in the high one) and a mask leave the even elements' codes in the low half and the odd ones'
@@ -322,7 +322,7 @@ inline const E2M1Bf16Bytes& E2M1Bytes() {
 // before took nine, widening by interleaving with zeros). Vector v, lane 4h + d (h: the half, d < 4)
 // holds element kBase[v] + 4d + h; x is laid out to match. The group scale multiplies the chunk's dot
 // product once.
-struct Mxfp4GroupWeights {
+struct Mxfp4GroupWeights : Mxfp4GroupRows {
   static constexpr size_t kVectorsPerChunk = 4;
   static constexpr bool kScalePerChunk = true;
   static constexpr size_t kPrefetchMinM = 1;
@@ -331,17 +331,6 @@ struct Mxfp4GroupWeights {
     const size_t lane = i % 8;
     return kBase[i / 8] + 4 * (lane % 4) + lane / 4;
   }
-  const uint8_t* packed;  // [N, K/2]
-  const uint8_t* scales;  // [N, K/32]
-  size_t K;
-  size_t full_chunks;
-  const float* scale_values;  // E8M0Values()
-  const E2M1Bf16Bytes* tables;
-
-  const uint8_t* ChunkAddress(size_t n, size_t c) const { return packed + n * (K / 2) + c * 16; }
-  const uint8_t* ScaleRow(size_t n) const { return scales + n * (K / 32); }
-  size_t RowBytes() const { return K / 2; }
-
   // Returns the group's scale; `out` holds the unscaled E2M1 values.
   HWY_INLINE VMatMul Load(DMatMul df, size_t n, size_t c, VMatMul (&out)[4]) const {
     const hn::Full256<uint8_t> d8;
@@ -350,8 +339,8 @@ struct Mxfp4GroupWeights {
     alignas(32) static constexpr uint32_t kShifts[8] = {0, 0, 0, 0, 4, 4, 4, 4};
     const auto shift = hn::Load(d32, kShifts);
     const auto codes = hn::And(hn::BitCast(d8, hn::operator>>(bytes, shift)), hn::Set(d8, uint8_t{0x0F}));
-    const auto high = hn::TableLookupBytes(hn::LoadDup128(d8, tables->high), codes);
-    const auto low = hn::TableLookupBytes(hn::LoadDup128(d8, tables->low), codes);
+    const auto high = hn::TableLookupBytes(hn::LoadDup128(d8, tables->bf16_high), codes);
+    const auto low = hn::TableLookupBytes(hn::LoadDup128(d8, tables->bf16_low), codes);
     const auto words_lower = hn::BitCast(d32, hn::InterleaveLower(d8, low, high));  // bytes p = 0..7
     const auto words_upper = hn::BitCast(d32, hn::InterleaveUpper(d8, low, high));  // bytes p = 8..15
     const auto odd_mask = hn::Set(d32, 0xFFFF0000u);
@@ -359,7 +348,7 @@ struct Mxfp4GroupWeights {
     out[1] = hn::BitCast(df, hn::And(words_lower, odd_mask));
     out[2] = hn::BitCast(df, hn::ShiftLeft<16>(words_upper));
     out[3] = hn::BitCast(df, hn::And(words_upper, odd_mask));
-    return hn::Set(df, scale_values[ScaleRow(n)[c]]);
+    return hn::Set(df, GroupScale(n, c));
   }
   HWY_INLINE VMatMul LoadTail(DMatMul df, size_t n, size_t c, VMatMul (&out)[4]) const {
     return Load(df, n, c, out);  // never called: K % 32 == 0 leaves no partial chunk
@@ -368,29 +357,6 @@ struct Mxfp4GroupWeights {
 #endif  // HWY_TARGET == HWY_AVX2
 
 #if HWY_TARGET == HWY_NEON
-// The fp16 bit patterns of the 16 E2M1 values have a zero low byte (one mantissa bit, small exponents),
-// so one byte-shuffle table of their high bytes decodes a code to fp16.
-struct E2M1Fp16HighBytes {
-  alignas(16) uint8_t high[16];
-  E2M1Fp16HighBytes() {
-    for (size_t code = 0; code < 16; ++code) {
-      uint32_t bits;
-      std::memcpy(&bits, &kE2M1Values[code], sizeof(bits));
-      const uint32_t sign = bits >> 31;
-      const uint32_t exponent = (bits >> 23) & 0xFF;  // 0 (for +-0) or 126..129
-      const uint32_t mantissa = (bits >> 22) & 1;     // E2M1 values have at most one mantissa bit
-      const uint32_t half =
-          (sign << 15) | (exponent == 0 ? 0 : ((exponent - 127 + 15) << 10) | (mantissa << 9));
-      HWY_ASSERT((half & 0xFF) == 0);
-      high[code] = static_cast<uint8_t>(half >> 8);
-    }
-  }
-};
-inline const E2M1Fp16HighBytes& E2M1HalfBytes() {
-  static const E2M1Fp16HighBytes table;
-  return table;
-}
-
 // MXFP4 on NEON (4 fp32 lanes, so the 16-entry lane permute of wider targets is not there; the arithmetic
 // decode of Mxfp4Weights takes about a dozen operations per 4 values): a chunk is one whole group (32
 // elements, 16 bytes, 8 vectors). A mask and a shift split the bytes into the even elements' codes and the
@@ -399,7 +365,7 @@ inline const E2M1Fp16HighBytes& E2M1HalfBytes() {
 // of those widens to fp32 in one conversion (FCVTL): 16 instructions per group for 32 values. Vector v,
 // lane l holds element 2 (4 (v % 4) + l) + v / 4: the even elements in vectors 0-3, the odd ones in 4-7;
 // x is laid out to match. The group scale multiplies the chunk's dot product once.
-struct Mxfp4HalfWeights {
+struct Mxfp4HalfWeights : Mxfp4GroupRows {
   static constexpr size_t kVectorsPerChunk = 8;
   static constexpr bool kScalePerChunk = true;
   static constexpr size_t kPrefetchMinM = 1;
@@ -407,25 +373,14 @@ struct Mxfp4HalfWeights {
     const size_t v = i / L;
     return 2 * (L * (v % 4) + i % L) + v / 4;
   }
-  const uint8_t* packed;  // [N, K/2]
-  const uint8_t* scales;  // [N, K/32]
-  size_t K;
-  size_t full_chunks;
-  const float* scale_values;  // E8M0Values()
-  const E2M1Fp16HighBytes* tables;
-
-  const uint8_t* ChunkAddress(size_t n, size_t c) const { return packed + n * (K / 2) + c * 16; }
-  const uint8_t* ScaleRow(size_t n) const { return scales + n * (K / 32); }
-  size_t RowBytes() const { return K / 2; }
-
   // Returns the group's scale; `out` holds the unscaled E2M1 values.
   HWY_INLINE VMatMul Load(DMatMul df, size_t n, size_t c, VMatMul (&out)[8]) const {
     const hn::Full128<uint8_t> d8;
     const auto bytes = hn::LoadU(d8, ChunkAddress(n, c));
-    const auto table = hn::Load(d8, tables->high);
+    const auto table = hn::Load(d8, tables->fp16_high);
     Widen<0>(hn::TableLookupBytes(table, hn::And(bytes, hn::Set(d8, uint8_t{0x0F}))), out);
     Widen<4>(hn::TableLookupBytes(table, hn::ShiftRight<4>(bytes)), out);
-    return hn::Set(df, scale_values[ScaleRow(n)[c]]);
+    return hn::Set(df, GroupScale(n, c));
   }
   HWY_INLINE VMatMul LoadTail(DMatMul df, size_t n, size_t c, VMatMul (&out)[8]) const {
     return Load(df, n, c, out);  // never called: K % 32 == 0 leaves no partial chunk
@@ -811,13 +766,13 @@ HWY_INLINE void WithWeights(const MatMulJob& job, const Fn& fn) {
       break;
     case WeightKind::kMxfp4:
 #if HWY_TARGET == HWY_AVX2
-      fn(Mxfp4GroupWeights{job.packed, job.scales, job.K, FullChunks<Mxfp4GroupWeights>(job.K), E8M0Values(),
-                           &E2M1Bytes()});
+      fn(Mxfp4GroupWeights{
+          {job.packed, job.scales, job.K, FullChunks<Mxfp4GroupWeights>(job.K), &Mxfp4Tables()}});
 #elif HWY_TARGET == HWY_NEON
-      fn(Mxfp4HalfWeights{job.packed, job.scales, job.K, FullChunks<Mxfp4HalfWeights>(job.K), E8M0Values(),
-                          &E2M1HalfBytes()});
+      fn(Mxfp4HalfWeights{
+          {job.packed, job.scales, job.K, FullChunks<Mxfp4HalfWeights>(job.K), &Mxfp4Tables()}});
 #else
-      fn(Mxfp4Weights{job.packed, job.scales, job.K, FullChunks<Mxfp4Weights>(job.K), E8M0Values()});
+      fn(Mxfp4Weights{job.packed, job.scales, job.K, FullChunks<Mxfp4Weights>(job.K), Mxfp4Tables().e8m0});
 #endif
       break;
   }

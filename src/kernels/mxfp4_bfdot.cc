@@ -38,10 +38,9 @@
 #include <algorithm>
 #include <cstring>
 
-#include "src/base/bf16.h"
 #include "src/kernels/bfdot-inl.h"
-#include "src/kernels/e8m0_values.h"
 #include "src/kernels/matmul_blocking.h"
+#include "src/kernels/mxfp4_tables.h"
 #include "src/kernels/scratch.h"
 
 namespace k3::kernels::dpbf16 {
@@ -53,25 +52,6 @@ constexpr size_t kMaxTileM = 2;       // x rows per register tile
 constexpr size_t kTileN = 4;          // weight rows per register tile
 constexpr size_t kPrefetchMaxM = 16;  // most x rows whose tiles prefetch weight rows ahead
 constexpr size_t kPanelMinM = 8;      // fewest x rows for which a weight tile is decoded once (PanelWeights)
-
-// The low and high bytes of the bf16 patterns of the 16 E2M1 codes (spec §3.3), as TBL tables.
-struct E2M1Bf16Tables {
-  alignas(16) uint8_t low[16];
-  alignas(16) uint8_t high[16];
-  E2M1Bf16Tables() {
-    constexpr float kMagnitudes[8] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f};
-    for (size_t code = 0; code < 16; ++code) {
-      const float value = code < 8 ? kMagnitudes[code] : -kMagnitudes[code - 8];
-      const uint16_t bits = FloatToBf16(value).bits;
-      low[code] = static_cast<uint8_t>(bits & 0xFF);
-      high[code] = static_cast<uint8_t>(bits >> 8);
-    }
-  }
-};
-const E2M1Bf16Tables& Tables() {
-  static const E2M1Bf16Tables tables;
-  return tables;
-}
 
 // Slot of group element e in the laid-out x (see the top of the file): vector q = 2 (e % 2) + (e / 2) / 8,
 // word (e / 2) % 8.
@@ -90,8 +70,8 @@ struct PackedWeights {
   const uint8_t* w[kTileN];          // packed weight rows; past N the last valid row repeats (not stored)
   const uint8_t* s[kTileN];          // their scale rows
   const uint8_t* ahead[kTileN];      // packed rows a prefetch distance ahead
-  const float* scale_values;         // E8M0Values()
-  uint8x16_t low_table, high_table;  // Tables()
+  const float* scale_values;         // Mxfp4Tables().e8m0
+  uint8x16_t low_table, high_table;  // Mxfp4Tables()
 
   // Group g of tile row j -> wv, and its scale; prefetches the same group of row ahead[j] if kPrefetch.
   template <bool kPrefetch>
@@ -216,9 +196,9 @@ K3_BFDOT_TARGET void Mxfp4Tiles(const uint16_t* xs, size_t M, size_t x_stride, s
       const size_t n0 = n_begin + nt * kTileN;
       const size_t n_valid = std::min(kTileN, n_end - n0);
       PackedWeights weights;
-      weights.scale_values = E8M0Values();
-      weights.low_table = vld1q_u8(Tables().low);
-      weights.high_table = vld1q_u8(Tables().high);
+      weights.scale_values = Mxfp4Tables().e8m0;
+      weights.low_table = vld1q_u8(Mxfp4Tables().bf16_low);
+      weights.high_table = vld1q_u8(Mxfp4Tables().bf16_high);
       for (size_t j = 0; j < kTileN; ++j) {
         const size_t n = n0 + std::min(j, n_valid - 1);
         weights.w[j] = packed + n * row_bytes;
