@@ -12,7 +12,8 @@
 //     measured MatMulBf16 FLOP/s.
 // Machines running this are often shared, so every figure is the median of --repeats runs (prefill:
 // --prefill-repeats), and the load average (/proc/loadavg) is printed before and after. With
-// --compare-bf16-paths 1 each decode repetition is paired with one on the fp32 path (ops.h).
+// --compare-bf16-paths 1 each decode repetition is paired with one on the fp32 path (ops.h), with
+// --compare-overlap 1 with one whose matmul groups run in job order (SetMatMulOverlap(false), ops.h).
 // With --context 8192,32768,131040 only long-context decode is measured (LongContextDecode): batch-1 decode
 // after each N cached tokens with the MLA latent cache in bf16 (the default) and in fp32 words,
 // alternating, against the bytes roofline, and the attention over the cache alone against the bandwidth.
@@ -20,7 +21,8 @@
 // one batch, aggregate tokens/s against the rate the step's bytes allow at the measured bandwidth, the
 // bytes from the actual routing (the distinct experts each step ran, plus every dense weight).
 //   decode_bench --model DIR [--threads N] [--prompt-len 2048] [--decode-steps 32] [--repeats 5]
-//                [--prefill-repeats 3] [--compare-bf16-paths 1] [--context 8192,32768]
+//                [--prefill-repeats 3] [--compare-bf16-paths 1] [--compare-overlap 1]
+//                [--context 8192,32768]
 //                [--batch-sizes 4,16,64]
 #include <algorithm>
 #include <chrono>
@@ -426,7 +428,7 @@ int main(int argc, char** argv) {
   std::string dir;
   size_t threads = 0;
   int64_t prompt_len = 2048, decode_steps = 32, repeats = 5, prefill_repeats = 3;
-  bool compare_bf16_paths = false;
+  bool compare_bf16_paths = false, compare_overlap = false;
   std::vector<int64_t> batch_sizes, contexts;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
@@ -442,6 +444,8 @@ int main(int argc, char** argv) {
       repeats = std::strtoll(argv[i + 1], nullptr, 10);
     else if (flag == "--compare-bf16-paths")
       compare_bf16_paths = std::strtoll(argv[i + 1], nullptr, 10) != 0;
+    else if (flag == "--compare-overlap")
+      compare_overlap = std::strtoll(argv[i + 1], nullptr, 10) != 0;
     else if (flag == "--prefill-repeats")
       prefill_repeats = std::strtoll(argv[i + 1], nullptr, 10);
     else if (flag == "--batch-sizes" || flag == "--context") {
@@ -458,8 +462,8 @@ int main(int argc, char** argv) {
   if (dir.empty() || prompt_len < 1 || decode_steps < 1 || repeats < 1 || prefill_repeats < 0) {
     std::fprintf(stderr,
                  "usage: decode_bench --model DIR [--threads N] [--prompt-len 2048] [--decode-steps 32] "
-                 "[--repeats 5] [--prefill-repeats 3] [--compare-bf16-paths 1] [--context 8192,32768] "
-                 "[--batch-sizes 1,4,16,64]\n");
+                 "[--repeats 5] [--prefill-repeats 3] [--compare-bf16-paths 1] [--compare-overlap 1] "
+                 "[--context 8192,32768] [--batch-sizes 1,4,16,64]\n");
     return 2;
   }
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // each figure appears as soon as it is measured
@@ -548,11 +552,14 @@ int main(int argc, char** argv) {
   // Decode at batch 1 after a 16-token prompt; one fresh sequence per repetition.
   // Each repetition measures the read bandwidth right before its decode run, so that both see the same
   // machine load; the ratio is the median of the per-repetition ratios.
-  // With --compare-bf16-paths each repetition also decodes with the bf16 dot products off (ops.h), right
-  // after (or, every other repetition, right before) the run with them, for an A/B in the same conditions.
-  const bool compare = compare_bf16_paths && k3::kernels::Bf16DotProductsActive();
-  auto decode_run = [&](int64_t r, bool dot_products) {
-    k3::kernels::SetBf16DotProducts(dot_products);
+  // With --compare-bf16-paths each repetition also decodes with the bf16 dot products off (ops.h), with
+  // --compare-overlap with the matmul overlap off, right after (or, every other repetition, right before) the
+  // run with them, for an A/B in the same conditions.
+  const bool compare_dp = compare_bf16_paths && k3::kernels::Bf16DotProductsActive();
+  const bool compare = compare_dp || compare_overlap;
+  auto decode_run = [&](int64_t r, bool baseline) {
+    if (baseline && compare_dp) k3::kernels::SetBf16DotProducts(false);
+    if (baseline && compare_overlap) k3::kernels::SetMatMulOverlap(false);
     std::vector<int32_t> prompt(16);
     for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = static_cast<int32_t>((i * 7919 + 13 + r) % vocab);
     k3::model::Sequences state_seqs(*model);
@@ -563,16 +570,17 @@ int main(int argc, char** argv) {
       Forward(state_seqs, state, {static_cast<int32_t>((s * 31 + r) % vocab)});
     const double tps = static_cast<double>(decode_steps) / Seconds(d0, Clock::now());
     k3::kernels::SetBf16DotProducts(true);
+    k3::kernels::SetMatMulOverlap(true);
     return tps;
   };
-  std::vector<double> decode_tps, bandwidths, ratios, fp32_tps, speedups;
+  std::vector<double> decode_tps, bandwidths, ratios, baseline_tps, speedups;
   for (int64_t r = 0; r < repeats; ++r) {
     bandwidths.push_back(k3::bench::MeasureMemoryReadBandwidth(size_t{1} << 30, threads, 3));
-    const bool fp32_first = compare && r % 2 == 1;
-    if (fp32_first) fp32_tps.push_back(decode_run(r, false));
-    decode_tps.push_back(decode_run(r, true));
-    if (compare && !fp32_first) fp32_tps.push_back(decode_run(r, false));
-    if (compare) speedups.push_back(decode_tps.back() / fp32_tps.back());
+    const bool baseline_first = compare && r % 2 == 1;
+    if (baseline_first) baseline_tps.push_back(decode_run(r, true));
+    decode_tps.push_back(decode_run(r, false));
+    if (compare && !baseline_first) baseline_tps.push_back(decode_run(r, true));
+    if (compare) speedups.push_back(decode_tps.back() / baseline_tps.back());
     ratios.push_back(cost.decode_bytes * decode_tps.back() / 1e9 / bandwidths.back());
   }
   const double tokens_per_s = Median(decode_tps);
@@ -594,11 +602,14 @@ int main(int argc, char** argv) {
       cost.decode_bytes * tokens_per_s / 1e9, Median(bandwidths), Samples(bandwidths).c_str(),
       100.0 * Median(ratios), Samples(ratios).c_str());
   if (compare) {
+    const std::string off = compare_dp && compare_overlap ? "bf16 dot products and matmul overlap off"
+                            : compare_dp                  ? "bf16 dot products off (fp32 path)"
+                                                          : "matmul overlap off (groups in job order)";
     std::printf(
-        "decode batch 1 with bf16 dot products off (fp32 path), alternating with the runs above: median "
-        "%.2f "
-        "tokens/s [%s]; dot products / fp32 path per repetition: median %.2fx [%s]\n",
-        Median(fp32_tps), Samples(fp32_tps).c_str(), Median(speedups), Samples(speedups).c_str());
+        "decode batch 1 with %s, alternating with the runs above: median %.2f tokens/s [%s]; on / off per "
+        "repetition: median %.3fx [%s]\n",
+        off.c_str(), Median(baseline_tps), Samples(baseline_tps).c_str(), Median(speedups),
+        Samples(speedups).c_str());
   }
 
   // Prefill one long prompt.

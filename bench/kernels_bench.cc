@@ -12,8 +12,9 @@
 // same clock. Then the MLA decode attention of one layer over a long latent cache (RunLatentAttention):
 // fp32 rows, bf16 rows one head at a time, bf16 rows in tasks of 4 heads (LatentAttentionBf16Queries: 4 per
 // pass), and bf16 rows the engine's way (tasks of LatentAttentionHeadsPerTask heads, whose calls take the
-// rows in key blocks), the last against the matmul and bandwidth limits. Usage: kernels_bench [threads] [mla]
-// (threads default: all cores; `mla`: only the attention figures).
+// rows in key blocks), the last against the matmul and bandwidth limits. With `moe`: only one mini-k3 MoE
+// layer's matmuls at decode (RunMoeOverlap), the overlap of ops.h on and off. Usage:
+// kernels_bench [threads] [mla|moe] (threads default: all cores; `mla`: only the attention figures).
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -215,11 +216,102 @@ void RunLatentAttention(size_t keys, ThreadPool& pool, size_t threads, double ba
       cache_bytes / seconds[3][0] / 1e9 / bandwidth_gbps);
 }
 
+// One mini-k3 MoE layer's matmuls for one decode token (bench/decode's model: 8 routed experts of
+// 1024 x 1024 MXFP4 in the latent space, 2 shared experts of width 1024 on the 2048-wide hidden state, bf16):
+// the experts' gate and up beside the shared experts' gate and up (one MatMulGroup), then the downs beside
+// the shared down (another). Four variants alternate call for call, each call on another copy of the
+// weights: the overlap of ops.h on, off (tasks in job order), the MXFP4 jobs alone and the bf16 jobs alone.
+void RunMoeOverlap(ThreadPool& pool, size_t threads, double bandwidth_gbps) {
+  constexpr size_t kExperts = 8, kLatent = 1024, kWidth = 1024, kHidden = 2048, kShared = 2048;
+  constexpr size_t kExpertPacked = kWidth * kLatent / 2, kExpertScales = kWidth * kLatent / 32;
+  constexpr size_t kExpertMatrices = 3 * kExperts;  // gate, up, down
+  constexpr size_t kSharedElements = 3 * kShared * kHidden;
+  constexpr size_t kLayerBytes =
+      kExpertMatrices * (kExpertPacked + kExpertScales) + kSharedElements * sizeof(bf16);
+  const size_t copies = kStreamBytes / kLayerBytes + 1;
+  HugePageBuffer packed_buffer(copies * kExpertMatrices * kExpertPacked);
+  HugePageBuffer scales_buffer(copies * kExpertMatrices * kExpertScales);
+  HugePageBuffer shared_buffer(copies * kSharedElements * sizeof(bf16));
+  uint8_t* packed = packed_buffer.data();
+  uint8_t* scales = scales_buffer.data();
+  bf16* shared = shared_buffer.as<bf16>();
+  for (size_t i = 0; i < copies * kExpertMatrices * kExpertPacked; ++i)
+    packed[i] = static_cast<uint8_t>(i * 2654435761u >> 13);
+  for (size_t i = 0; i < copies * kExpertMatrices * kExpertScales; ++i)
+    scales[i] = static_cast<uint8_t>(118 + i % 9);
+  for (size_t i = 0; i < copies * kSharedElements; ++i)
+    shared[i].bits = static_cast<uint16_t>(0x3C00 + (i * 2654435761u >> 20) % 512);
+  std::mt19937 rng(5);
+  auto bf16_values = [&](size_t n) {
+    std::vector<float> v(n);
+    for (float& f : v) f = RoundBf16(std::uniform_real_distribution<float>(-1, 1)(rng));
+    return v;
+  };
+  const std::vector<float> z = bf16_values(kLatent), x = bf16_values(kHidden);
+  const std::vector<float> act = bf16_values(kWidth), shared_act = bf16_values(kShared);
+  std::vector<float> gate_up(2 * kExperts * kWidth), down(kExperts * kLatent), shared_gate_up(2 * kShared),
+      shared_down(kHidden);
+  double seconds[4][2];
+  TimeCalls(
+      copies, 60, threads, 4,
+      [&](size_t c, size_t path) {
+        const uint8_t* p = packed + c * kExpertMatrices * kExpertPacked;
+        const uint8_t* sc = scales + c * kExpertMatrices * kExpertScales;
+        const bf16* w = shared + c * kSharedElements;
+        std::vector<kernels::MatMulJob> first, second;
+        if (path != 3) {
+          for (size_t e = 0; e < kExperts; ++e) {
+            for (size_t m = 0; m < 2; ++m) {  // gate, up
+              const size_t i = 2 * e + m;
+              first.push_back(kernels::MatMulJob::Mxfp4(z.data(), 1, kLatent, p + i * kExpertPacked,
+                                                        sc + i * kExpertScales, kWidth,
+                                                        gate_up.data() + i * kWidth));
+            }
+            const size_t i = 2 * kExperts + e;
+            second.push_back(kernels::MatMulJob::Mxfp4(act.data(), 1, kWidth, p + i * kExpertPacked,
+                                                       sc + i * kExpertScales, kLatent,
+                                                       down.data() + e * kLatent));
+          }
+        }
+        if (path != 2) {
+          for (size_t m = 0; m < 2; ++m) {
+            first.push_back(kernels::MatMulJob::Bf16(x.data(), 1, kHidden, w + m * kShared * kHidden, kShared,
+                                                     shared_gate_up.data() + m * kShared));
+          }
+          second.push_back(kernels::MatMulJob::Bf16(shared_act.data(), 1, kShared, w + 2 * kShared * kHidden,
+                                                    kHidden, shared_down.data()));
+        }
+        kernels::SetMatMulOverlap(path != 1);
+        kernels::MatMulGroup(first.data(), first.size(), &pool);
+        kernels::MatMulGroup(second.data(), second.size(), &pool);
+        kernels::SetMatMulOverlap(true);
+      },
+      seconds);
+  const double mxfp4_bytes = kExpertMatrices * (kExpertPacked + kExpertScales);
+  const double bf16_bytes = kSharedElements * sizeof(bf16);
+  std::printf(
+      "mini-k3 MoE layer at decode (8 experts MXFP4 %.1f MB + shared experts bf16 %.1f MB), wall clock "
+      "medians: overlap on %.3f ms (%.2f GB/s = %.2f of the bandwidth), off %.3f ms (%.2f); on / off time "
+      "%.3f; MXFP4 jobs alone %.3f ms, bf16 jobs alone %.3f ms (their sum %.3f, the larger %.3f)\n",
+      mxfp4_bytes / 1e6, bf16_bytes / 1e6, seconds[0][0] * 1e3, kLayerBytes / seconds[0][0] / 1e9,
+      kLayerBytes / seconds[0][0] / 1e9 / bandwidth_gbps, seconds[1][0] * 1e3,
+      kLayerBytes / seconds[1][0] / 1e9 / bandwidth_gbps, seconds[0][0] / seconds[1][0], seconds[2][0] * 1e3,
+      seconds[3][0] * 1e3, (seconds[2][0] + seconds[3][0]) * 1e3,
+      std::max(seconds[2][0], seconds[3][0]) * 1e3);
+}
+
 int Main(int argc, char** argv) {
   size_t threads = std::thread::hardware_concurrency();
   if (argc > 1) threads = std::strtoul(argv[1], nullptr, 10);
   ThreadPool pool(threads);
   threads = pool.num_threads();
+  if (argc > 2 && std::string(argv[2]) == "moe") {
+    std::printf("kernel target: %s, threads: %zu\n", kernels::KernelTargetName(), threads);
+    const double bandwidth = MeasureMemoryReadBandwidth(kBandwidthBytes, threads, 7, Clock::kWall);
+    std::printf("read bandwidth %.2f GB/s (wall clock)\n", bandwidth);
+    for (int round = 0; round < 3; ++round) RunMoeOverlap(pool, threads, bandwidth);
+    return 0;
+  }
   if (argc > 2 && std::string(argv[2]) == "mla") {
     std::printf("kernel target: %s, threads: %zu\n", kernels::KernelTargetName(), threads);
     const double bandwidth = MeasureMemoryReadBandwidth(kBandwidthBytes, threads, 7, Clock::kWall);

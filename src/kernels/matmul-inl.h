@@ -34,6 +34,10 @@
 // rows) are decoded once into a per-thread panel that every x tile then reads (DecodedPanel); on AVX2, from
 // kTallMinM x rows, tiles of 4 x rows by 2 weight rows decode each weight row once per 4 x rows instead
 // (RunTallTiles), which was faster than the panel at every M measured.
+//
+// Overlap (matmul_overlap.h): at decode sizes a group's MXFP4 tasks are bound by their decode and its bf16
+// tasks by memory, so the pool runs units of MXFP4 tasks followed by a bf16 task, and the MXFP4 tiles
+// prefetch that task's weights into L2 as they go (TileRows::other_*). Only the order changes.
 
 #if defined(K3_KERNELS_MATMUL_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef K3_KERNELS_MATMUL_INL_H_
@@ -55,6 +59,7 @@
 #include "src/base/thread_pool.h"
 #include "src/kernels/matmul_blocking.h"
 #include "src/kernels/matmul_dpbf16.h"
+#include "src/kernels/matmul_overlap.h"
 #include "src/kernels/mxfp4_tables.h"
 #include "src/kernels/ops.h"
 #include "src/kernels/scratch.h"
@@ -411,6 +416,11 @@ struct TileRows {
   size_t n_rows[kTileN];              // weight rows; past N the last valid row repeats (not stored)
   size_t next_rows[kTileN];           // rows a prefetch distance ahead (the tile's own near n_end)
   size_t n_valid;                     // 1..kTileN
+  // Another task's weights this tile pulls into cache as it goes (matmul_overlap.h): `other_lines` cache
+  // lines after each chunk, from other_begin up to other_end. other_lines 0: none.
+  const char* other_begin = nullptr;
+  const char* other_end = nullptr;
+  size_t other_lines = 0;
 };
 
 // acc + x . w over one chunk. Weights with a scale per chunk (MXFP4 groups) return unscaled values
@@ -482,7 +492,7 @@ HWY_NOINLINE void AccumulateTailChunk(const Weights& w, const TileRows& t, size_
 
 // A kM x kN tile (x rows by weight rows t.n_rows[0, kN)) over all num_chunks chunks of K; writes y.
 // kPrefetch: also prefetches each chunk of the rows t.next_rows (and their scales, where the weights have
-// a scale row).
+// a scale row), and t.other_lines lines of another task's weights after each chunk.
 template <size_t kM, size_t kN, bool kPrefetch, class Weights>
 HWY_INLINE void RunTile(const Weights& w, const TileRows& t, size_t num_chunks) {
   const DMatMul df;
@@ -498,6 +508,17 @@ HWY_INLINE void RunTile(const Weights& w, const TileRows& t, size_t num_chunks) 
   }
   const size_t c_full_end = std::min(num_chunks, w.full_chunks);
   size_t c = 0;
+  if constexpr (kPrefetch) {
+    if (t.other_lines != 0) {  // into L2 (locality 2: prefetcht1 on x86, PLDL2KEEP on arm64)
+      const char* other = t.other_begin;
+      for (; c < c_full_end; ++c) {
+        AccumulateChunk<kM, kN, false, kPrefetch>(df, w, t, c, acc);
+        for (size_t i = 0; i < t.other_lines && other < t.other_end; ++i, other += kCacheLineBytes) {
+          __builtin_prefetch(other, 0, 2);
+        }
+      }
+    }
+  }
   for (; c < c_full_end; ++c) AccumulateChunk<kM, kN, false, kPrefetch>(df, w, t, c, acc);
   if (c < num_chunks) {  // the partial last chunk of each row, through memory (see AccumulateTailChunk)
     HWY_ALIGN float spill[kM * kN * hn::MaxLanes(DMatMul())];
@@ -655,11 +676,14 @@ HWY_INLINE void RunTallTiles(const Weights& w, const TileRows& t, const float* x
 #endif  // HWY_TARGET == HWY_AVX2
 
 // Computes y[:, n_begin:n_end) for all M rows. xs: x in chunk layout, `row_stride` floats per row.
+// [other_begin, other_begin + other_bytes): another task's weights to prefetch on the way (only where this
+// call's own rows are prefetched: M from Weights::kPrefetchMinM to kPrefetchMaxM; ScheduleOverlap).
 // MXFP4 weights with at least kPanelMinM x rows are decoded once per weight tile (DecodedPanel), except on
 // AVX2, where from kTallMinM x rows they run 4 x 2 tiles (RunTallTiles).
 template <class Weights>
 HWY_NOINLINE void MatMulRowBlock(const Weights& w, const float* xs, size_t M, size_t row_stride,
-                                 size_t num_chunks, float* y, size_t N, size_t n_begin, size_t n_end) {
+                                 size_t num_chunks, float* y, size_t N, size_t n_begin, size_t n_end,
+                                 const char* other_begin, size_t other_bytes) {
   const size_t rows_per_m_block = XRowsPerBlock(M, row_stride * sizeof(float));
   const size_t n_tiles = (n_end - n_begin + kTileN - 1) / kTileN;
   const size_t ahead = PrefetchDistanceRows(kTileN, w.RowBytes());
@@ -677,6 +701,13 @@ HWY_NOINLINE void MatMulRowBlock(const Weights& w, const float* xs, size_t M, si
       const size_t n0 = n_begin + nt * kTileN;
       TileRows t;
       t.n_valid = std::min(kTileN, n_end - n0);
+      if (prefetch && other_bytes != 0) {  // tile nt prefetches the nt-th slice, spread over its chunks
+        const size_t slice =
+            ((other_bytes + n_tiles - 1) / n_tiles + kCacheLineBytes - 1) / kCacheLineBytes * kCacheLineBytes;
+        t.other_begin = other_begin + std::min(other_bytes, nt * slice);
+        t.other_end = other_begin + std::min(other_bytes, (nt + 1) * slice);
+        t.other_lines = (slice + kCacheLineBytes * num_chunks - 1) / (kCacheLineBytes * num_chunks);
+      }
       for (size_t j = 0; j < kTileN; ++j) {
         t.n_rows[j] = n0 + std::min(j, t.n_valid - 1);
         t.next_rows[j] = PrefetchRow(n0, ahead, j, n_end, t.n_rows[j]);
@@ -951,7 +982,8 @@ void MatMulGroupImpl(const MatMulJob* jobs, size_t num_jobs, ThreadPool* pool) {
     for (size_t p = 0; p < pieces.size(); ++p) lay_out_piece(p);
   }
   const GroupTask* task_list = tasks.data();
-  auto run_task = [&](size_t t) {
+  // Task t; prefetches [other_begin, other_begin + other_bytes) of another task's weights on the way.
+  auto run_task = [&](size_t t, const char* other_begin, size_t other_bytes) {
     const GroupTask& task = task_list[t];
     const MatMulJob& job = jobs[task.job];
     const JobLayout& layout = layout_list[task.job];
@@ -968,14 +1000,42 @@ void MatMulGroupImpl(const MatMulJob* jobs, size_t num_jobs, ThreadPool* pool) {
     }
     WithWeights(job, [&](const auto& w) {
       MatMulRowBlock(w, layout.xs, job.M, layout.row_stride, layout.num_chunks, layout.fp32_y, job.N,
-                     task.n_begin, task.n_end);
+                     task.n_begin, task.n_end, other_begin, other_bytes);
     });
   };
-  const size_t num_tasks = tasks.size();
-  if (pool == nullptr || pool->num_threads() == 1 || num_tasks <= 1) {
-    for (size_t t = 0; t < num_tasks; ++t) run_task(t);
+  // Run order (matmul_overlap.h): at decode sizes, bf16 tasks behind MXFP4 tasks that prefetch them.
+  thread_local std::vector<OverlapTaskInfo> task_infos;
+  thread_local std::vector<ScheduledTask> order;
+  thread_local std::vector<ScheduleUnit> units;
+  const bool overlap = MatMulOverlapActive();
+  task_infos.clear();
+  for (const GroupTask& task : tasks) {
+    const MatMulJob& job = jobs[task.job];
+    const size_t row_bytes = WeightRowBytes(job);
+    OverlapTaskInfo info{OverlapTaskInfo::Role::kOther, nullptr, (task.n_end - task.n_begin) * row_bytes};
+    if (overlap && job.M <= kOverlapMaxM) {
+      // Only this target's fp32 path prefetches another task's weights (MatMulRowBlock).
+      if (job.kind == WeightKind::kMxfp4 && !task.dp) info.role = OverlapTaskInfo::Role::kCompute;
+      if (job.kind == WeightKind::kBf16) {
+        info.role = OverlapTaskInfo::Role::kStream;
+        info.weights = reinterpret_cast<const char*>(job.bf16_weights) + task.n_begin * row_bytes;
+      }
+    }
+    task_infos.push_back(info);
+  }
+  ScheduleOverlap(task_infos, &order, &units);
+  const ScheduledTask* order_list = order.data();
+  const ScheduleUnit* unit_list = units.data();
+  auto run_unit = [&](size_t u) {
+    for (uint32_t i = unit_list[u].begin; i < unit_list[u].end; ++i) {
+      run_task(order_list[i].task, order_list[i].prefetch_begin, order_list[i].prefetch_bytes);
+    }
+  };
+  const size_t num_units = units.size();
+  if (pool == nullptr || pool->num_threads() == 1 || num_units <= 1) {
+    for (size_t u = 0; u < num_units; ++u) run_unit(u);
   } else {
-    pool->ParallelFor(num_tasks, [&](size_t t, size_t /*worker*/) { run_task(t); });
+    pool->ParallelFor(num_units, [&](size_t u, size_t /*worker*/) { run_unit(u); });
   }
   for (size_t j = 0; j < num_jobs; ++j) {  // mixed jobs: the fp32 path's result for its own rows
     const MatMulJob& job = jobs[j];

@@ -28,7 +28,12 @@
 namespace k3::kernels {
 namespace {
 std::atomic<bool> bf16_dot_products_enabled{true};
+std::atomic<bool> overlap_enabled{true};
 }  // namespace
+
+bool MatMulOverlapActive() { return overlap_enabled.load(std::memory_order_relaxed); }
+
+void SetMatMulOverlap(bool enabled) { overlap_enabled.store(enabled, std::memory_order_relaxed); }
 
 bool Bf16DotProductsActive() {
   return bf16_dot_products_enabled.load(std::memory_order_relaxed) && dpbf16::Supported();

@@ -79,6 +79,14 @@ void MatMulGroup(const MatMulJob* jobs, size_t num_jobs, ThreadPool* pool);
 bool Bf16DotProductsActive();
 void SetBf16DotProducts(bool enabled);
 
+// Overlap: in a MatMulGroup at decode sizes (x of one or two rows), the MXFP4 jobs' tasks are bound by
+// their decode and the bf16 jobs' tasks by memory, so the group runs each bf16 task on the thread that ran
+// MXFP4 tasks just before it, and those prefetch its weights as they go (matmul_overlap.h). Results are
+// bit-identical either way. On by default; SetMatMulOverlap(false) runs the tasks in job order without the
+// prefetches (tests, benchmark comparisons). Not to be called while a matmul runs.
+bool MatMulOverlapActive();
+void SetMatMulOverlap(bool enabled);
+
 // ---- MXFP4 ---------------------------------------------------------------------------------------------
 // E2M1 code (low 4 bits of `code`) -> value: sign bit 3, magnitudes {0, .5, 1, 1.5, 2, 3, 4, 6}.
 float E2M1ToFloat(uint8_t code);

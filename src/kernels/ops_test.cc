@@ -920,6 +920,73 @@ TEST(MatMulTest, GroupEqualsSingleCalls) {
   });
 }
 
+// A decode-shaped group (matmul_overlap.h): MXFP4 jobs of one and two x rows whose tasks prefetch the
+// weights of the bf16 jobs' tasks, several tasks each, beside jobs that take no part (three x rows, fp32).
+// The overlap changes the run order and adds prefetches only: every output is bit-identical to the group
+// run in job order, on every target and bf16 path, with 1 to 3 threads.
+TEST(MatMulTest, OverlapLeavesResultsBitIdentical) {
+  std::mt19937 rng(16);
+  struct Shape {
+    WeightKind kind;
+    size_t M, K, N;
+  };
+  // Decode tasks cover up to 256 weight rows of at least 256 KiB (RowsPerTask): N = 600 gives 3 tasks.
+  const Shape shapes[] = {{WeightKind::kMxfp4, 1, 1024, 600}, {WeightKind::kMxfp4, 2, 1024, 520},
+                          {WeightKind::kMxfp4, 1, 512, 300},  {WeightKind::kBf16, 1, 1024, 700},
+                          {WeightKind::kBf16, 2, 512, 300},   {WeightKind::kBf16, 1, 96, 40},
+                          {WeightKind::kBf16, 3, 512, 90},    {WeightKind::kF32, 1, 64, 33}};
+  constexpr size_t kJobs = sizeof(shapes) / sizeof(shapes[0]);
+  std::vector<std::vector<float>> xs(kJobs), f32_weights(kJobs);
+  std::vector<std::vector<bf16>> bf16_weights(kJobs);
+  std::vector<std::vector<uint8_t>> packed(kJobs), scales(kJobs);
+  for (size_t j = 0; j < kJobs; ++j) {
+    const Shape& s = shapes[j];
+    xs[j] = RandomBf16Values(rng, s.M * s.K, -2.0f, 2.0f);
+    if (s.kind == WeightKind::kBf16) bf16_weights[j] = RandomBf16(rng, s.N * s.K, -1.0f, 1.0f);
+    if (s.kind == WeightKind::kF32) f32_weights[j] = RandomFloats(rng, s.N * s.K, -1.0f, 1.0f);
+    if (s.kind == WeightKind::kMxfp4) {
+      packed[j].resize(s.N * s.K / 2);
+      scales[j].resize(s.N * s.K / 32);
+      for (uint8_t& b : packed[j]) b = static_cast<uint8_t>(rng());
+      for (uint8_t& b : scales[j]) b = static_cast<uint8_t>(118 + rng() % 12);
+    }
+  }
+  auto run = [&](bool overlap, ThreadPool* pool) {
+    std::vector<std::vector<float>> ys(kJobs);
+    std::vector<MatMulJob> jobs;
+    for (size_t j = 0; j < kJobs; ++j) {
+      const Shape& s = shapes[j];
+      ys[j].assign(s.M * s.N + 1, 77.0f);  // + 1: nothing past y
+      if (s.kind == WeightKind::kBf16) {
+        jobs.push_back(MatMulJob::Bf16(xs[j].data(), s.M, s.K, bf16_weights[j].data(), s.N, ys[j].data()));
+      } else if (s.kind == WeightKind::kF32) {
+        jobs.push_back(MatMulJob::F32(xs[j].data(), s.M, s.K, f32_weights[j].data(), s.N, ys[j].data()));
+      } else {
+        jobs.push_back(
+            MatMulJob::Mxfp4(xs[j].data(), s.M, s.K, packed[j].data(), scales[j].data(), s.N, ys[j].data()));
+      }
+    }
+    SetMatMulOverlap(overlap);
+    MatMulGroup(jobs.data(), jobs.size(), pool);
+    SetMatMulOverlap(true);
+    return ys;
+  };
+  ForEachBf16Path([&] {
+    ForEachTarget([&] {
+      const std::vector<std::vector<float>> in_job_order = run(false, nullptr);
+      for (size_t j = 0; j < kJobs; ++j) ASSERT_EQ(in_job_order[j].back(), 77.0f) << "job " << j;
+      ThreadPool pool2(2), pool3(3);
+      for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &pool2, &pool3}) {
+        const std::vector<std::vector<float>> overlapped = run(true, pool);
+        for (size_t j = 0; j < kJobs; ++j) {
+          ASSERT_EQ(overlapped[j], in_job_order[j])
+              << "job " << j << " threads=" << (pool ? pool->num_threads() : 1);
+        }
+      }
+    });
+  });
+}
+
 // A batch whose rows are partly bf16 values and partly not (rows 1 and 4 carry fp32 noise): with the
 // dot-product path active the job runs both paths; each row must still equal that row computed alone,
 // with and without a pool, and the reference.

@@ -44,10 +44,9 @@ void MlpForward(const io::ModelConfig& cfg, const MlpWeights& w, const float* x,
 
 void ExpertsForward(const io::ModelConfig& cfg, const std::vector<ExpertWeights>& experts,
                     const int32_t* row_begin, const float* x, MlpScratch* scratch, ThreadPool* pool,
-                    float* out) {
+                    float* out, const BesideExperts& beside) {
   const int64_t E = static_cast<int64_t>(experts.size());
   const int64_t R = row_begin[E];
-  if (R == 0) return;
   const int64_t Lw = cfg.expert_io_dim();
   int64_t I = 0;  // this rank's part of the expert width (the same for every expert it holds)
   for (const ExpertWeights& e : experts) I = std::max(I, e.gate.rows);
@@ -57,34 +56,39 @@ void ExpertsForward(const io::ModelConfig& cfg, const std::vector<ExpertWeights>
     if (I == 0 || experts[e].down.rows == 0)
       std::fill(out + row_begin[e] * Lw, out + row_begin[e + 1] * Lw, 0.0f);
   }
-  if (I == 0) return;
-  float* gate = Grow(scratch->gate, R * I);  // [R, I]
-  float* up = Grow(scratch->up, R * I);      // [R, I]
+  const bool any_rows = R > 0 && I > 0;
+  float* gate = any_rows ? Grow(scratch->gate, R * I) : nullptr;  // [R, I]
+  float* up = any_rows ? Grow(scratch->up, R * I) : nullptr;      // [R, I]
   thread_local std::vector<kernels::MatMulJob> jobs;
   jobs.clear();
-  for (int64_t e = 0; e < E; ++e) {
+  for (int64_t e = 0; any_rows && e < E; ++e) {
     const int64_t M = row_begin[e + 1] - row_begin[e];
     if (M == 0 || experts[e].gate.rows == 0) continue;
     const float* xe = x + row_begin[e] * Lw;
     jobs.push_back(ExpertJob(xe, M, experts[e].gate, gate + row_begin[e] * I));
     jobs.push_back(ExpertJob(xe, M, experts[e].up, up + row_begin[e] * I));
   }
-  kernels::MatMulGroup(jobs.data(), jobs.size(), pool);
-  ParallelRows(pool, R, I, [&](int64_t begin, int64_t end) {
-    const size_t n = static_cast<size_t>((end - begin) * I);
-    float* g = gate + begin * I;
-    float* u = up + begin * I;
-    kernels::RoundToBf16(g, n);
-    kernels::RoundToBf16(u, n);
-    GluActivation(cfg, g, u, static_cast<int64_t>(n), g);
-  });
+  jobs.insert(jobs.end(), beside.first, beside.first + beside.num_first);
+  if (!jobs.empty()) kernels::MatMulGroup(jobs.data(), jobs.size(), pool);
+  if (any_rows) {
+    ParallelRows(pool, R, I, [&](int64_t begin, int64_t end) {
+      const size_t n = static_cast<size_t>((end - begin) * I);
+      float* g = gate + begin * I;
+      float* u = up + begin * I;
+      kernels::RoundToBf16(g, n);
+      kernels::RoundToBf16(u, n);
+      GluActivation(cfg, g, u, static_cast<int64_t>(n), g);
+    });
+  }
+  if (beside.between) beside.between();
   jobs.clear();
-  for (int64_t e = 0; e < E; ++e) {
+  for (int64_t e = 0; any_rows && e < E; ++e) {
     const int64_t M = row_begin[e + 1] - row_begin[e];
     if (M > 0 && experts[e].down.rows > 0)
       jobs.push_back(ExpertJob(gate + row_begin[e] * I, M, experts[e].down, out + row_begin[e] * Lw));
   }
-  kernels::MatMulGroup(jobs.data(), jobs.size(), pool);
+  jobs.insert(jobs.end(), beside.second, beside.second + beside.num_second);
+  if (!jobs.empty()) kernels::MatMulGroup(jobs.data(), jobs.size(), pool);
 }
 
 }  // namespace k3::model

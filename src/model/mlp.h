@@ -2,11 +2,14 @@
 // (Kimi Linear). Used by the dense layers, the shared experts, and (with expert matrices) routed experts.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "src/base/thread_pool.h"
 #include "src/io/model_config.h"
+#include "src/kernels/ops.h"
 #include "src/model/collectives.h"
 #include "src/model/weights.h"
 
@@ -30,8 +33,20 @@ void MlpForward(const io::ModelConfig& cfg, const MlpWeights& w, const float* x,
 // outputs, which the caller rounds to bf16 once the ranks' parts are summed). Each row equals that expert
 // applied to the row alone. An expert this rank holds no part of (rows == 0: another rank's in EP mode,
 // or an empty slice of I in TP mode) leaves zeros in its rows.
+//
+// `beside`: products of the layer that do not depend on the experts (the shared experts) and run in the
+// experts' two fork-joins: `first` beside every gate and up, then `between` (which may read what `first`
+// wrote), then `second` beside every down. MatMulGroup overlaps their memory-bound bf16 streams with the
+// compute-bound MXFP4 decode of the experts (ops.h, "Overlap"); their results are what they would be alone.
+struct BesideExperts {
+  const kernels::MatMulJob* first = nullptr;
+  size_t num_first = 0;
+  std::function<void()> between;
+  const kernels::MatMulJob* second = nullptr;
+  size_t num_second = 0;
+};
 void ExpertsForward(const io::ModelConfig& cfg, const std::vector<ExpertWeights>& experts,
                     const int32_t* row_begin, const float* x, MlpScratch* scratch, ThreadPool* pool,
-                    float* out);
+                    float* out, const BesideExperts& beside = {});
 
 }  // namespace k3::model
