@@ -35,34 +35,30 @@ void ScheduleOverlap(const std::vector<OverlapTaskInfo>& tasks, std::vector<Sche
     for (uint32_t t = 0; t < tasks.size(); ++t) single_unit(t);
     return;
   }
-  // Unit p takes compute tasks [c_begin, c_end) and stream tasks [s_begin, s_end), both in proportion.
-  const size_t pairs = std::min(compute.size(), stream.size());
-  size_t c = 0, s = 0;
-  for (size_t p = 0; p < pairs; ++p) {
-    const size_t c_end = (p + 1) * compute.size() / pairs;
-    const size_t s_end = (p + 1) * stream.size() / pairs;
+  // Stream task k may take the compute tasks [k * #compute / #stream, (k + 1) * #compute / #stream), in
+  // order, as many as prefetch all of it within their budgets; each prefetches the next slice of it. The
+  // compute tasks it does not need, and a stream task with none, run alone: a unit holds one stream task
+  // and only the compute tasks that feed it, so the pool keeps as many units to spread as it can.
+  const size_t num_compute = compute.size(), num_stream = stream.size();
+  for (size_t k = 0; k < num_stream; ++k) {
+    const size_t c_begin = k * num_compute / num_stream, c_end = (k + 1) * num_compute / num_stream;
+    if (c_begin == c_end) {
+      single_unit(stream[k]);
+      continue;
+    }
     const uint32_t unit_begin = static_cast<uint32_t>(order->size());
-    const OverlapTaskInfo& first_stream = tasks[stream[s]];
-    size_t compute_bytes = 0;
-    for (size_t i = c; i < c_end; ++i) compute_bytes += tasks[compute[i]].weight_bytes;
-    const double budget = kPrefetchBytesPerComputeByte * static_cast<double>(compute_bytes);
-    const size_t total = std::min(first_stream.weight_bytes, static_cast<size_t>(budget));
-    // Compute task i prefetches the slice [done, done + share) of the stream, share in proportion to its
-    // bytes (the last one takes the rest).
-    size_t done = 0;
-    for (; c < c_end; ++c) {
-      const OverlapTaskInfo& info = tasks[compute[c]];
-      size_t share = total - done;
-      if (c + 1 < c_end && compute_bytes > 0) {
-        share = std::min(
-            share, static_cast<size_t>(static_cast<double>(total) * static_cast<double>(info.weight_bytes) /
-                                       static_cast<double>(compute_bytes)));
-      }
-      order->push_back(ScheduledTask{compute[c], first_stream.weights + done, share});
+    const OverlapTaskInfo& info = tasks[stream[k]];
+    size_t c = c_begin, done = 0;
+    for (; c < c_end && done < info.weight_bytes; ++c) {
+      const double budget =
+          kPrefetchBytesPerComputeByte * static_cast<double>(tasks[compute[c]].weight_bytes);
+      const size_t share = std::min(info.weight_bytes - done, static_cast<size_t>(budget));
+      order->push_back(ScheduledTask{compute[c], info.weights + done, share});
       done += share;
     }
-    for (; s < s_end; ++s) order->push_back(ScheduledTask{stream[s], nullptr, 0});
+    order->push_back(ScheduledTask{stream[k], nullptr, 0});
     units->push_back(ScheduleUnit{unit_begin, static_cast<uint32_t>(order->size())});
+    for (; c < c_end; ++c) single_unit(compute[c]);
   }
   for (uint32_t t : other) single_unit(t);
 }

@@ -53,11 +53,13 @@ inline constexpr size_t kCacheLineBytes = 64;
 // ~8 GB/s; 1.5x that takes a core to ~20 GB/s, the measured single-core read bandwidth.
 inline constexpr double kPrefetchBytesPerComputeByte = 1.5;
 
-// Fills `order` (every task exactly once) and `units`. With both compute and stream tasks, min(#compute,
-// #stream) units share them out in proportion (each unit: one or more compute tasks, then one or more
-// stream tasks, in task order); the compute tasks of a unit prefetch its first stream task, each a slice
-// in proportion to its own weight bytes, together at most kPrefetchBytesPerComputeByte times theirs. The
-// other tasks follow, one unit each. Otherwise the order is the task order and every unit one task.
+// Fills `order` (every task exactly once) and `units`. With both compute and stream tasks, stream task k
+// forms a unit with compute tasks from its share of them, [k * #compute / #stream, (k + 1) * #compute /
+// #stream), in order: as many as it takes to prefetch all of it, each at most kPrefetchBytesPerComputeByte
+// times its own weight bytes, in consecutive slices from its start; the stream task runs last. Compute
+// tasks not needed, stream tasks with an empty share and the other tasks form units of one task each, so
+// the pool keeps as many units to spread as it can. Otherwise the order is the task order and every unit
+// one task.
 void ScheduleOverlap(const std::vector<OverlapTaskInfo>& tasks, std::vector<ScheduledTask>* order,
                      std::vector<ScheduleUnit>* units);
 

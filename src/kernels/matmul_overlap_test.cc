@@ -1,5 +1,5 @@
-// ScheduleOverlap (matmul_overlap.h): every task runs once, units are runs of compute tasks then stream
-// tasks, and each compute task prefetches a slice of its unit's first stream task within the budget.
+// ScheduleOverlap (matmul_overlap.h): every task runs once, a unit is a run of compute tasks then one stream
+// task, and each compute task prefetches a slice of that stream task within its budget.
 #include "src/kernels/matmul_overlap.h"
 
 #include <gtest/gtest.h>
@@ -28,8 +28,8 @@ size_t CheckSchedule(const std::vector<OverlapTaskInfo>& tasks, const std::vecto
     EXPECT_EQ(u.begin, next);
     EXPECT_LT(u.begin, u.end);
     next = u.end;
-    // Compute tasks first, then stream tasks; prefetches only by compute tasks, into the first stream
-    // task of the unit, in contiguous slices from its start, within the budget.
+    // Compute tasks first, then one stream task; prefetches only by compute tasks, into that stream task,
+    // each within its budget, in contiguous slices from its start.
     size_t i = u.begin;
     size_t compute_bytes = 0;
     for (; i < u.end && tasks[order[i].task].role == Role::kCompute; ++i) {
@@ -45,19 +45,21 @@ size_t CheckSchedule(const std::vector<OverlapTaskInfo>& tasks, const std::vecto
     const char* expected = stream.weights;
     size_t prefetched = 0;
     for (size_t c = u.begin; c < i; ++c) {
+      EXPECT_LE(order[c].prefetch_bytes, kPrefetchBytesPerComputeByte * tasks[order[c].task].weight_bytes);
       if (order[c].prefetch_bytes == 0) continue;
       EXPECT_EQ(order[c].prefetch_begin, expected) << "slices are contiguous";
       expected += order[c].prefetch_bytes;
       prefetched += order[c].prefetch_bytes;
     }
     EXPECT_LE(prefetched, stream.weight_bytes);
-    EXPECT_LE(prefetched, kPrefetchBytesPerComputeByte * compute_bytes);
     EXPECT_EQ(prefetched,
               std::min<size_t>(stream.weight_bytes, kPrefetchBytesPerComputeByte * compute_bytes));
-    for (; i < u.end; ++i) {
-      EXPECT_EQ(tasks[order[i].task].role, Role::kStream);
-      EXPECT_EQ(order[i].prefetch_bytes, 0u);
-    }
+    // Every compute task of the unit is needed: without the last one the stream would not be covered.
+    const size_t last_bytes = tasks[order[i - 1].task].weight_bytes;
+    EXPECT_LT(kPrefetchBytesPerComputeByte * (compute_bytes - last_bytes), stream.weight_bytes);
+    EXPECT_EQ(u.end, i + 1) << "one stream task, last";
+    EXPECT_EQ(tasks[order[i].task].role, Role::kStream);
+    EXPECT_EQ(order[i].prefetch_bytes, 0u);
   }
   EXPECT_EQ(next, order.size());
   return paired_units;
@@ -133,7 +135,8 @@ TEST(ScheduleOverlapTest, MoreStreamsThanComputeTasksAndMixedOrders) {
 }
 
 TEST(ScheduleOverlapTest, BudgetCapsAtTheStreamsBytes) {
-  // Compute tasks with more bytes than the stream: the prefetches cover the stream once, no further.
+  // A compute task whose budget exceeds the stream: it alone prefetches the stream, once; the other
+  // compute task is not needed and runs alone.
   std::vector<char> weights(1 << 16);
   const std::vector<OverlapTaskInfo> tasks = {{Role::kCompute, nullptr, 8192},
                                               {Role::kCompute, nullptr, 8192},
@@ -142,7 +145,25 @@ TEST(ScheduleOverlapTest, BudgetCapsAtTheStreamsBytes) {
   std::vector<ScheduleUnit> units;
   ScheduleOverlap(tasks, &order, &units);
   EXPECT_EQ(CheckSchedule(tasks, order, units), 1u);
-  EXPECT_EQ(order[0].prefetch_bytes + order[1].prefetch_bytes, 1000u);
+  ASSERT_EQ(units.size(), 2u);
+  EXPECT_EQ(units[0].end - units[0].begin, 2u);
+  EXPECT_EQ(order[0].prefetch_bytes, 1000u);
+}
+
+TEST(ScheduleOverlapTest, OneStreamTakesOnlyTheComputeTasksItNeeds) {
+  // 64 compute tasks of 1 KiB and one stream of 4 KiB: 3 compute tasks (1.5 KiB each) cover it; the other
+  // 61 stay units of their own, so two threads still share the group.
+  std::vector<char> weights;
+  std::vector<Role> roles(64, Role::kCompute);
+  roles.push_back(Role::kStream);
+  const std::vector<OverlapTaskInfo> tasks = Tasks(roles, &weights);
+  std::vector<ScheduledTask> order;
+  std::vector<ScheduleUnit> units;
+  ScheduleOverlap(tasks, &order, &units);
+  EXPECT_EQ(CheckSchedule(tasks, order, units), 1u);
+  ASSERT_EQ(units.size(), 62u);
+  EXPECT_EQ(units[0].end - units[0].begin, 4u);
+  EXPECT_EQ(order[0].prefetch_bytes + order[1].prefetch_bytes + order[2].prefetch_bytes, 4096u);
 }
 
 }  // namespace
