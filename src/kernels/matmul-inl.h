@@ -510,11 +510,12 @@ HWY_INLINE void RunTile(const Weights& w, const TileRows& t, size_t num_chunks) 
   size_t c = 0;
   if constexpr (kPrefetch) {
     if (t.other_lines != 0) {  // into L2 (locality 2: prefetcht1 on x86, PLDL2KEEP on arm64)
-      const char* other = t.other_begin;
+      const size_t other_bytes = static_cast<size_t>(t.other_end - t.other_begin);
+      size_t offset = 0;
       for (; c < c_full_end; ++c) {
         AccumulateChunk<kM, kN, false, kPrefetch>(df, w, t, c, acc);
-        for (size_t i = 0; i < t.other_lines && other < t.other_end; ++i, other += kCacheLineBytes) {
-          __builtin_prefetch(other, 0, 2);
+        for (size_t i = 0; i < t.other_lines && offset < other_bytes; ++i, offset += kCacheLineBytes) {
+          __builtin_prefetch(t.other_begin + offset, 0, 2);
         }
       }
     }
