@@ -1014,7 +1014,7 @@ void MatMulGroupImpl(const MatMulJob* jobs, size_t num_jobs, ThreadPool* pool) {
     const MatMulJob& job = jobs[task.job];
     const size_t row_bytes = WeightRowBytes(job);
     OverlapTaskInfo info{OverlapTaskInfo::Role::kOther, nullptr, (task.n_end - task.n_begin) * row_bytes};
-    if (overlap && job.M <= kOverlapMaxM) {
+    if (overlap && job.M <= kMatMulOverlapMaxRows) {
       // Only this target's fp32 path prefetches another task's weights (MatMulRowBlock).
       if (job.kind == WeightKind::kMxfp4 && !task.dp) info.role = OverlapTaskInfo::Role::kCompute;
       if (job.kind == WeightKind::kBf16) {

@@ -43,9 +43,6 @@ struct ScheduleUnit {
   uint32_t begin, end;
 };
 
-// Most x rows of a job whose tasks take part (decode of one or two sequences; more rows make the bf16
-// tasks compute-bound too).
-inline constexpr size_t kOverlapMaxM = 2;
 // Step of the prefetches.
 inline constexpr size_t kCacheLineBytes = 64;
 

@@ -86,6 +86,8 @@ void SetBf16DotProducts(bool enabled);
 // prefetches (tests, benchmark comparisons). Not to be called while a matmul runs.
 bool MatMulOverlapActive();
 void SetMatMulOverlap(bool enabled);
+// Most x rows of a job whose tasks take part in the overlap (more rows make bf16 tasks compute-bound too).
+inline constexpr size_t kMatMulOverlapMaxRows = 2;
 
 // ---- MXFP4 ---------------------------------------------------------------------------------------------
 // E2M1 code (low 4 bits of `code`) -> value: sign bit 3, magnitudes {0, .5, 1, 1.5, 2, 3, 4, 6}.

@@ -26,7 +26,9 @@ void MoeForward(const io::ModelConfig& cfg, const MoeWeights& w, const float* x,
 
   // The products of x the routing needs under one fork-join: the router logits (fp32 logits of bf16 inputs
   // and upcast bf16 weights, not rounded) and the expert inputs z [T, Lw] (the latent down-projection, or x
-  // itself). The shared experts run beside the routed ones (below).
+  // itself). The shared experts' gate and up [T, Is] (Linear products, rounded) join them, except at decode
+  // sizes the kernels overlap (T <= kMatMulOverlapMaxRows, ops.h), where they run beside the routed experts'
+  // gate and up instead (below): there the MXFP4 experts leave memory idle that their bf16 rows can use.
   float* logits = Grow(s->logits, T * E);
   int32_t* experts = Grow(s->experts, T * Ek);
   float* weights = Grow(s->weights, T * Ek);
@@ -34,12 +36,20 @@ void MoeForward(const io::ModelConfig& cfg, const MoeWeights& w, const float* x,
   const int64_t Is = w.has_shared ? w.shared.gate.rows : 0;
   float* shared_gate = w.has_shared ? Grow(s->shared_mlp.gate, T * Is) : nullptr;
   float* shared_up = w.has_shared ? Grow(s->shared_mlp.up, T * Is) : nullptr;
-  kernels::MatMulJob projections[2];
+  const bool shared_beside_experts =
+      w.has_shared && T <= static_cast<int64_t>(kernels::kMatMulOverlapMaxRows);
+  kernels::MatMulJob projections[4];
   size_t num_projections = 0;
   projections[num_projections++] = kernels::MatMulJob::Bf16(x, T, D, w.router.data, E, logits);
   if (latent) projections[num_projections++] = LinearJob(x, T, w.latent_down, s->z.data());
+  if (w.has_shared && !shared_beside_experts) {
+    projections[num_projections++] = LinearJob(x, T, w.shared.gate, shared_gate);
+    projections[num_projections++] = LinearJob(x, T, w.shared.up, shared_up);
+  }
   kernels::MatMulGroup(projections, num_projections, pool);
-  if (latent) RoundRowsToBf16(s->z.data(), T, Lw, pool);  // a Linear product; the router logits stay fp32
+  for (size_t j = 1; j < num_projections; ++j) {  // the Linear products; the router logits stay fp32
+    RoundRowsToBf16(projections[j].y, T, static_cast<int64_t>(projections[j].N), pool);
+  }
   RouteTokens(logits, T, E, w.correction_bias.data(), Ek, cfg.moe_renormalize, cfg.routed_scaling_factor,
               experts, weights);
 
@@ -72,27 +82,33 @@ void MoeForward(const io::ModelConfig& cfg, const MoeWeights& w, const float* x,
     kernels::GatherRows(z, static_cast<size_t>(Lw), token_of + r0, static_cast<size_t>(r1 - r0),
                         gathered + r0 * Lw);
   });
-  // The shared experts beside the routed ones: gate and up [T, Is] (Linear products, rounded) in the
-  // experts' first fork-join, act(gate) * up between, and their down projection in the experts' second one.
-  // Split across ranks, their down projection [T, D] is a partial sum: it lands behind expert_out for the
-  // one all-reduce, or in `shared` for its own.
+  // The shared experts beside the routed ones (BesideExperts): their gate and up in the experts' first
+  // fork-join where they were not computed above, act(gate) * up between, and their down projection in the
+  // experts' second fork-join where it runs at decode sizes or before the one all-reduce (split across
+  // ranks, it is a partial sum [T, D] behind expert_out); otherwise beside the latent up-projection below.
   BesideExperts beside;
   kernels::MatMulJob shared_jobs[3];
   if (w.has_shared) {
     shared_jobs[0] = LinearJob(x, T, w.shared.gate, shared_gate);
     shared_jobs[1] = LinearJob(x, T, w.shared.up, shared_up);
     shared_jobs[2] = LinearJob(shared_gate, T, w.shared.down, shared);
-    beside.first = shared_jobs;
-    beside.num_first = 2;
+    if (shared_beside_experts) {
+      beside.first = shared_jobs;
+      beside.num_first = 2;
+    }
     beside.between = [&] {
-      RoundRowsToBf16(shared_gate, T, Is, pool);
-      RoundRowsToBf16(shared_up, T, Is, pool);
+      if (shared_beside_experts) {
+        RoundRowsToBf16(shared_gate, T, Is, pool);
+        RoundRowsToBf16(shared_up, T, Is, pool);
+      }
       ParallelRows(pool, T, Is, [&](int64_t t0, int64_t t1) {
         GluActivation(cfg, shared_gate + t0 * Is, shared_up + t0 * Is, (t1 - t0) * Is, shared_gate + t0 * Is);
       });
     };
-    beside.second = shared_jobs + 2;
-    beside.num_second = 1;
+    if (shared_beside_experts || one_reduce) {
+      beside.second = shared_jobs + 2;
+      beside.num_second = 1;
+    }
   }
   ExpertsForward(cfg, w.experts, begin, gathered, &s->mlp, pool, expert_out, beside);
   // Sharded: each rank holds its experts' rows (EP; zeros elsewhere, so the sum is exact) or a partial
@@ -123,12 +139,14 @@ void MoeForward(const io::ModelConfig& cfg, const MoeWeights& w, const float* x,
     }
   });
 
-  // Latent: the up-projection to D; then the bf16 add of the shared experts' output.
+  // Latent: the up-projection to D, beside the shared experts' down projection where it did not run with
+  // the experts (one fork-join); then the bf16 add.
   if (!latent) std::memcpy(out, combined, sizeof(float) * T * D);
-  if (latent) {
-    kernels::MatMulJob up_projection = LinearJob(combined, T, w.latent_up, out);
-    kernels::MatMulGroup(&up_projection, 1, pool);
-  }
+  kernels::MatMulJob outputs[2];
+  size_t num_outputs = 0;
+  if (latent) outputs[num_outputs++] = LinearJob(combined, T, w.latent_up, out);
+  if (w.has_shared && beside.num_second == 0) outputs[num_outputs++] = shared_jobs[2];
+  kernels::MatMulGroup(outputs, num_outputs, pool);
   // The shared experts' down projection is row-parallel.
   if (w.has_shared && collectives != nullptr && !one_reduce) collectives->AllReduceSum(shared, T * D);
   ParallelRows(pool, T, D, [&](int64_t t0, int64_t t1) {
