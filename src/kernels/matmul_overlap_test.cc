@@ -77,22 +77,34 @@ std::vector<OverlapTaskInfo> Tasks(const std::vector<Role>& roles, std::vector<c
   return tasks;
 }
 
+struct Schedule {
+  std::vector<ScheduledTask> order;
+  std::vector<ScheduleUnit> units;
+};
+
+// ScheduleOverlap of `tasks`, its invariants checked (CheckSchedule) and the paired units counted.
+Schedule ScheduleAndCheck(const std::vector<OverlapTaskInfo>& tasks, size_t* paired_units) {
+  Schedule schedule;
+  ScheduleOverlap(tasks, &schedule.order, &schedule.units);
+  *paired_units = CheckSchedule(tasks, schedule.order, schedule.units);
+  return schedule;
+}
+
 TEST(ScheduleOverlapTest, WithoutBothRolesKeepsTaskOrder) {
   std::vector<char> weights;
   for (const std::vector<Role>& roles :
        {std::vector<Role>{Role::kCompute, Role::kOther, Role::kCompute},
         std::vector<Role>{Role::kStream, Role::kStream, Role::kOther}, std::vector<Role>{}}) {
     const std::vector<OverlapTaskInfo> tasks = Tasks(roles, &weights);
-    std::vector<ScheduledTask> order;
-    std::vector<ScheduleUnit> units;
-    ScheduleOverlap(tasks, &order, &units);
-    ASSERT_EQ(order.size(), tasks.size());
-    ASSERT_EQ(units.size(), tasks.size());
+    size_t paired = 0;
+    const Schedule schedule = ScheduleAndCheck(tasks, &paired);
+    EXPECT_EQ(paired, 0u);
+    ASSERT_EQ(schedule.order.size(), tasks.size());
+    ASSERT_EQ(schedule.units.size(), tasks.size());
     for (size_t t = 0; t < tasks.size(); ++t) {
-      EXPECT_EQ(order[t].task, t);
-      EXPECT_EQ(order[t].prefetch_bytes, 0u);
+      EXPECT_EQ(schedule.order[t].task, t);
+      EXPECT_EQ(schedule.order[t].prefetch_bytes, 0u);
     }
-    EXPECT_EQ(CheckSchedule(tasks, order, units), 0u);
   }
 }
 
@@ -103,10 +115,11 @@ TEST(ScheduleOverlapTest, SharesComputeTasksAmongStreamsInProportion) {
   roles.insert(roles.end(), 32, Role::kStream);
   roles.push_back(Role::kOther);
   const std::vector<OverlapTaskInfo> tasks = Tasks(roles, &weights);
-  std::vector<ScheduledTask> order;
-  std::vector<ScheduleUnit> units;
-  ScheduleOverlap(tasks, &order, &units);
-  EXPECT_EQ(CheckSchedule(tasks, order, units), 32u);
+  size_t paired = 0;
+  const Schedule schedule = ScheduleAndCheck(tasks, &paired);
+  const std::vector<ScheduledTask>& order = schedule.order;
+  const std::vector<ScheduleUnit>& units = schedule.units;
+  EXPECT_EQ(paired, 32u);
   ASSERT_EQ(units.size(), 33u);
   for (size_t u = 0; u < 32; ++u) {
     EXPECT_EQ(units[u].end - units[u].begin, 3u);  // two compute tasks, then one stream
@@ -125,12 +138,11 @@ TEST(ScheduleOverlapTest, MoreStreamsThanComputeTasksAndMixedOrders) {
         std::vector<Role>{Role::kCompute, Role::kStream, Role::kCompute, Role::kCompute, Role::kOther,
                           Role::kCompute, Role::kCompute}}) {
     const std::vector<OverlapTaskInfo> tasks = Tasks(roles, &weights);
-    std::vector<ScheduledTask> order;
-    std::vector<ScheduleUnit> units;
-    ScheduleOverlap(tasks, &order, &units);
+    size_t paired = 0;
+    ScheduleAndCheck(tasks, &paired);
     const size_t computes = std::count(roles.begin(), roles.end(), Role::kCompute);
     const size_t streams = std::count(roles.begin(), roles.end(), Role::kStream);
-    EXPECT_EQ(CheckSchedule(tasks, order, units), std::min(computes, streams));
+    EXPECT_EQ(paired, std::min(computes, streams));
   }
 }
 
@@ -141,13 +153,12 @@ TEST(ScheduleOverlapTest, BudgetCapsAtTheStreamsBytes) {
   const std::vector<OverlapTaskInfo> tasks = {{Role::kCompute, nullptr, 8192},
                                               {Role::kCompute, nullptr, 8192},
                                               {Role::kStream, weights.data(), 1000}};
-  std::vector<ScheduledTask> order;
-  std::vector<ScheduleUnit> units;
-  ScheduleOverlap(tasks, &order, &units);
-  EXPECT_EQ(CheckSchedule(tasks, order, units), 1u);
-  ASSERT_EQ(units.size(), 2u);
-  EXPECT_EQ(units[0].end - units[0].begin, 2u);
-  EXPECT_EQ(order[0].prefetch_bytes, 1000u);
+  size_t paired = 0;
+  const Schedule schedule = ScheduleAndCheck(tasks, &paired);
+  EXPECT_EQ(paired, 1u);
+  ASSERT_EQ(schedule.units.size(), 2u);
+  EXPECT_EQ(schedule.units[0].end - schedule.units[0].begin, 2u);
+  EXPECT_EQ(schedule.order[0].prefetch_bytes, 1000u);
 }
 
 TEST(ScheduleOverlapTest, OneStreamTakesOnlyTheComputeTasksItNeeds) {
@@ -157,12 +168,12 @@ TEST(ScheduleOverlapTest, OneStreamTakesOnlyTheComputeTasksItNeeds) {
   std::vector<Role> roles(64, Role::kCompute);
   roles.push_back(Role::kStream);
   const std::vector<OverlapTaskInfo> tasks = Tasks(roles, &weights);
-  std::vector<ScheduledTask> order;
-  std::vector<ScheduleUnit> units;
-  ScheduleOverlap(tasks, &order, &units);
-  EXPECT_EQ(CheckSchedule(tasks, order, units), 1u);
-  ASSERT_EQ(units.size(), 62u);
-  EXPECT_EQ(units[0].end - units[0].begin, 4u);
+  size_t paired = 0;
+  const Schedule schedule = ScheduleAndCheck(tasks, &paired);
+  const std::vector<ScheduledTask>& order = schedule.order;
+  EXPECT_EQ(paired, 1u);
+  ASSERT_EQ(schedule.units.size(), 62u);
+  EXPECT_EQ(schedule.units[0].end - schedule.units[0].begin, 4u);
   EXPECT_EQ(order[0].prefetch_bytes + order[1].prefetch_bytes + order[2].prefetch_bytes, 4096u);
 }
 

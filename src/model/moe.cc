@@ -38,13 +38,18 @@ void MoeForward(const io::ModelConfig& cfg, const MoeWeights& w, const float* x,
   float* shared_up = w.has_shared ? Grow(s->shared_mlp.up, T * Is) : nullptr;
   const bool shared_beside_experts =
       w.has_shared && T <= static_cast<int64_t>(kernels::kMatMulOverlapMaxRows);
+  kernels::MatMulJob shared_gate_up[2];
+  if (w.has_shared) {
+    shared_gate_up[0] = LinearJob(x, T, w.shared.gate, shared_gate);
+    shared_gate_up[1] = LinearJob(x, T, w.shared.up, shared_up);
+  }
   kernels::MatMulJob projections[4];
   size_t num_projections = 0;
   projections[num_projections++] = kernels::MatMulJob::Bf16(x, T, D, w.router.data, E, logits);
   if (latent) projections[num_projections++] = LinearJob(x, T, w.latent_down, s->z.data());
   if (w.has_shared && !shared_beside_experts) {
-    projections[num_projections++] = LinearJob(x, T, w.shared.gate, shared_gate);
-    projections[num_projections++] = LinearJob(x, T, w.shared.up, shared_up);
+    projections[num_projections++] = shared_gate_up[0];
+    projections[num_projections++] = shared_gate_up[1];
   }
   kernels::MatMulGroup(projections, num_projections, pool);
   for (size_t j = 1; j < num_projections; ++j) {  // the Linear products; the router logits stay fp32
@@ -87,13 +92,11 @@ void MoeForward(const io::ModelConfig& cfg, const MoeWeights& w, const float* x,
   // experts' second fork-join where it runs at decode sizes or before the one all-reduce (split across
   // ranks, it is a partial sum [T, D] behind expert_out); otherwise beside the latent up-projection below.
   BesideExperts beside;
-  kernels::MatMulJob shared_jobs[3];
+  kernels::MatMulJob shared_down;
   if (w.has_shared) {
-    shared_jobs[0] = LinearJob(x, T, w.shared.gate, shared_gate);
-    shared_jobs[1] = LinearJob(x, T, w.shared.up, shared_up);
-    shared_jobs[2] = LinearJob(shared_gate, T, w.shared.down, shared);
+    shared_down = LinearJob(shared_gate, T, w.shared.down, shared);
     if (shared_beside_experts) {
-      beside.first = shared_jobs;
+      beside.first = shared_gate_up;
       beside.num_first = 2;
     }
     beside.between = [&] {
@@ -106,7 +109,7 @@ void MoeForward(const io::ModelConfig& cfg, const MoeWeights& w, const float* x,
       });
     };
     if (shared_beside_experts || one_reduce) {
-      beside.second = shared_jobs + 2;
+      beside.second = &shared_down;
       beside.num_second = 1;
     }
   }
@@ -145,7 +148,7 @@ void MoeForward(const io::ModelConfig& cfg, const MoeWeights& w, const float* x,
   kernels::MatMulJob outputs[2];
   size_t num_outputs = 0;
   if (latent) outputs[num_outputs++] = LinearJob(combined, T, w.latent_up, out);
-  if (w.has_shared && beside.num_second == 0) outputs[num_outputs++] = shared_jobs[2];
+  if (w.has_shared && beside.num_second == 0) outputs[num_outputs++] = shared_down;
   kernels::MatMulGroup(outputs, num_outputs, pool);
   // The shared experts' down projection is row-parallel.
   if (w.has_shared && collectives != nullptr && !one_reduce) collectives->AllReduceSum(shared, T * D);
