@@ -64,11 +64,12 @@
 # that logs each compile's CPU (`/usr/bin/time -a -o LOG -f "%U %S $out" "$@"` as CMAKE_CXX_COMPILER_LAUNCHER)
 # finds the slow translation units.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 scripts/install-deps.sh --test || exit 1  # with the cross group for the arm64 stage
 
 passed=0
 failed=0
+failed_steps=()  # names, repeated at the very end: CI keeps only the tail of this output
 step() {  # step NAME COMMAND...
   local name=$1 start=$SECONDS
   shift
@@ -79,11 +80,31 @@ step() {  # step NAME COMMAND...
   else
     echo "FAILED: $name ($((SECONDS - start)) s)"
     failed=$((failed + 1))
+    failed_steps+=("$name")
   fi
 }
 
+# ctest_dir DIR: every test of the tree, nproc at a time. Its failed tests are listed in
+# DIR/Testing/Temporary/LastTestsFailed.log, which the summary at the end reruns.
+ctest_failed_dirs=()
 ctest_dir() {
-  ctest --test-dir "$1" --output-on-failure -j"$(nproc)" --timeout 600
+  ctest --test-dir "$1" --output-on-failure -j"$(nproc)" --timeout 600 && return 0
+  ctest_failed_dirs+=("$1")
+  return 1
+}
+
+# Printed last, where CI's record of the run ends: each failed step, and each failed test rerun once on
+# its own with its output (a test that passes then still counts as failed: it is flaky, and the rerun's
+# output says so).
+print_failure_summary() {
+  local dir name
+  echo "=== summary of failures"
+  for name in "${failed_steps[@]}"; do echo "FAILED step: $name"; done
+  for dir in "${ctest_failed_dirs[@]}"; do
+    echo "--- $dir: failed tests, rerun one at a time"
+    cat "$dir/Testing/Temporary/LastTestsFailed.log" 2>/dev/null
+    ctest --test-dir "$dir" --rerun-failed --output-on-failure --timeout 600 2>&1 | tail -n 60
+  done
 }
 
 # A build started in the background at the lowest priority (nice 19) while tests run: it takes the cores
@@ -210,10 +231,12 @@ if ((fuzz)); then
     else
       tail -n 80 "$fuzz_dir/$name.log"
       echo "FAILED: fuzz $name (exit $rc, whole log in $fuzz_dir/$name.log)"
+      failed_steps+=("fuzz $name")
       failed=$((failed + 1))
     fi
   done
 fi
 
+((failed == 0)) || print_failure_summary
 echo "test.sh: $passed passed, $failed failed"
 [[ $failed == 0 ]]
