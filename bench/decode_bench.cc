@@ -343,10 +343,11 @@ void LongContextDecode(k3::model::Model& model, const std::vector<int64_t>& cont
 // ran once (ForwardOutput::routed_experts_run, from the actual routing), so the rate those bytes allow is
 // B tokens per (step bytes / bandwidth); printed: aggregate tokens/s, that roofline and their ratio
 // (median of the per-repetition ratios), the unique experts per MoE layer per step, and the gain over B=1.
+// With compare_overlap each repetition is paired with a run whose matmul groups run in job order.
 // Beside it the compute limit, the measured MatMulBf16 FLOP/s over 2 x the active matrix parameters of a
 // token: a batch can go no faster than the smaller of the two.
 void BatchedDecode(k3::model::Model& model, const std::vector<int64_t>& batch_sizes, int64_t decode_steps,
-                   int64_t repeats, size_t threads) {
+                   int64_t repeats, size_t threads, bool compare_overlap) {
   using k3::bench::Median;
   const k3::io::ModelConfig& cfg = model.config();
   const TokenCost cost = CostPerToken(cfg);
@@ -364,9 +365,11 @@ void BatchedDecode(k3::model::Model& model, const std::vector<int64_t>& batch_si
       2.0 * static_cast<double>(cfg.num_kda_layers()) *
       static_cast<double>(cfg.kda_num_heads * cfg.kda_head_dim * cfg.kda_head_dim) * sizeof(float);
   for (int64_t B : batch_sizes) {
-    std::vector<double> tps, roofline, ratios, unique_per_layer, state_roofline;
-    for (int64_t r = 0; r < repeats; ++r) {
-      const double bandwidth = k3::bench::MeasureMemoryReadBandwidth(size_t{1} << 30, threads, 3) * 1e9;
+    std::vector<double> tps, roofline, ratios, unique_per_layer, state_roofline, baseline_tps, speedups;
+    // One run of B sequences: their prompts, then `decode_steps` timed batch steps. Returns tokens/s and
+    // adds the experts the steps ran to *experts_run.
+    auto run = [&](int64_t r, bool overlap, int64_t* experts_run) {
+      k3::kernels::SetMatMulOverlap(overlap);
       k3::model::Sequences seqs(model);
       std::vector<int32_t> slots(static_cast<size_t>(B));
       std::vector<std::vector<int32_t>> prompts(static_cast<size_t>(B), std::vector<int32_t>(16));
@@ -380,7 +383,6 @@ void BatchedDecode(k3::model::Model& model, const std::vector<int64_t>& batch_si
       k3::model::ForwardOutput out;
       K3_CHECK_OK(seqs.Forward(items, &out));
       std::vector<std::vector<int32_t>> next(static_cast<size_t>(B), std::vector<int32_t>(1));
-      int64_t experts_run = 0;
       const auto d0 = Clock::now();
       for (int64_t s = 0; s < decode_steps; ++s) {
         for (int64_t b = 0; b < B; ++b) {
@@ -388,13 +390,25 @@ void BatchedDecode(k3::model::Model& model, const std::vector<int64_t>& batch_si
           items[b] = {slots[b], next[b], false};
         }
         K3_CHECK_OK(seqs.Forward(items, &out));
-        experts_run += out.routed_experts_run;
+        *experts_run += out.routed_experts_run;
       }
       const double seconds = Seconds(d0, Clock::now());
+      k3::kernels::SetMatMulOverlap(true);
+      return static_cast<double>(B) * static_cast<double>(decode_steps) / seconds;
+    };
+    for (int64_t r = 0; r < repeats; ++r) {
+      const double bandwidth = k3::bench::MeasureMemoryReadBandwidth(size_t{1} << 30, threads, 3) * 1e9;
+      // With --compare-overlap, a run with the matmul overlap off right after (or, every other repetition,
+      // right before) this one, on the same prompts.
+      int64_t experts_run = 0, baseline_experts_run = 0;
+      const bool baseline_first = compare_overlap && r % 2 == 1;
+      if (baseline_first) baseline_tps.push_back(run(r, false, &baseline_experts_run));
+      tps.push_back(run(r, true, &experts_run));
+      if (compare_overlap && !baseline_first) baseline_tps.push_back(run(r, false, &baseline_experts_run));
+      if (compare_overlap) speedups.push_back(tps.back() / baseline_tps.back());
       const double steps = static_cast<double>(decode_steps);
       const double step_bytes = cost.dense_bytes + static_cast<double>(B - 1) * cost.embedding_row_bytes +
                                 static_cast<double>(experts_run) / steps * cost.expert_bytes;
-      tps.push_back(static_cast<double>(B) * steps / seconds);
       roofline.push_back(static_cast<double>(B) * bandwidth / step_bytes);
       ratios.push_back(tps.back() / roofline.back());
       state_roofline.push_back(static_cast<double>(B) * bandwidth /
@@ -417,6 +431,13 @@ void BatchedDecode(k3::model::Model& model, const std::vector<int64_t>& batch_si
         Samples(ratios).c_str(), 100.0 * Median(tps) / std::min(Median(roofline), compute_tps),
         100.0 * Median(tps) / Median(state_roofline), kda_state_step_bytes / 2e6,
         batch1_tps > 0 && B > 1 ? fmt::format("; {:.2f}x batch 1", Median(tps) / batch1_tps).c_str() : "");
+    if (compare_overlap) {
+      std::printf(
+          "decode batch %lld with matmul overlap off (groups in job order), alternating with the runs above: "
+          "median %.2f tokens/s [%s]; on / off per repetition: median %.3fx [%s]\n",
+          static_cast<long long>(B), Median(baseline_tps), Samples(baseline_tps).c_str(), Median(speedups),
+          Samples(speedups).c_str());
+    }
   }
   std::printf("load average after: %s\n", LoadAverage().c_str());
 }
@@ -488,7 +509,7 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "decode_bench: %s\n", loaded.status().ToString().c_str());
       return 1;
     }
-    BatchedDecode(**loaded, batch_sizes, decode_steps, repeats, threads);
+    BatchedDecode(**loaded, batch_sizes, decode_steps, repeats, threads, compare_overlap);
     return 0;
   }
 
