@@ -199,6 +199,19 @@ std::string Samples(const std::vector<double>& v) {
   return out;
 }
 
+// One repetition of an A/B in the same conditions: run(false) (the variant measured) and, with `compare`,
+// run(true) (the baseline) right after it, or right before it in odd repetitions, so both see the same
+// machine load. Appends tokens/s to *tps and *baseline_tps and their ratio to *speedups.
+template <class Run>
+void PairedRepetition(int64_t r, bool compare, Run&& run, std::vector<double>* tps,
+                      std::vector<double>* baseline_tps, std::vector<double>* speedups) {
+  const bool baseline_first = compare && r % 2 == 1;
+  if (baseline_first) baseline_tps->push_back(run(true));
+  tps->push_back(run(false));
+  if (compare && !baseline_first) baseline_tps->push_back(run(true));
+  if (compare) speedups->push_back(tps->back() / baseline_tps->back());
+}
+
 // Long-context decode (issue 18 item 4): batch-1 decode after N cached tokens, for each N of --context.
 // The slot is paged, as in the engine (one block table, 64-token blocks): its first min(N, 1024) rows come
 // from a real prefill, and the rest of the N rows are block copies of them (StateOpKind::kCopyBlock, the
@@ -366,10 +379,10 @@ void BatchedDecode(k3::model::Model& model, const std::vector<int64_t>& batch_si
       static_cast<double>(cfg.kda_num_heads * cfg.kda_head_dim * cfg.kda_head_dim) * sizeof(float);
   for (int64_t B : batch_sizes) {
     std::vector<double> tps, roofline, ratios, unique_per_layer, state_roofline, baseline_tps, speedups;
-    // One run of B sequences: their prompts, then `decode_steps` timed batch steps. Returns tokens/s and
-    // adds the experts the steps ran to *experts_run.
-    auto run = [&](int64_t r, bool overlap, int64_t* experts_run) {
-      k3::kernels::SetMatMulOverlap(overlap);
+    // One run of B sequences: their prompts, then `decode_steps` timed batch steps, with the matmul overlap
+    // off for the baseline. Returns tokens/s and adds the experts the steps ran to *experts_run (if given).
+    auto run = [&](int64_t r, bool baseline, int64_t* experts_run) {
+      if (baseline) k3::kernels::SetMatMulOverlap(false);
       k3::model::Sequences seqs(model);
       std::vector<int32_t> slots(static_cast<size_t>(B));
       std::vector<std::vector<int32_t>> prompts(static_cast<size_t>(B), std::vector<int32_t>(16));
@@ -390,7 +403,7 @@ void BatchedDecode(k3::model::Model& model, const std::vector<int64_t>& batch_si
           items[b] = {slots[b], next[b], false};
         }
         K3_CHECK_OK(seqs.Forward(items, &out));
-        *experts_run += out.routed_experts_run;
+        if (experts_run != nullptr) *experts_run += out.routed_experts_run;
       }
       const double seconds = Seconds(d0, Clock::now());
       k3::kernels::SetMatMulOverlap(true);
@@ -398,14 +411,11 @@ void BatchedDecode(k3::model::Model& model, const std::vector<int64_t>& batch_si
     };
     for (int64_t r = 0; r < repeats; ++r) {
       const double bandwidth = k3::bench::MeasureMemoryReadBandwidth(size_t{1} << 30, threads, 3) * 1e9;
-      // With --compare-overlap, a run with the matmul overlap off right after (or, every other repetition,
-      // right before) this one, on the same prompts.
-      int64_t experts_run = 0, baseline_experts_run = 0;
-      const bool baseline_first = compare_overlap && r % 2 == 1;
-      if (baseline_first) baseline_tps.push_back(run(r, false, &baseline_experts_run));
-      tps.push_back(run(r, true, &experts_run));
-      if (compare_overlap && !baseline_first) baseline_tps.push_back(run(r, false, &baseline_experts_run));
-      if (compare_overlap) speedups.push_back(tps.back() / baseline_tps.back());
+      int64_t experts_run = 0;  // of the measured run
+      PairedRepetition(
+          r, compare_overlap,
+          [&](bool baseline) { return run(r, baseline, baseline ? nullptr : &experts_run); }, &tps,
+          &baseline_tps, &speedups);
       const double steps = static_cast<double>(decode_steps);
       const double step_bytes = cost.dense_bytes + static_cast<double>(B - 1) * cost.embedding_row_bytes +
                                 static_cast<double>(experts_run) / steps * cost.expert_bytes;
@@ -597,11 +607,9 @@ int main(int argc, char** argv) {
   std::vector<double> decode_tps, bandwidths, ratios, baseline_tps, speedups;
   for (int64_t r = 0; r < repeats; ++r) {
     bandwidths.push_back(k3::bench::MeasureMemoryReadBandwidth(size_t{1} << 30, threads, 3));
-    const bool baseline_first = compare && r % 2 == 1;
-    if (baseline_first) baseline_tps.push_back(decode_run(r, true));
-    decode_tps.push_back(decode_run(r, false));
-    if (compare && !baseline_first) baseline_tps.push_back(decode_run(r, true));
-    if (compare) speedups.push_back(decode_tps.back() / baseline_tps.back());
+    PairedRepetition(
+        r, compare, [&](bool baseline) { return decode_run(r, baseline); }, &decode_tps, &baseline_tps,
+        &speedups);
     ratios.push_back(cost.decode_bytes * decode_tps.back() / 1e9 / bandwidths.back());
   }
   const double tokens_per_s = Median(decode_tps);
