@@ -129,10 +129,12 @@ if [[ $scheme == s3 ]]; then
   for mode in ep tp; do
     flags=(--tensor-parallel-size 2 --threads 1)
     [[ $mode == ep ]] && flags+=(--enable-expert-parallel)
-    "$k3" run --model "$tmp/model" --prompt-ids 1,2,3,4,5 --max-new 4 "${flags[@]}" \
+    # A free rendezvous port for each group: the default 29500 may be taken by another group on this
+    # machine (a second test tree run at the same time).
+    "$k3" run --model "$tmp/model" --prompt-ids 1,2,3,4,5 --max-new 4 "${flags[@]}" --master-port "$(free_port)" \
       --dump-logits "$tmp/local_$mode.npy" >"$tmp/run_local_$mode.out" 2>&1 ||
       { cat "$tmp/run_local_$mode.out"; fail "k3 run --model DIR ${flags[*]}"; }
-    "$k3" run --model "$(uri tiny)" --prompt-ids 1,2,3,4,5 --max-new 4 "${flags[@]}" \
+    "$k3" run --model "$(uri tiny)" --prompt-ids 1,2,3,4,5 --max-new 4 "${flags[@]}" --master-port "$(free_port)" \
       --dump-logits "$tmp/bucket_$mode.npy" >"$tmp/run_bucket_$mode.out" 2>&1 ||
       { cat "$tmp/run_bucket_$mode.out"; fail "k3 run --model $(uri tiny) ${flags[*]}"; }
     cmp "$tmp/local_$mode.npy" "$tmp/bucket_$mode.npy" ||
