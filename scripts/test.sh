@@ -139,12 +139,20 @@ release_unit_tests_elsewhere="src/chat;src/api;src/client;src/storage;src/tokeni
 # tree without them, and CMake would keep that choice.
 step "build (release)" scripts/build.sh build -DCMAKE_BUILD_TYPE=Release -DK3_BUILD_TESTS=ON -DK3_BUILD_BENCH=ON \
   "-DK3_UNIT_TESTS_BUILT_ELSEWHERE=$release_unit_tests_elsewhere"
+# npm_ci DIR: the pinned packages of DIR's lockfile. They come from the registry, so a failed install is
+# tried once more after 10 s (a registry or network hiccup is not a failure of this code); the second
+# failure fails the step.
+npm_ci() {
+  npm ci --prefix "$1" --no-audit --no-fund --loglevel=error && return 0
+  echo "npm ci --prefix $1 failed; trying once more in 10 s"
+  sleep 10
+  npm ci --prefix "$1" --no-audit --no-fund --loglevel=error
+}
 if command -v npm >/dev/null; then  # pinned test-only npm packages (tiktoken diff test, openai SDK compat tests)
-  step "npm ci (tests/tokenizer)" npm ci --prefix tests/tokenizer --no-audit --no-fund --loglevel=error
-  step "npm ci (tests/compat)" npm ci --prefix tests/compat --no-audit --no-fund --loglevel=error
-  step "npm ci (tests/storage)" npm ci --prefix tests/storage --no-audit --no-fund --loglevel=error
-  step "npm ci (tests/deploy/core_schemas)" npm ci --prefix tests/deploy/core_schemas --no-audit --no-fund \
-    --loglevel=error
+  step "npm ci (tests/tokenizer)" npm_ci tests/tokenizer
+  step "npm ci (tests/compat)" npm_ci tests/compat
+  step "npm ci (tests/storage)" npm_ci tests/storage
+  step "npm ci (tests/deploy/core_schemas)" npm_ci tests/deploy/core_schemas
 fi
 # The sanitizer build uses clang-14 where it is installed (install-deps.sh installs it for the fuzzers): it
 # compiled 2.0-2.3x faster than g++ 12 with the same sanitizers (crd_test.cc 21.6 -> 10.7 CPU s,
