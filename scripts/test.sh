@@ -143,10 +143,11 @@ step "build (release)" scripts/build.sh build -DCMAKE_BUILD_TYPE=Release -DK3_BU
 # tried once more after 10 s (a registry or network hiccup is not a failure of this code); the second
 # failure fails the step.
 npm_ci() {
-  npm ci --prefix "$1" --no-audit --no-fund --loglevel=error && return 0
+  local install=(npm ci --prefix "$1" --no-audit --no-fund --loglevel=error)
+  "${install[@]}" && return 0
   echo "npm ci --prefix $1 failed; trying once more in 10 s"
   sleep 10
-  npm ci --prefix "$1" --no-audit --no-fund --loglevel=error
+  "${install[@]}"
 }
 if command -v npm >/dev/null; then  # pinned test-only npm packages (tiktoken diff test, openai SDK compat tests)
   step "npm ci (tests/tokenizer)" npm_ci tests/tokenizer
