@@ -21,7 +21,8 @@ std::vector<std::pair<int32_t, float>> TopLogits(std::span<const float> logits, 
 }
 
 Result<std::vector<int32_t>> GreedyGenerate(Model& model, std::span<const int32_t> prompt, int64_t max_new,
-                                            const StepCallback& on_step, const ForwardCallback& on_forward) {
+                                            const StepCallback& on_step, const ForwardCallback& on_forward,
+                                            const std::vector<EmbeddingRun>& prompt_embeddings) {
   const int64_t N = model.config().vocab_size;
   if (prompt.empty()) return InvalidArgument("the prompt is empty; give at least one token id");
   for (int32_t id : prompt) {
@@ -33,7 +34,7 @@ Result<std::vector<int32_t>> GreedyGenerate(Model& model, std::span<const int32_
   const int32_t seq = sequences.New();
   ForwardOutput out;
   out.capture_hidden = static_cast<bool>(on_forward);
-  SequenceBatchItem item{seq, prompt, /*all_logits=*/true};
+  SequenceBatchItem item{seq, prompt, /*all_logits=*/true, prompt_embeddings};
   K3_RETURN_IF_ERROR(sequences.Forward(std::span<const SequenceBatchItem>(&item, 1), &out));
   if (on_forward) on_forward(out);
   for (int64_t i = 0; i < out.rows; ++i) {

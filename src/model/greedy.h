@@ -25,9 +25,11 @@ using StepCallback = std::function<void(int64_t position, int32_t token, std::sp
 using ForwardCallback = std::function<void(const ForwardOutput& out)>;
 
 // Prefills `prompt` and greedily generates `max_new` tokens. InvalidArgument for an empty prompt or a
-// token id outside [0, vocab_size). Returns the generated ids.
+// token id outside [0, vocab_size). Returns the generated ids. `prompt_embeddings`: rows of the prompt
+// whose embeddings are given (an image's encoded rows over its <|media_pad|> ids).
 Result<std::vector<int32_t>> GreedyGenerate(Model& model, std::span<const int32_t> prompt, int64_t max_new,
                                             const StepCallback& on_step,
-                                            const ForwardCallback& on_forward = {});
+                                            const ForwardCallback& on_forward = {},
+                                            const std::vector<EmbeddingRun>& prompt_embeddings = {});
 
 }  // namespace k3::model

@@ -177,6 +177,11 @@ Status ModelImpl::Execute(const StepPlan& plan, ForwardOutput* out) {
   for (const StepItem& item : plan.items) {
     if (!seen.insert(item.slot).second)
       return DataLoss("step plan: slot {} appears twice in one batch", item.slot);
+    for (const EmbeddingRun& run : item.embeddings) {
+      if (run.width != cfg_.hidden_size || run.bf16.size() != static_cast<size_t>(run.rows) * run.width)
+        return DataLoss("step plan: an embedding run of width {} ({} values) for a model of hidden size {}",
+                        run.width, run.bf16.size(), cfg_.hidden_size);
+    }
     K3_ASSIGN_OR_RETURN(ModelSequenceState * state, slots_.Prepare(item));
     const int64_t n = static_cast<int64_t>(item.tokens.size());
     segments_.push_back(SequenceSegment{state, T, n, state->num_tokens()});
@@ -197,7 +202,7 @@ Status ModelImpl::Forward(std::span<const SequenceSegment> segments, std::span<c
     seg.state->ReserveMlaTokens(seg.start_pos + seg.rows);
   }
 
-  // Embedding rows: h [T, D].
+  // Embedding rows: h [T, D]; an item's embedding runs (image rows) replace its tokens' rows.
   float* h = Grow(s_.prefix, T * D);
   {
     int64_t row = 0;
@@ -205,6 +210,11 @@ Status ModelImpl::Forward(std::span<const SequenceSegment> segments, std::span<c
       for (int32_t id : item.tokens) {
         kernels::Bf16ToF32(weights_->embed.data + static_cast<int64_t>(id) * D, D, h + row * D);
         ++row;
+      }
+      const int64_t item_row0 = row - static_cast<int64_t>(item.tokens.size());
+      for (const EmbeddingRun& run : item.embeddings) {
+        kernels::Bf16ToF32(reinterpret_cast<const bf16*>(run.bf16.data()), static_cast<int64_t>(run.rows) * D,
+                           h + (item_row0 + run.first_row) * D);
       }
     }
   }

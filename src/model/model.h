@@ -32,6 +32,7 @@
 #include "src/base/thread_pool.h"
 #include "src/io/model_config.h"
 #include "src/kernels/kda_core.h"
+#include "src/model/image_encoder.h"
 #include "src/model/shard.h"
 #include "src/model/step_plan.h"
 
@@ -108,6 +109,11 @@ class Model {
   // The bytes of FromTensors' storage this model reads (its weights as viewed, ViewedBytes in
   // weights.h): a loader may hand every other page of its buffers back to the system.
   virtual std::vector<std::span<const uint8_t>> ViewedStorage() const = 0;
+
+  // The checkpoint's vision tower (vision_config + vision_tower.* / mm_projector.* tensors), or null for a
+  // text-only model. Rank 0 encodes images and sends the rows inside the step plan (EmbeddingRun), so
+  // other ranks never run it.
+  virtual ImageEncoder* image_encoder() { return nullptr; }
 
   // One engine drives a model at a time: its KV cache chooses the block ids of the model's paged MLA
   // memory. Engine::Create claims the model (false: another engine holds it); the engine releases it.

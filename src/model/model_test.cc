@@ -292,6 +292,10 @@ TEST_P(ModelTest, BadPlansAreDataLoss) {
   bad.push_back({StepPlan{.items = {paged}}, "1 blocks for 3 tokens"});
   paged.blocks = {7, kMaxBlockId};
   bad.push_back({StepPlan{.items = {paged}}, "out of range"});
+  StepItem image = item(1, 0, {1, 2, 3});
+  image.embeddings = {EmbeddingRun{1, 1, static_cast<int32_t>(cfg.hidden_size) + 1,
+                                   std::vector<uint16_t>(static_cast<size_t>(cfg.hidden_size) + 1)}};
+  bad.push_back({StepPlan{.items = {image}}, "an embedding run of width"});
   for (const Bad& b : bad) {
     const Status s = run(b.plan);
     EXPECT_EQ(s.code(), StatusCode::kDataLoss) << b.says;

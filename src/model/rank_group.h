@@ -45,6 +45,7 @@ class LeaderModel final : public Model {
   double CollectiveSeconds() const override { return local_->CollectiveSeconds() + plan_seconds_; }
   void SetKdaPrefillForm(KdaPrefillForm form) override { local_->SetKdaPrefillForm(form); }
   std::vector<std::span<const uint8_t>> ViewedStorage() const override { return local_->ViewedStorage(); }
+  ImageEncoder* image_encoder() override { return local_->image_encoder(); }  // rank 0 encodes
 
   // Tells every worker to leave its loop (success) and stops the heartbeat. Idempotent.
   Status Shutdown();

@@ -194,6 +194,15 @@ TEST(StepPlanTest, RoundTripsAndRefusesMalformed) {
   plan.ops = {{StateOpKind::kNew, 3, 0}, {StateOpKind::kCopyBlock, 1, 2}, {StateOpKind::kFree, 3, 0}};
   plan.items.push_back(StepItem{5, 17, true, 16, {1, 2, 3}, {7, 8}});
   plan.items.push_back(StepItem{6, 0, false, 4, {9}, {2}, CacheDtype::kF32});
+  plan.items.push_back(
+      StepItem{7,
+               0,
+               true,
+               4,
+               {4, 5, 5, 5, 6},
+               {3},
+               CacheDtype::kBf16,
+               {EmbeddingRun{1, 2, 3, {1, 2, 3, 4, 5, 6}}, EmbeddingRun{3, 1, 3, {7, 8, 9}}}});
   const std::string bytes = EncodeStepPlan(plan);
   auto decoded = DecodeStepPlan(bytes);
   ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
@@ -209,6 +218,24 @@ TEST(StepPlanTest, RoundTripsAndRefusesMalformed) {
   bad = bytes;
   bad[4 + 4 + 1 + 8] = static_cast<char>(0xff);  // op count far past the end
   EXPECT_FALSE(DecodeStepPlan(bad).ok());
+
+  // Embedding runs that overlap, leave the item's tokens, are empty or have no width are refused.
+  const std::vector<std::pair<std::vector<EmbeddingRun>, const char*>> bad_runs = {
+      {{EmbeddingRun{1, 2, 3, std::vector<uint16_t>(6)}, EmbeddingRun{2, 1, 3, std::vector<uint16_t>(3)}},
+       "overlapping"},
+      {{EmbeddingRun{4, 2, 3, std::vector<uint16_t>(6)}}, "past the tokens"},
+      {{EmbeddingRun{0, 0, 3, {}}}, "empty"},
+      {{EmbeddingRun{0, 1, 0, {}}}, "no width"},
+  };
+  for (const auto& [runs, what] : bad_runs) {
+    StepPlan with_runs;
+    with_runs.sequence = 1;
+    with_runs.items.push_back(StepItem{1, 0, false, 0, {1, 2, 3, 4, 5}, {}, CacheDtype::kBf16, runs});
+    auto result = DecodeStepPlan(EncodeStepPlan(with_runs));
+    ASSERT_FALSE(result.ok()) << what;
+    EXPECT_NE(result.status().message().find("embedding run"), std::string::npos)
+        << result.status().ToString();
+  }
 }
 
 // A worker fed a plan that names a slot it never saw ends with an error instead of crashing.

@@ -41,6 +41,7 @@ Status Sequences::Forward(std::span<const SequenceBatchItem> batch, ForwardOutpu
     step.start_pos = positions_.at(item.slot);
     step.all_logits = item.all_logits;
     step.tokens.assign(item.tokens.begin(), item.tokens.end());
+    step.embeddings = item.embeddings;
     plan.items.push_back(std::move(step));
   }
   K3_RETURN_IF_ERROR(model_.Execute(plan, out));

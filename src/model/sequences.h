@@ -15,6 +15,7 @@
 #include <memory>
 #include <span>
 #include <unordered_map>
+#include <vector>
 
 #include "src/base/status.h"
 #include "src/model/model.h"
@@ -24,8 +25,9 @@ namespace k3::model {
 
 struct SequenceBatchItem {
   int32_t slot = 0;
-  std::span<const int32_t> tokens;  // >= 1 new tokens
-  bool all_logits = false;          // true: logits for every new token; false: only the last
+  std::span<const int32_t> tokens;       // >= 1 new tokens
+  bool all_logits = false;               // true: logits for every new token; false: only the last
+  std::vector<EmbeddingRun> embeddings;  // rows of `tokens` with given embeddings (images; step_plan.h)
 };
 
 class Sequences {

@@ -7,7 +7,7 @@ namespace k3::model {
 namespace {
 
 constexpr char kMagic[4] = {'K', '3', 'S', 'P'};
-constexpr uint32_t kVersion = 2;  // 2: items carry the MLA cache dtype
+constexpr uint32_t kVersion = 3;  // 2: items carry the MLA cache dtype; 3: embedding runs (images)
 
 class Writer {
  public:
@@ -51,11 +51,45 @@ class Reader {
     return OkStatus();
   }
   size_t left() const { return in_.size() - pos_; }
+  // n u16 values (the caller checked n against left()).
+  void GetU16s(size_t n, std::vector<uint16_t>* values) {
+    values->resize(n);
+    if (n > 0) std::memcpy(values->data(), in_.data() + pos_, n * sizeof(uint16_t));
+    pos_ += n * sizeof(uint16_t);
+  }
 
  private:
   std::string_view in_;
   size_t pos_ = 0;
 };
+
+// An item's embedding runs: in row order, each non-empty and inside the item's tokens, values that fit.
+Status GetEmbeddingRuns(Reader& r, StepItem& item) {
+  uint32_t num_runs = 0;
+  if (!r.Get(&num_runs)) return DataLoss("step plan: truncated before the embedding run count");
+  if (num_runs > item.tokens.size())
+    return DataLoss("step plan: {} embedding runs for {} tokens", num_runs, item.tokens.size());
+  item.embeddings.resize(num_runs);
+  int64_t next_free_row = 0;
+  for (EmbeddingRun& run : item.embeddings) {
+    uint32_t width = 0;
+    if (!r.Get(&run.first_row) || !r.Get(&run.rows) || !r.Get(&width))
+      return DataLoss("step plan: truncated inside an embedding run");
+    const int64_t end = int64_t{run.first_row} + run.rows;
+    if (run.first_row < next_free_row || run.rows <= 0 || end > static_cast<int64_t>(item.tokens.size()) ||
+        width == 0 || width > static_cast<uint32_t>(kMaxEmbeddingWidth)) {
+      return DataLoss("step plan: embedding run at row {} ({} rows, width {}) for {} tokens is out of range",
+                      run.first_row, run.rows, width, item.tokens.size());
+    }
+    run.width = static_cast<int32_t>(width);
+    const size_t values = static_cast<size_t>(run.rows) * width;
+    if (r.left() / sizeof(uint16_t) < values)
+      return DataLoss("step plan: embedding run at row {} runs past the end of the plan", run.first_row);
+    r.GetU16s(values, &run.bf16);
+    next_free_row = end;
+  }
+  return OkStatus();
+}
 
 }  // namespace
 
@@ -82,6 +116,14 @@ std::string EncodeStepPlan(const StepPlan& plan, uint64_t sequence) {
     w.Put<uint8_t>(static_cast<uint8_t>(item.cache_dtype));
     w.PutIds(item.tokens);
     w.PutIds(item.blocks);
+    w.Put<uint32_t>(static_cast<uint32_t>(item.embeddings.size()));
+    for (const EmbeddingRun& run : item.embeddings) {
+      w.Put<int32_t>(run.first_row);
+      w.Put<int32_t>(run.rows);
+      w.Put<uint32_t>(static_cast<uint32_t>(run.width));
+      if (!run.bf16.empty())
+        w.Raw(reinterpret_cast<const char*>(run.bf16.data()), run.bf16.size() * sizeof(uint16_t));
+    }
   }
   return w.Take();
 }
@@ -144,6 +186,7 @@ Result<StepPlan> DecodeStepPlan(std::string_view bytes) {
     K3_RETURN_IF_ERROR(r.GetIds("blocks", kMaxItemBlocks, &item.blocks));
     if (plan.kind == StepKind::kForward && item.tokens.empty())
       return DataLoss("step plan: item for slot {} has no tokens", item.slot);
+    K3_RETURN_IF_ERROR(GetEmbeddingRuns(r, item));
   }
   if (r.left() != 0) return DataLoss("step plan: {} bytes after the last item", r.left());
   return plan;
