@@ -77,7 +77,8 @@ EngineImpl::EngineImpl(model::Model* model, const tokenizer::Tokenizer* tokenize
       state_log_(std::move(state_log)),
       cache_(std::move(cache)),
       vocab_(model->config().vocab_size),
-      seed_source_(options_.seed.has_value() ? *options_.seed : std::random_device{}()) {
+      seed_source_(options_.seed.has_value() ? *options_.seed : std::random_device{}()),
+      encoder_cache_(options_.image_encoder, options_.encoder_cache_bytes) {
   alive_ = true;
   thread_ = std::thread([this] { Loop(); });
 }
@@ -133,7 +134,9 @@ Result<uint64_t> EngineImpl::Submit(Request request, EventCallback on_event) {
         "({} in total)",
         options_.max_model_len, prompt_len, sp.max_tokens, prompt_len + sp.max_tokens);
   }
+  K3_RETURN_IF_ERROR(ValidatePromptImages(request.images, prompt_len, options_.image_encoder));
   auto req = std::make_unique<RequestState>();
+  req->image_rows.resize(request.images.size());
   req->request = std::move(request);
   req->on_event = std::move(on_event);
   req->max_tokens = req->request.embed  ? 0
@@ -310,6 +313,16 @@ void EngineImpl::AbortRequest(RequestState* req) {
   }
 }
 
+void EngineImpl::FailRequest(RequestState* req, const std::string& error) {
+  for (auto& seq : req->choices) {
+    if (seq->finished) continue;
+    Event event;
+    event.error = error;
+    FinishSequence(seq.get(), &event, FinishReason::kError);
+    Emit(seq.get(), std::move(event));
+  }
+}
+
 void EngineImpl::PublishMetrics() {
   std::vector<const RequestState*> running_requests, waiting_requests;
   for (const Sequence* seq : running_)
@@ -329,6 +342,8 @@ void EngineImpl::PublishMetrics() {
   metrics_.prompt_tokens_total = prompt_total_;
   metrics_.generation_tokens_total = generation_total_;
   metrics_.preemptions_total = preemptions_;
+  metrics_.images_encoded_total = encoder_cache_.encoded();
+  metrics_.encoder_cache_hits_total = encoder_cache_.hits();
 }
 
 }  // namespace k3::engine

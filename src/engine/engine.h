@@ -55,6 +55,24 @@ struct SamplingParams {
   bool spaces_between_special_tokens = false;  // a rendered special is set apart by spaces
 };
 
+// One image's pixels as the image processor left them (src/image): what the tower encodes.
+struct ImagePixels {
+  std::vector<float> patches;  // [grid_h * grid_w, 3 * patch * patch]
+  int64_t grid_h = 0;
+  int64_t grid_w = 0;
+};
+
+// An image in the prompt: the run of <|media_pad|> ids whose embedding rows its encoding replaces.
+struct PromptImage {
+  int64_t first_pad = 0;  // prompt position of the first pad
+  int64_t num_pads = 0;   // = the encoder's output rows for the grid
+  // Identifies the pixels (a hash of the image bytes and the processor settings): images with equal keys
+  // encode to the same rows, so the encoder cache and the prefix cache share them; different keys never
+  // share a prefix.
+  std::string content_key;
+  std::shared_ptr<const ImagePixels> pixels;
+};
+
 struct Request {
   std::vector<int32_t> prompt;  // rendered ids, non-empty
   SamplingParams sampling;
@@ -69,6 +87,9 @@ struct Request {
   // prompt may fill max_model_len. Skips the prefix cache (every position is computed).
   bool embed = false;
   bool embed_normalize = true;
+  // Images in the prompt, in prompt order, not overlapping (needs EngineOptions::image_encoder). Each is
+  // encoded once, on the engine thread, before the first prefill chunk that reaches its pads.
+  std::vector<PromptImage> images;
 };
 
 enum class FinishReason { kNone, kStop, kLength, kAbort, kError };
@@ -133,6 +154,11 @@ struct EngineOptions {
   // Called once on the engine thread when a forward fails (a sharded model lost a rank); the engine has
   // failed every request and stops. The server answers 503 from then on and exits non-zero.
   std::function<void(const Status&)> on_fatal;
+  // The vision tower (Model::image_encoder()); null: requests with images are refused.
+  model::ImageEncoder* image_encoder = nullptr;
+  // Encoded images kept for reuse (n > 1 recomputes, retries, the same image again), least recently used
+  // dropped first; 0: only while a request needs them.
+  int64_t encoder_cache_bytes = int64_t{256} << 20;
 };
 
 struct EngineMetrics {
@@ -144,6 +170,8 @@ struct EngineMetrics {
   int64_t prompt_tokens_total = 0;
   int64_t generation_tokens_total = 0;
   int64_t preemptions_total = 0;
+  int64_t images_encoded_total = 0;      // encoder runs
+  int64_t encoder_cache_hits_total = 0;  // images served from the encoder cache
 };
 
 class Engine {

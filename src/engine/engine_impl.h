@@ -20,6 +20,7 @@
 
 #include "src/cache/kv_cache.h"
 #include "src/engine/engine.h"
+#include "src/engine/image_inputs.h"
 #include "src/engine/sequence.h"
 
 namespace k3::engine {
@@ -69,6 +70,13 @@ class EngineImpl final : public Engine {
   // its pooled sum (embedding_pool.cc); once the prompt is done, emits the pooled vector and finishes.
   void PoolHidden(Sequence* seq, int64_t first_row);
   void FinishEmbedding(Sequence* seq);
+  // Images: fetches (encoding when needed) the rows of every image in seq's chunk; false when one could
+  // not be encoded (the request has then ended with an error).
+  bool FetchImageRows(Sequence* seq, int64_t begin, int64_t n);
+  // The prefix-cache keys of seq's tokens[0, len) (image_inputs.h).
+  std::span<const int32_t> CacheKeys(const Sequence& seq, int64_t len);
+  // Ends every choice of `req` with an error event.
+  void FailRequest(RequestState* req, const std::string& error);
   // The model failed (a lost rank): every request ends with an error event marked unavailable, the
   // engine stops and options_.on_fatal hears why.
   void FailAll(const Status& cause);
@@ -109,6 +117,9 @@ class EngineImpl final : public Engine {
   model::ForwardOutput forward_out_;
   std::vector<uint64_t> mask_;
   std::vector<float> logprob_row_;  // one log-softmax row (prompt logprobs)
+  EncoderCache encoder_cache_;
+  ImageKeyIds image_ids_;
+  std::vector<int32_t> key_scratch_;
 
   std::atomic<bool> alive_{false};
   std::thread thread_;

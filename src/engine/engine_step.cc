@@ -84,8 +84,10 @@ void EngineImpl::AdmitWaiting(int64_t budget) {
     seq->slots_held = slots;
     seq->state = cache_->NewState();
     int64_t hit = 0;
-    if (cache_->prefix() != nullptr && !NeedsAllRows(*seq))
-      hit = cache_->prefix()->Restore(seq->tokens, seq->state.get(), &seq->ready_logits);
+    if (cache_->prefix() != nullptr && !NeedsAllRows(*seq)) {
+      hit = cache_->prefix()->Restore(CacheKeys(*seq, static_cast<int64_t>(seq->tokens.size())),
+                                      seq->state.get(), &seq->ready_logits);
+    }
     const int64_t chunk = ChunkFor(*seq, budget);
     bool reserved = chunk == 0;
     while (!reserved) {
@@ -141,12 +143,19 @@ void EngineImpl::Step() {
   plan_.items.clear();
   forward_out_.capture_final_hidden = false;
   for (Sequence* seq : running_) {
-    if (seq->chunk == 0) continue;
+    if (seq->chunk == 0 || seq->finished) continue;
     const int64_t done = seq->state->num_tokens();
+    const std::vector<PromptImage>& images = seq->request->request.images;
+    const bool with_images = ChunkHasImages(images, done, seq->chunk);
+    if (with_images && !FetchImageRows(seq, done, seq->chunk)) continue;
     const bool all_logits = NeedsAllRows(*seq);
     if (seq->request->request.embed) forward_out_.capture_final_hidden = true;
     plan_.items.push_back(
         seq->state->ToStepItem(std::span<const int32_t>(seq->tokens.data() + done, seq->chunk), all_logits));
+    if (with_images) {
+      AddImageRuns(images, seq->request->image_rows, done, seq->chunk, model_->config().hidden_size,
+                   &plan_.items.back());
+    }
     batch.push_back(seq);
     rows += all_logits ? seq->chunk : 1;
     last_row.push_back(rows - 1);
@@ -173,7 +182,7 @@ void EngineImpl::Step() {
     const int64_t interval = options_.prefix_snapshot_interval;
     if (cache_->prefix() != nullptr && done <= seq->prompt_len &&
         (done == seq->prompt_len || (interval > 0 && done % interval == 0))) {
-      std::span<const int32_t> prefix(seq->tokens.data(), done);
+      std::span<const int32_t> prefix = CacheKeys(*seq, done);
       if (!cache_->prefix()->Contains(prefix)) {
         cache_->prefix()->Insert(prefix, *seq->state,
                                  done == seq->prompt_len ? row : std::span<const float>());
@@ -202,6 +211,28 @@ void EngineImpl::Step() {
     }
   }
   RemoveFinished();
+}
+
+bool EngineImpl::FetchImageRows(Sequence* seq, int64_t begin, int64_t n) {
+  RequestState* req = seq->request;
+  const std::vector<PromptImage>& images = req->request.images;
+  for (size_t i = 0; i < images.size(); ++i) {
+    const PromptImage& image = images[i];
+    if (req->image_rows[i] != nullptr || image.first_pad >= begin + n ||
+        image.first_pad + image.num_pads <= begin)
+      continue;
+    Result<ImageRows> rows = encoder_cache_.Rows(image);
+    if (!rows.ok()) {
+      FailRequest(req, fmt::format("image {} could not be encoded: {}", i, rows.status().message()));
+      return false;
+    }
+    req->image_rows[i] = *std::move(rows);
+  }
+  return true;
+}
+
+std::span<const int32_t> EngineImpl::CacheKeys(const Sequence& seq, int64_t len) {
+  return PrefixKeys(seq.tokens, len, seq.request->request.images, image_ids_, &key_scratch_);
 }
 
 void EngineImpl::FailAll(const Status& cause) {

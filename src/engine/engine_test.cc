@@ -5,9 +5,11 @@
 #include "src/engine/engine.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
+#include <cstring>
 #include <future>
 #include <map>
 #include <memory>
@@ -902,6 +904,168 @@ TEST(Engine, ConcurrentSubmitAndCancelFromManyThreads) {
   EXPECT_EQ(m.kv_cache_usage, 0.0);
   EXPECT_EQ(m.num_running, 0);
   EXPECT_EQ(m.num_waiting, 0);
+}
+
+// A stand-in for the vision tower at the ImageEncoder seam (the real tower has its own tests against the
+// PyTorch reference): 2 x 2 merge of 1-value patches, each row a fixed pattern scaled by the merged
+// patches' sum, so different pixels give different rows. Counts its runs.
+class SumEncoder final : public model::ImageEncoder {
+ public:
+  explicit SumEncoder(int64_t width) : width_(width) {}
+  int64_t patch_values() const override { return 1; }
+  int64_t output_width() const override { return width_; }
+  int64_t OutputTokens(int64_t grid_h, int64_t grid_w) const override {
+    return grid_h % 2 == 0 && grid_w % 2 == 0 ? grid_h * grid_w / 4 : 0;
+  }
+  Status Encode(std::span<const float> patches, int64_t grid_h, int64_t grid_w,
+                std::vector<uint16_t>* rows) override {
+    ++runs;
+    rows->clear();
+    for (int64_t y = 0; y < grid_h; y += 2) {
+      for (int64_t x = 0; x < grid_w; x += 2) {
+        const float sum = patches[y * grid_w + x] + patches[y * grid_w + x + 1] +
+                          patches[(y + 1) * grid_w + x] + patches[(y + 1) * grid_w + x + 1];
+        for (int64_t j = 0; j < width_; ++j) {
+          const float v = 0.05f * sum * std::sin(0.37f * static_cast<float>(j + 1));
+          uint32_t bits;
+          std::memcpy(&bits, &v, 4);
+          rows->push_back(static_cast<uint16_t>(bits >> 16));  // truncation: any fixed rounding will do
+        }
+      }
+    }
+    return OkStatus();
+  }
+  std::atomic<int> runs{0};
+
+ private:
+  int64_t width_;
+};
+
+// An image of grid_h x grid_w one-value patches, the values drawn from `seed`.
+std::shared_ptr<const ImagePixels> Pixels(int seed, int64_t grid_h, int64_t grid_w) {
+  auto pixels = std::make_shared<ImagePixels>();
+  pixels->grid_h = grid_h;
+  pixels->grid_w = grid_w;
+  uint32_t x = static_cast<uint32_t>(seed) * 2654435761u + 7u;
+  for (int64_t i = 0; i < grid_h * grid_w; ++i) {
+    x = x * 1664525u + 1013904223u;
+    pixels->patches.push_back(static_cast<float>(x >> 8) / 16777216.0f * 2.0f - 1.0f);
+  }
+  return pixels;
+}
+
+// A prompt of `before` text ids, `pads` pad ids (257) and `after` text ids, with its image.
+Request ImageRequest(int image_seed, int64_t before, int64_t pads, int64_t after, int64_t max_tokens) {
+  std::vector<int32_t> prompt = Prompt(21, static_cast<int>(before));
+  const int64_t first_pad = static_cast<int64_t>(prompt.size());
+  prompt.insert(prompt.end(), static_cast<size_t>(pads), 257);
+  for (int32_t t : Prompt(22, static_cast<int>(after))) prompt.push_back(t);
+  Request r = MakeRequest(std::move(prompt), GreedyParams(max_tokens));
+  r.images.push_back(
+      PromptImage{first_pad, pads, "image-" + std::to_string(image_seed), Pixels(image_seed, 4, pads)});
+  return r;
+}
+
+// The greedy continuation computed without the engine: the whole prompt in one forward with the image rows.
+std::vector<int32_t> GreedyWithImage(SumEncoder& encoder, const Request& request, int64_t max_new) {
+  std::vector<uint16_t> rows;
+  const PromptImage& image = request.images[0];
+  K3_CHECK(encoder.Encode(image.pixels->patches, image.pixels->grid_h, image.pixels->grid_w, &rows).ok());
+  model::EmbeddingRun run{static_cast<int32_t>(image.first_pad), static_cast<int32_t>(image.num_pads),
+                          static_cast<int32_t>(encoder.output_width()), rows};
+  auto out = model::GreedyGenerate(*F().model, request.prompt, max_new, nullptr, {}, {run});
+  K3_CHECK(out.ok());
+  return *out;
+}
+
+// An image's rows replace its pads' embeddings: the engine's output (prefill chunked across the image,
+// beside other requests) equals a one-forward greedy run with the rows; the image changes the output.
+TEST(Engine, ImageRowsReplaceThePadEmbeddingsAcrossChunks) {
+  SumEncoder encoder(F().cfg.hidden_size);
+  EngineOptions options;
+  options.image_encoder = &encoder;
+  options.max_num_batched_tokens = 7;  // chunks end inside the image
+  options.enable_prefix_caching = false;
+  auto engine = MakeEngine(options);
+  std::vector<Request> requests;
+  requests.push_back(ImageRequest(1, 5, 6, 4, 8));
+  requests.push_back(MakeRequest(Prompt(3, 9), GreedyParams(8)));
+  requests.push_back(ImageRequest(2, 5, 6, 4, 8));
+  const std::vector<RequestResult> results = RunAll(*engine, std::move(requests));
+  engine->Shutdown(true);
+  const std::vector<int32_t> want1 = GreedyWithImage(encoder, ImageRequest(1, 5, 6, 4, 8), 8);
+  const std::vector<int32_t> want2 = GreedyWithImage(encoder, ImageRequest(2, 5, 6, 4, 8), 8);
+  EXPECT_EQ(results[0].choices.at(0).tokens, want1);
+  EXPECT_EQ(results[2].choices.at(0).tokens, want2);
+  EXPECT_NE(want1, want2);  // the pixels matter
+  EXPECT_EQ(results[0].usage.prompt_tokens, 15);
+  auto text_only = model::GreedyGenerate(*F().model, ImageRequest(1, 5, 6, 4, 8).prompt, 8, nullptr);
+  ASSERT_TRUE(text_only.ok());
+  EXPECT_NE(*text_only, want1);  // the rows are used, not the pad id's embedding
+}
+
+// The prefix cache keys images by content: the same image shares the whole prompt, a different image with
+// the same ids shares only what comes before it. The encoder runs once per distinct image and request
+// needing it; a repeated image that the prefix cache does not cover comes from the encoder cache.
+TEST(Engine, ImagesArePrefixCachedByContentAndEncodedOnce) {
+  SumEncoder encoder(F().cfg.hidden_size);
+  EngineOptions options;
+  options.image_encoder = &encoder;
+  options.prefix_snapshot_interval = 4;
+  auto engine = MakeEngine(options);
+  auto run = [&](Request r) {
+    std::vector<Request> reqs;
+    reqs.push_back(std::move(r));
+    return RunAll(*engine, std::move(reqs))[0];
+  };
+  const RequestResult first = run(ImageRequest(1, 5, 6, 4, 6));
+  EXPECT_EQ(first.usage.cached_prompt_tokens, 0);
+  EXPECT_EQ(encoder.runs.load(), 1);
+  const RequestResult same = run(ImageRequest(1, 5, 6, 4, 6));
+  EXPECT_EQ(same.usage.cached_prompt_tokens, 15);
+  EXPECT_EQ(same.choices.at(0).tokens, first.choices.at(0).tokens);
+  EXPECT_EQ(encoder.runs.load(), 1);  // nothing left to encode
+  const RequestResult other = run(ImageRequest(2, 5, 6, 4, 6));
+  EXPECT_EQ(other.usage.cached_prompt_tokens, 4);  // the snapshot before the image, not past it
+  EXPECT_EQ(encoder.runs.load(), 2);
+  // Same image, other text after it: the prompt-end snapshot covers the image; nothing is encoded.
+  const RequestResult more = run(ImageRequest(1, 5, 6, 9, 6));
+  EXPECT_EQ(more.usage.cached_prompt_tokens, 15);
+  EXPECT_EQ(encoder.runs.load(), 2);
+  // Same image after other text: no prefix hit reaches it, and its rows come from the encoder cache.
+  const RequestResult shifted = run(ImageRequest(1, 3, 6, 4, 6));
+  EXPECT_EQ(shifted.usage.cached_prompt_tokens, 0);
+  EXPECT_EQ(encoder.runs.load(), 2);
+  const EngineMetrics m = engine->Metrics();
+  EXPECT_EQ(m.images_encoded_total, 2);
+  EXPECT_EQ(m.encoder_cache_hits_total, 1);
+  EXPECT_EQ(more.choices.at(0).tokens, GreedyWithImage(encoder, ImageRequest(1, 5, 6, 9, 6), 6));
+  EXPECT_EQ(shifted.choices.at(0).tokens, GreedyWithImage(encoder, ImageRequest(1, 3, 6, 4, 6), 6));
+}
+
+TEST(Engine, ImageSubmitChecks) {
+  SumEncoder encoder(F().cfg.hidden_size);
+  auto no_tower = MakeEngine();
+  Collector c;
+  auto refused = no_tower->Submit(ImageRequest(1, 5, 6, 4, 4), c.Callback(0));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("no vision tower"), std::string::npos);
+  no_tower->Shutdown(false);
+  no_tower.reset();
+  EngineOptions options;
+  options.image_encoder = &encoder;
+  auto engine = MakeEngine(options);
+  Request outside = ImageRequest(1, 5, 6, 0, 4);
+  outside.images[0].first_pad = 8;  // past the prompt's end
+  EXPECT_FALSE(engine->Submit(std::move(outside), c.Callback(1)).ok());
+  Request wrong_grid = ImageRequest(1, 5, 6, 4, 4);
+  wrong_grid.images[0].num_pads = 5;  // the 4 x 6 grid encodes to 6 rows
+  auto grid = engine->Submit(std::move(wrong_grid), c.Callback(2));
+  ASSERT_FALSE(grid.ok());
+  EXPECT_NE(grid.status().message().find("encodes to 6 rows"), std::string::npos) << grid.status().ToString();
+  Request overlapping = ImageRequest(1, 5, 6, 4, 4);
+  overlapping.images.push_back(overlapping.images[0]);
+  EXPECT_FALSE(engine->Submit(std::move(overlapping), c.Callback(3)).ok());
 }
 
 TEST(Engine, ShutdownWithoutDrainAbortsRunningRequests) {

@@ -62,6 +62,9 @@ struct RequestState {
   std::vector<float> pooled_sum;
   int64_t pooled_rows = 0;
 
+  // request.images' encoded rows, fetched when a chunk first reaches them (null until then).
+  std::vector<std::shared_ptr<const std::vector<uint16_t>>> image_rows;
+
   // True while the leader still has prompt positions whose logprobs are not collected.
   bool CollectingPromptLogprobs() const {
     return request.sampling.prompt_logprobs >= 0 &&
