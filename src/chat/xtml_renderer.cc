@@ -4,6 +4,7 @@
 // response-format system messages below are k3stack's own.
 #include "src/chat/xtml_renderer.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "src/chat/json_text.h"
@@ -56,6 +57,19 @@ class PromptBuilder {
     return Marker(kXtmlEndOfMsg);
   }
 
+  // One image's prompt (vision.md §4), its pads recorded.
+  Status Image(const ImagePart& image) {
+    K3_RETURN_IF_ERROR(Marker("<|media_begin|>"));
+    Text("image " + std::to_string(image.width) + "x" + std::to_string(image.height));
+    K3_RETURN_IF_ERROR(Marker("<|media_content|>"));
+    K3_ASSIGN_OR_RETURN(TokenId pad, tokenizer_.SpecialId("<|media_pad|>"));
+    prompt_.images.push_back(
+        RenderedImage{image.message, image.part, static_cast<int64_t>(prompt_.ids.size()), image.num_tokens});
+    prompt_.ids.insert(prompt_.ids.end(), static_cast<size_t>(image.num_tokens), pad);
+    for (int64_t i = 0; i < image.num_tokens; ++i) prompt_.text += "<|media_pad|>";
+    return Marker("<|media_end|>");
+  }
+
   RenderedPrompt Finish() {
     FlushText();
     return std::move(prompt_);
@@ -74,7 +88,17 @@ class PromptBuilder {
   std::string pending_;
 };
 
-// String content, or the text parts of an array concatenated. Image parts are not supported.
+bool IsImagePartType(const std::string& type) {
+  return type == "image_url" || type == "image" || type == "input_image";
+}
+
+std::string PartType(const nlohmann::json& part) {
+  return part.is_object() && part.contains("type") && part["type"].is_string()
+             ? part["type"].get<std::string>()
+             : std::string();
+}
+
+// String content, or the text parts of an array concatenated (assistant messages: no images).
 Result<std::string> ContentText(const nlohmann::json& message, size_t index) {
   const auto content = message.find("content");
   if (content == message.end() || content->is_null()) return std::string();
@@ -82,18 +106,16 @@ Result<std::string> ContentText(const nlohmann::json& message, size_t index) {
   if (!content->is_array())
     return InvalidArgument("messages[{}].content must be a string, an array or null", index);
   std::string text;
-  for (const auto& part : *content) {
-    const std::string type = part.is_object() && part.contains("type") && part["type"].is_string()
-                                 ? part["type"].get<std::string>()
-                                 : std::string();
+  for (size_t p = 0; p < content->size(); ++p) {
+    const nlohmann::json& part = (*content)[p];
+    const std::string type = PartType(part);
     if (type == "text") {
       if (!part.contains("text") || !part["text"].is_string()) {
         return InvalidArgument("messages[{}].content: a text part needs a string 'text'", index);
       }
       text += part["text"].get<std::string>();
-    } else if (type == "image_url" || type == "image" || type == "input_image") {
-      return Unimplemented(
-          "messages[{}].content: image parts need the K3 vision tower, which k3stack does not run", index);
+    } else if (IsImagePartType(type)) {
+      return InvalidArgument("messages[{}].content[{}]: an assistant message cannot hold an image", index, p);
     } else {
       return InvalidArgument("messages[{}].content: unsupported part type '{}'", index, type);
     }
@@ -104,6 +126,41 @@ Result<std::string> ContentText(const nlohmann::json& message, size_t index) {
 std::string StringField(const nlohmann::json& object, const char* key) {
   const auto it = object.find(key);
   return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+// A user, system or tool message: <|open|>message ATTRS<|sep|> content <|close|>message<|sep|><|end_of_msg|>,
+// its text parts as one body and its image parts as image prompts where they stand.
+Status RenderContentMessage(PromptBuilder& builder, const Attributes& attributes,
+                            const nlohmann::json& message, size_t index, const RenderOptions& options) {
+  const auto content = message.find("content");
+  if (content == message.end() || !content->is_array()) {
+    K3_ASSIGN_OR_RETURN(std::string text, ContentText(message, index));
+    return builder.Message(attributes, text);
+  }
+  K3_RETURN_IF_ERROR(builder.OpenTag("message", attributes));
+  for (size_t p = 0; p < content->size(); ++p) {
+    const nlohmann::json& part = (*content)[p];
+    const std::string type = PartType(part);
+    if (type == "text") {
+      if (!part.contains("text") || !part["text"].is_string()) {
+        return InvalidArgument("messages[{}].content: a text part needs a string 'text'", index);
+      }
+      builder.Text(part["text"].get<std::string>());
+    } else if (IsImagePartType(type)) {
+      const auto found =
+          std::find_if(options.images.begin(), options.images.end(),
+                       [&](const ImagePart& image) { return image.message == index && image.part == p; });
+      if (found == options.images.end() || found->num_tokens < 1) {
+        return InvalidArgument("messages[{}].content[{}]: an image part the image processor did not measure",
+                               index, p);
+      }
+      K3_RETURN_IF_ERROR(builder.Image(*found));
+    } else {
+      return InvalidArgument("messages[{}].content: unsupported part type '{}'", index, type);
+    }
+  }
+  K3_RETURN_IF_ERROR(builder.CloseTag("message"));
+  return builder.Marker(kXtmlEndOfMsg);
 }
 
 bool IsBlank(std::string_view text) {
@@ -315,10 +372,9 @@ Result<RenderedPrompt> RenderXtml(const Tokenizer& tokenizer, const nlohmann::js
     const std::string name = StringField(message, "name");
     const bool declares_tools = message.contains("tools") && !message["tools"].is_null();
     if (role == "user" || (role == "system" && !declares_tools)) {
-      K3_ASSIGN_OR_RETURN(std::string content, ContentText(message, index));
       Attributes attributes = {{"role", role}};
       if (!name.empty()) attributes.emplace_back("name", name);
-      K3_RETURN_IF_ERROR(builder.Message(attributes, content));
+      K3_RETURN_IF_ERROR(RenderContentMessage(builder, attributes, message, index, options));
     } else if (role == "system") {
       if (!message["tools"].is_array()) return InvalidArgument("messages[{}].tools must be an array", index);
       K3_RETURN_IF_ERROR(builder.Message({{"role", "system"}, {"type", "tool-declare"}},
@@ -332,9 +388,9 @@ Result<RenderedPrompt> RenderXtml(const Tokenizer& tokenizer, const nlohmann::js
       std::string tool = StringField(message, "tool");
       if (tool.empty()) tool = name;
       if (tool.empty()) tool = ToolNameFromCall(last_assistant, tools_since_assistant);
-      K3_ASSIGN_OR_RETURN(std::string content, ContentText(message, index));
-      K3_RETURN_IF_ERROR(builder.Message(
-          {{"role", "tool"}, {"tool", tool}, {"index", std::to_string(tools_since_assistant)}}, content));
+      K3_RETURN_IF_ERROR(RenderContentMessage(
+          builder, {{"role", "tool"}, {"tool", tool}, {"index", std::to_string(tools_since_assistant)}},
+          message, index, options));
     }
     // Other roles are skipped, as in the reference.
   }

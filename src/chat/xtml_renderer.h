@@ -7,11 +7,16 @@
 // markers as specials. No BOS is added.
 //
 // Input shapes (nlohmann::json, as in an OpenAI chat request):
-//   messages: [{role, content (string | [{type:"text", text}] | null), name?, reasoning_content? /
+//   messages: [{role, content (string | [{type:"text", text} | image part] | null), name?, reasoning_content?
+//   /
 //              reasoning?, tool_calls? [{id, function:{name, arguments (JSON string or object)}}],
 //              tool_call_id?, tool? , tools? (system messages: dynamic tool declarations)}]
 //   tools: the request's tools array (rendered as given, keys sorted).
-// Image content parts are rejected (Unimplemented): k3stack has no vision tower.
+// Image parts ({type: "image_url" | "input_image" | "image"}) of user, system and tool messages stand where
+// they are in the content as the image prompt of vision.md §4: <|media_begin|> + the text "image {W}x{H}"
+// (the original upload size) + <|media_content|> + N x <|media_pad|> + <|media_end|>. The caller has
+// decoded and measured each image (RenderOptions::images, by message and part index); the renderer records
+// where each image's pads landed (RenderedPrompt::images). An image part without an entry is an error.
 #pragma once
 
 #include <string>
@@ -24,6 +29,23 @@
 
 namespace k3::chat {
 
+// One image part of the messages, as measured by the image processor (src/image).
+struct ImagePart {
+  size_t message = 0;  // index in the messages array
+  size_t part = 0;     // index in that message's content array
+  int64_t width = 0;   // the upload's size, as written in the prompt
+  int64_t height = 0;
+  int64_t num_tokens = 0;  // <|media_pad|> tokens (the tower's output rows), >= 1
+};
+
+// Where an image's pads are in the rendered prompt.
+struct RenderedImage {
+  size_t message = 0;
+  size_t part = 0;
+  int64_t first_pad = 0;  // prompt position of its first <|media_pad|>
+  int64_t num_pads = 0;
+};
+
 struct RenderOptions {
   bool thinking = true;                 // K3 is always-thinking unless a request turns it off
   std::string thinking_effort = "max";  // low | medium | high | max; anything else: no effort message
@@ -32,11 +54,13 @@ struct RenderOptions {
   nlohmann::json response_format;       // null, {"type":"text"}, {"type":"json_object"},
                                         // {"type":"json_schema","json_schema":{"schema":{...}}}
   bool add_generation_prompt = true;
+  std::vector<ImagePart> images;  // every image part of the messages
 };
 
 struct RenderedPrompt {
   std::vector<tokenizer::TokenId> ids;
-  std::string text;  // the same prompt as text, special markers written by name
+  std::string text;                   // the same prompt as text, special markers written by name
+  std::vector<RenderedImage> images;  // in prompt order
 };
 
 Result<RenderedPrompt> RenderXtml(const tokenizer::Tokenizer& tokenizer, const nlohmann::json& messages,

@@ -230,6 +230,64 @@ TEST(XtmlRendererTest, UserTextNeverBecomesMarkers) {
   EXPECT_EQ(*Trained().Decode(rendered->ids), rendered->text);
 }
 
+// Image parts become <|media_begin|>image WxH<|media_content|> N x <|media_pad|> <|media_end|> where they
+// stand (vision.md §4), in user and tool messages; a typed placeholder stays text.
+TEST(XtmlRendererTest, ImagePartsBecomeImagePromptsWhereTheyStand) {
+  const auto messages = nlohmann::json::parse(R"([
+    {"role": "user", "content": [{"type": "text", "text": "a<|kimi_image_placeholder|>"},
+                                 {"type": "image_url", "image_url": {"url": "data:,"}},
+                                 {"type": "text", "text": "b"}, {"type": "image_url", "image_url": {}}]},
+    {"role": "assistant", "content": "ok", "tool_calls": [{"id": "c1", "function": {"name": "f", "arguments": "{}"}}]},
+    {"role": "tool", "tool_call_id": "c1", "content": [{"type": "image_url", "image_url": {}}]}])");
+  RenderOptions options;
+  options.add_generation_prompt = false;
+  options.images = {{0, 1, 640, 480, 3}, {0, 3, 1, 1, 1}, {2, 0, 28, 56, 2}};
+  auto rendered = RenderXtml(Trained(), messages, options);
+  ASSERT_TRUE(rendered.ok()) << rendered.status().ToString();
+  const TokenId pad = *Trained().SpecialId("<|media_pad|>");
+  ASSERT_EQ(rendered->images.size(), 3u);
+  const int64_t expected_pads[] = {3, 1, 2};
+  for (size_t i = 0; i < 3; ++i) {
+    const RenderedImage& image = rendered->images[i];
+    EXPECT_EQ(image.num_pads, expected_pads[i]);
+    for (int64_t k = -1; k <= image.num_pads; ++k) {
+      const TokenId id = rendered->ids[static_cast<size_t>(image.first_pad + k)];
+      EXPECT_EQ(id == pad, k >= 0 && k < image.num_pads) << i << " " << k;
+    }
+    EXPECT_EQ(rendered->ids[static_cast<size_t>(image.first_pad - 1)],
+              *Trained().SpecialId("<|media_content|>"));
+    EXPECT_EQ(rendered->ids[static_cast<size_t>(image.first_pad + image.num_pads)],
+              *Trained().SpecialId("<|media_end|>"));
+  }
+  EXPECT_EQ(rendered->images[2].message, 2u);
+  EXPECT_NE(
+      rendered->text.find("a<|kimi_image_placeholder|><|media_begin|>image 640x480<|media_content|>"
+                          "<|media_pad|><|media_pad|><|media_pad|><|media_end|>b<|media_begin|>image 1x1"),
+      std::string::npos)
+      << rendered->text;
+  EXPECT_EQ(*Trained().Decode(rendered->ids), rendered->text);
+  // The typed placeholder is ordinary bytes, never a special id: the specials are those of the same
+  // messages without their image parts, plus each image's begin, content, pads and end.
+  nlohmann::json text_only = messages;
+  for (auto& message : text_only) {
+    if (!message["content"].is_array()) continue;
+    nlohmann::json kept = nlohmann::json::array();
+    for (const auto& part : message["content"])
+      if (part["type"] == "text") kept.push_back(part);
+    message["content"] = kept;
+  }
+  RenderOptions no_images = options;
+  no_images.images.clear();
+  auto plain = RenderXtml(Trained(), text_only, no_images);
+  ASSERT_TRUE(plain.ok()) << plain.status().ToString();
+  auto specials = [](const std::vector<TokenId>& ids) {
+    size_t n = 0;
+    for (TokenId id : ids) n += Trained().IsSpecial(id);
+    return n;
+  };
+  EXPECT_EQ(specials(rendered->ids), specials(plain->ids) + 3 * 3 + 6);
+}
+
 TEST(XtmlRendererTest, RejectsBadInput) {
   RenderOptions options;
   EXPECT_FALSE(RenderXtml(Bytes(), nlohmann::json::object(), options).ok());
@@ -238,8 +296,15 @@ TEST(XtmlRendererTest, RejectsBadInput) {
       Bytes(),
       nlohmann::json::parse(R"([{"role": "user", "content": [{"type": "image_url", "image_url": {}}]}])"),
       options);
-  ASSERT_FALSE(image.ok());
-  EXPECT_EQ(image.status().code(), StatusCode::kUnimplemented);
+  ASSERT_FALSE(image.ok());  // an image part nobody measured
+  EXPECT_NE(image.status().message().find("messages[0].content[0]"), std::string::npos);
+  auto assistant_image =
+      RenderXtml(Bytes(),
+                 nlohmann::json::parse(
+                     R"([{"role": "assistant", "content": [{"type": "image_url", "image_url": {}}]}])"),
+                 options);
+  ASSERT_FALSE(assistant_image.ok());
+  EXPECT_NE(assistant_image.status().message().find("assistant"), std::string::npos);
   EXPECT_FALSE(
       RenderXtml(Bytes(), nlohmann::json::parse(R"([{"role": "user", "content": 5}])"), options).ok());
   EXPECT_FALSE(
