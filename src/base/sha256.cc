@@ -1,11 +1,11 @@
 // Sha256 over EVP_Digest* (sha256.h).
-#include "src/storage/sha256.h"
+#include "src/base/sha256.h"
 
 #include <openssl/evp.h>
 
 #include "src/base/check.h"
 
-namespace k3::storage {
+namespace k3 {
 
 Sha256::Sha256() : ctx_(EVP_MD_CTX_new()) {
   K3_CHECK(ctx_ != nullptr);
@@ -42,4 +42,4 @@ std::string Sha256Hex(std::string_view data) {
   return hash.FinishHex();
 }
 
-}  // namespace k3::storage
+}  // namespace k3

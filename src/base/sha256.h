@@ -1,5 +1,5 @@
-// SHA-256 over OpenSSL's EVP interface (libssl-dev): request payload hashes for AWS Signature V4 and the
-// per-file checksums of the weights manifest.
+// SHA-256 over OpenSSL's EVP interface (libssl-dev): request payload hashes for AWS Signature V4, the
+// per-file checksums of the weights manifest and the content keys of images (src/api).
 #pragma once
 
 #include <cstdint>
@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-namespace k3::storage {
+namespace k3 {
 
 class Sha256 {
  public:
@@ -28,4 +28,4 @@ class Sha256 {
 
 std::string Sha256Hex(std::string_view data);
 
-}  // namespace k3::storage
+}  // namespace k3

@@ -15,11 +15,11 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "src/base/sha256.h"
 #include "src/storage/azure_shared_key.h"  // Base64Decode
 #include "src/storage/form_post.h"
 #include "src/storage/open_store.h"
 #include "src/storage/s3_compatible.h"
-#include "src/storage/sha256.h"
 #include "src/storage/testing/canned_http_server.h"
 #include "src/storage/testing/fake_env.h"
 

@@ -6,10 +6,10 @@
 #include <algorithm>
 
 #include "src/base/curl_transport.h"
+#include "src/base/sha256.h"
 #include "src/storage/percent_encoding.h"
 #include "src/storage/s3_request.h"
 #include "src/storage/s3_xml.h"
-#include "src/storage/sha256.h"
 #include "src/storage/store_exchange.h"
 
 namespace k3::storage {

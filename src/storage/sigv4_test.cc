@@ -14,9 +14,9 @@
 #include <mutex>
 #include <thread>
 
+#include "src/base/sha256.h"
 #include "src/storage/s3_compatible.h"
 #include "src/storage/s3_store.h"
-#include "src/storage/sha256.h"
 #include "src/storage/testing/fake_env.h"
 #include "src/storage/testing/sigv4_reference.h"
 

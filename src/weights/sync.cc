@@ -4,7 +4,7 @@
 #include <map>
 #include <set>
 
-#include "src/storage/sha256.h"
+#include "src/base/sha256.h"
 #include "src/weights/manifest.h"
 
 namespace k3::weights {
@@ -47,7 +47,7 @@ class Copier {
     K3_ASSIGN_OR_RETURN(std::unique_ptr<storage::ObjectWriter> writer,
                         destination_.OpenWriter(file.key, write_options));
     const uint64_t resume = std::min(writer->resume_offset(), file.size);
-    storage::Sha256 hash;
+    Sha256 hash;
     if (resume > 0) {
       // The stored prefix is not transferred again, only hashed from the source.
       K3_RETURN_IF_ERROR(storage::StreamObject(source_, file.key, 0, resume, options_.read,

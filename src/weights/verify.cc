@@ -6,9 +6,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "src/base/sha256.h"
 #include "src/io/checkpoint.h"
 #include "src/io/safetensors.h"
-#include "src/storage/sha256.h"
 #include "src/weights/manifest.h"
 #include "src/weights/shard_header.h"
 
@@ -98,7 +98,7 @@ Result<VerifyReport> VerifyWeights(ObjectStore& store, const VerifyOptions& opti
         continue;
       }
       if (!options.checksums) continue;
-      storage::Sha256 hash;
+      Sha256 hash;
       Status read = storage::StreamObject(store, entry.path, 0, entry.size, options.read,
                                           [&](uint64_t, std::span<const uint8_t> data) {
                                             hash.Update(data);

@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <cctype>
 
-#include "src/storage/sha256.h"
+#include "src/base/sha256.h"
 
 namespace k3::storage::testing {
 namespace {
