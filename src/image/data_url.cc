@@ -9,7 +9,7 @@
 namespace k3::image {
 namespace {
 
-std::string Lower(std::string_view s) {
+std::string LowerAscii(std::string_view s) {
   std::string out(s);
   std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::tolower(c); });
   return out;
@@ -32,11 +32,11 @@ int HexValue(char c) {
 
 Result<DataUrl> ParseDataUrl(std::string_view url) {
   url = Trim(url);
-  if (url.size() < 5 || Lower(url.substr(0, 5)) != "data:") {
+  if (url.size() < 5 || LowerAscii(url.substr(0, 5)) != "data:") {
     const size_t colon = url.find(':');
     if (colon != std::string_view::npos && colon < 16) {
       return InvalidArgument("expected a data: URL (data:image/png;base64,...), got a {}: URL",
-                             Lower(url.substr(0, colon)));
+                             LowerAscii(url.substr(0, colon)));
     }
     return InvalidArgument("expected a data: URL (data:image/png;base64,...)");
   }
@@ -54,9 +54,9 @@ Result<DataUrl> ParseDataUrl(std::string_view url) {
     const std::string_view part =
         Trim(header.substr(start, semi == std::string_view::npos ? std::string_view::npos : semi - start));
     if (first) {
-      out.mime_type = Lower(part);
+      out.mime_type = LowerAscii(part);
       first = false;
-    } else if (Lower(part) == "base64") {
+    } else if (LowerAscii(part) == "base64") {
       if (semi != std::string_view::npos)
         return InvalidArgument("data URL: ';base64' must come last, before ','");
       base64 = true;

@@ -38,7 +38,7 @@ std::string_view OtherFormatName(std::span<const uint8_t> bytes) {
   return "";
 }
 
-std::string Lower(std::string_view s) {
+std::string LowerMime(std::string_view s) {
   std::string out(s);
   std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::tolower(c); });
   return out;
@@ -73,7 +73,7 @@ ImageFormat SniffFormat(std::span<const uint8_t> bytes) {
 }
 
 Status CheckDeclaredMime(std::string_view mime_type, ImageFormat sniffed) {
-  std::string mime = Lower(mime_type.substr(0, mime_type.find(';')));
+  std::string mime = LowerMime(mime_type.substr(0, mime_type.find(';')));
   while (!mime.empty() && std::isspace(static_cast<unsigned char>(mime.back()))) mime.pop_back();
   if (mime.empty() || mime == "application/octet-stream") return OkStatus();
   ImageFormat declared = ImageFormat::kUnknown;

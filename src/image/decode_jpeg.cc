@@ -2,7 +2,7 @@
 // islow IDCT, fancy upsampling: the defaults Pillow keeps), 4 "CMYK" (CMYK / YCCK, inverted as
 // Pillow's "CMYK;I" always does). Baseline, progressive and arithmetic-coded files.
 //
-// Errors: libjpeg's fatal errors longjmp back into ReadHeader / ReadPixels, which hold no C++
+// Errors: libjpeg's fatal errors longjmp back into ReadJpegHeader / ReadJpegPixels, which hold no C++
 // objects. Warnings are ignored (Pillow ignores them too) except premature end of file
 // (JWRN_JPEG_EOF), which is an error here: a truncated file must not decode as a half-grey image.
 // A progressive file with more than kMaxScans scans is refused (a cheap file can otherwise keep the
@@ -66,7 +66,7 @@ struct JpegHeader {
   J_COLOR_SPACE color_space;
 };
 
-bool ReadHeader(jpeg_decompress_struct* cinfo, JpegError* err, const uint8_t* data, size_t size,
+bool ReadJpegHeader(jpeg_decompress_struct* cinfo, JpegError* err, const uint8_t* data, size_t size,
                 JpegHeader* header) {
   if (setjmp(err->jump)) return false;
   jpeg_mem_src(cinfo, data, static_cast<unsigned long>(size));
@@ -78,7 +78,7 @@ bool ReadHeader(jpeg_decompress_struct* cinfo, JpegError* err, const uint8_t* da
   return true;
 }
 
-bool ReadPixels(jpeg_decompress_struct* cinfo, JpegError* err, J_COLOR_SPACE out_space, uint8_t* out,
+bool ReadJpegPixels(jpeg_decompress_struct* cinfo, JpegError* err, J_COLOR_SPACE out_space, uint8_t* out,
                 size_t row_bytes) {
   if (setjmp(err->jump)) return false;
   cinfo->out_color_space = out_space;
@@ -113,7 +113,7 @@ Result<DecodedImage> DecodeJpeg(std::span<const uint8_t> bytes, const DecodeLimi
   h.cinfo.progress = &err.progress;
 
   JpegHeader header{};
-  if (!ReadHeader(&h.cinfo, &err, bytes.data(), bytes.size(), &header))
+  if (!ReadJpegHeader(&h.cinfo, &err, bytes.data(), bytes.size(), &header))
     return InvalidArgument("jpeg: {}", err.message);
   K3_RETURN_IF_ERROR(CheckImageSize("jpeg", header.width, header.height, limits));
 
@@ -140,7 +140,7 @@ Result<DecodedImage> DecodeJpeg(std::span<const uint8_t> bytes, const DecodeLimi
   }
   const size_t row_bytes = static_cast<size_t>(image.width) * ChannelCount(image.mode);
   image.pixels.resize(row_bytes * image.height);
-  if (!ReadPixels(&h.cinfo, &err, out_space, image.pixels.data(), row_bytes))
+  if (!ReadJpegPixels(&h.cinfo, &err, out_space, image.pixels.data(), row_bytes))
     return InvalidArgument("jpeg: {}", err.message);
   if (h.cinfo.output_components != ChannelCount(image.mode))
     return Internal("jpeg: unexpected output components");

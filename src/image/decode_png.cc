@@ -4,7 +4,7 @@
 // RGB tRNS is dropped (the reference returns RGB images untouched). Ancillary text / ICC chunks are
 // skipped without inflating them.
 //
-// libpng reports errors by longjmp: the two functions that call setjmp (ReadHeader, ReadRows) hold no
+// libpng reports errors by longjmp: the two functions that call setjmp (ReadPngHeader, ReadPngRows) hold no
 // C++ objects, and every buffer they write is allocated by their caller.
 #include <png.h>
 
@@ -49,7 +49,7 @@ struct PngHeader {
 };
 
 // Reads the chunks before IDAT. Returns false on a libpng error (message in the source).
-bool ReadHeader(png_structp png, png_infop info, PngHeader* header) {
+bool ReadPngHeader(png_structp png, png_infop info, PngHeader* header) {
   if (setjmp(png_jmpbuf(png))) return false;
   png_read_info(png, info);
   png_get_IHDR(png, info, &header->width, &header->height, &header->bit_depth, &header->color_type,
@@ -58,7 +58,7 @@ bool ReadHeader(png_structp png, png_infop info, PngHeader* header) {
 }
 
 // Sets the transforms and reads every row (all passes when interlaced).
-bool ReadRows(png_structp png, png_infop info, const PngHeader* header, png_bytep* rows, bool gray_to_rgb) {
+bool ReadPngRows(png_structp png, png_infop info, const PngHeader* header, png_bytep* rows, bool gray_to_rgb) {
   if (setjmp(png_jmpbuf(png))) return false;
   if (header->bit_depth == 16 && header->color_type != PNG_COLOR_TYPE_GRAY) png_set_strip_16(png);
   if (header->bit_depth < 8) {
@@ -99,7 +99,7 @@ Result<DecodedImage> DecodePng(std::span<const uint8_t> bytes, const DecodeLimit
   png_set_keep_unknown_chunks(h.png, PNG_HANDLE_CHUNK_NEVER, nullptr, 0);
 
   PngHeader header{};
-  if (!ReadHeader(h.png, h.info, &header)) return InvalidArgument("png: {}", src.error);
+  if (!ReadPngHeader(h.png, h.info, &header)) return InvalidArgument("png: {}", src.error);
   K3_RETURN_IF_ERROR(CheckImageSize("png", header.width, header.height, limits));
 
   DecodedImage image;
@@ -165,7 +165,7 @@ Result<DecodedImage> DecodePng(std::span<const uint8_t> bytes, const DecodeLimit
   std::vector<uint8_t> raw(row_bytes * image.height);
   std::vector<png_bytep> rows(image.height);
   for (int y = 0; y < image.height; ++y) rows[y] = raw.data() + row_bytes * y;
-  if (!ReadRows(h.png, h.info, &header, rows.data(), gray_to_rgb))
+  if (!ReadPngRows(h.png, h.info, &header, rows.data(), gray_to_rgb))
     return InvalidArgument("png: {}", src.error);
   if (png_get_rowbytes(h.png, h.info) != row_bytes)
     return Internal("png: unexpected row size after transforms");
