@@ -25,10 +25,12 @@ build=(
   libssl-dev  # src/server: TLS (--ssl-certfile / --ssl-keyfile) through Boost.Asio's OpenSSL streams
   libgloo-dev  # src/dist: collectives of one model across rank processes (TCP transport)
   libexpat1-dev  # src/storage: S3 and Azure XML replies (expat); SHA-256 and Azure's HMAC via libssl-dev
+  libpng-dev libjpeg62-turbo-dev libwebp-dev libgif-dev  # src/image: PNG, JPEG, WebP (+ demux), GIF decoders
 )
 runtime=(
   # what `ldd k3` names beyond libc / libstdc++ (each pulls its own dependencies)
   libyaml-cpp0.7 libcurl4 libssl3 libhwy1 libgloo0 libspdlog1.10 libfmt9 libpcre2-8-0 ca-certificates libexpat1
+  libpng16-16 libjpeg62-turbo libwebp7 libwebpdemux2 libgif7  # src/image
 )
 tests=(
   clang-14 libclang-rt-14-dev clang-format  # sanitizer build and fuzzers
@@ -37,6 +39,7 @@ tests=(
   # through the real CLI offline (gcloud and kubectl are not in Debian: checked where installed)
   shellcheck awscli azure-cli python3-yaml
   python3-numpy  # tests/peer: tools/k3_to_gguf.py (k3 checkpoint -> GGUF) against its checkpoint
+  python3-pil  # tests/image/compare_pillow.py: K3's reference image processor on Debian's Pillow
   googletest libgtest-dev libgmock-dev libbenchmark-dev
   openssl  # tests/compat/http_layer: a self-signed certificate for the HTTPS test
   chromium  # tests/e2e: k3 bench SVG screenshot; with 23 libraries ~360 MB installed, ~1 min to install

@@ -6,7 +6,7 @@
 #include "src/api/embeddings.h"
 #include "src/api/errors.h"
 #include "src/api/json_dump.h"
-#include "src/tokenizer/base64.h"
+#include "src/base/base64.h"
 
 namespace k3::api {
 
@@ -53,8 +53,8 @@ std::string EmbeddingResponder::FinalBody() const {
     const std::vector<float>& v = s.vectors[i];
     nlohmann::json embedding;
     if (s.base64) {
-      embedding = tokenizer::Base64Encode(
-          std::string_view(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(float)));
+      embedding =
+          Base64Encode(std::string_view(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(float)));
     } else {
       embedding = v;
     }

@@ -7,7 +7,7 @@
 
 #include "src/api/api_test_util.h"
 #include "src/api/embeddings.h"
-#include "src/tokenizer/base64.h"
+#include "src/base/base64.h"
 
 namespace k3::api {
 namespace {
@@ -153,7 +153,7 @@ TEST(EmbeddingResponderTest, FloatAndBase64Bodies) {
   encoded.OnEvent(Pooled(0, {0.6f, -0.8f, 1.5f}, 2, true));
   const json body64 = json::parse(encoded.FinalBody());
   const std::string text = body64["data"][0]["embedding"].get<std::string>();
-  auto bytes = tokenizer::Base64Decode(text);
+  auto bytes = Base64Decode(text);
   ASSERT_TRUE(bytes.ok());
   ASSERT_EQ(bytes->size(), 3 * sizeof(float));
   float back[3];

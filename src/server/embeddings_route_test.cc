@@ -14,10 +14,10 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "src/base/base64.h"
 #include "src/server/http_server.h"
 #include "src/server/openai_service.h"
 #include "src/server/testing/http_client.h"
-#include "src/tokenizer/base64.h"
 
 namespace k3::server {
 namespace {
@@ -180,7 +180,7 @@ TEST_F(EmbeddingsRouteTest, Base64AndInvocations) {
   const auto r =
       Post("/v1/embeddings", {{"input", "ab"}, {"encoding_format", "base64"}, {"normalize", false}});
   ASSERT_EQ(r.status, 200) << r.body;
-  auto bytes = tokenizer::Base64Decode(json::parse(r.body)["data"][0]["embedding"].get<std::string>());
+  auto bytes = Base64Decode(json::parse(r.body)["data"][0]["embedding"].get<std::string>());
   ASSERT_TRUE(bytes.ok());
   ASSERT_EQ(bytes->size(), 3 * sizeof(float));
   float v[3];

@@ -8,8 +8,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "src/base/base64.h"
 #include "src/base/file.h"
-#include "src/tokenizer/base64.h"
 #include "src/tokenizer/pretokenizer.h"
 #include "src/tokenizer/rank_table.h"
 

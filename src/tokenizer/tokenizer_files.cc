@@ -5,8 +5,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "src/base/base64.h"
 #include "src/base/file.h"
-#include "src/tokenizer/base64.h"
 #include "src/tokenizer/bpe_trainer.h"
 #include "src/tokenizer/byte_pair_merge.h"
 #include "src/tokenizer/rank_table.h"

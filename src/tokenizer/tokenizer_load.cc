@@ -5,8 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "src/base/base64.h"
 #include "src/base/file.h"
-#include "src/tokenizer/base64.h"
 #include "src/tokenizer/special_tokens.h"
 #include "src/tokenizer/tokenizer.h"
 

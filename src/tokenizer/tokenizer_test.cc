@@ -6,8 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include "src/base/base64.h"
 #include "src/base/file.h"
-#include "src/tokenizer/base64.h"
 #include "src/tokenizer/bpe_trainer.h"
 #include "src/tokenizer/incremental_decoder.h"
 #include "src/tokenizer/special_tokens.h"

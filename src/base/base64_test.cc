@@ -1,9 +1,9 @@
 // Tests for base64.
-#include "src/tokenizer/base64.h"
+#include "src/base/base64.h"
 
 #include <gtest/gtest.h>
 
-namespace k3::tokenizer {
+namespace k3 {
 namespace {
 
 TEST(Base64Test, RoundTripsAllLengthsAndBytes) {
@@ -28,4 +28,4 @@ TEST(Base64Test, RejectsMalformedText) {
 }
 
 }  // namespace
-}  // namespace k3::tokenizer
+}  // namespace k3

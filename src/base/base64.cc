@@ -1,9 +1,9 @@
 // Base64 encoding and strict decoding.
-#include "src/tokenizer/base64.h"
+#include "src/base/base64.h"
 
 #include <cstdint>
 
-namespace k3::tokenizer {
+namespace k3 {
 namespace {
 
 constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -45,8 +45,7 @@ std::string Base64Encode(std::string_view bytes) {
 }
 
 Result<std::string> Base64Decode(std::string_view text) {
-  if (text.size() % 4 != 0)
-    return InvalidArgument("base64 '{}': length {} is not a multiple of 4", text, text.size());
+  if (text.size() % 4 != 0) return InvalidArgument("base64: length {} is not a multiple of 4", text.size());
   std::string out;
   out.reserve(text.size() / 4 * 3);
   for (size_t i = 0; i < text.size(); i += 4) {
@@ -60,9 +59,11 @@ Result<std::string> Base64Decode(std::string_view text) {
         ++padding;
         continue;
       }
-      if (padding > 0) return InvalidArgument("base64 '{}': data after padding", text);
+      if (padding > 0) return InvalidArgument("base64: data after padding at offset {}", i + k);
       values[k] = DecodeChar(c);
-      if (values[k] < 0) return InvalidArgument("base64 '{}': invalid character 0x{:02x}", text, c);
+      if (values[k] < 0)
+        return InvalidArgument("base64: invalid character 0x{:02x} at offset {}",
+                               static_cast<unsigned char>(c), i + k);
     }
     const uint32_t v = (values[0] << 18) | (values[1] << 12) | (values[2] << 6) | values[3];
     out += static_cast<char>((v >> 16) & 0xFF);
@@ -72,4 +73,4 @@ Result<std::string> Base64Decode(std::string_view text) {
   return out;
 }
 
-}  // namespace k3::tokenizer
+}  // namespace k3
