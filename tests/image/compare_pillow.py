@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Compares k3::image (through the image_dump tool) with Kimi K3's reference processor on Pillow.
 
-Usage: compare_pillow.py IMAGE_DUMP WORK_DIR
+Usage: compare_pillow.py IMAGE_DUMP WORK_DIR [NAME_SUBSTRING]
 Generates a deterministic corpus (every format and mode the server accepts, 1x1 to 4000x3000, odd sizes,
 extreme aspect ratios, images downscaled by each of the resize rule's limits) with Debian's
 python3-pil, runs the reference (k3_reference_processor.py) and image_dump on each file, and requires
@@ -156,17 +156,25 @@ def corpus():
     c.append(("gif_anim_trns_64x48", save(gframes[0], "GIF", save_all=True, append_images=gframes[1:], transparency=5, duration=50, loop=0)))
     c.append(("gif_gray_50x50", save(Image.fromarray(texture(50, 50, 1, 44)[:, :, 0]), "GIF")))
     c.append(("gif_p_7500x50", save(palette_image(7500, 50, 45, 128), "GIF")))
+    # A palette equal to the grey ramp opens as "L"; its transparent index becomes a grey key, compared
+    # after the bicubic resize in the downscaled one.
+    ramp = [v for i in range(256) for v in (i, i, i)]
+    for name, (w, h) in (("gif_ramp_trns_33x20", (33, 20)), ("gif_ramp_trns_7300x30", (7300, 30))):
+        grey = Image.fromarray(texture(w, h, 1, 46)[:, :, 0] // 8 * 8).convert("P")
+        grey.putpalette(ramp)
+        c.append((name, save(grey, "GIF", transparency=40, optimize=False)))
     return c
 
 
 def main():
-    if len(sys.argv) != 3:
+    if len(sys.argv) not in (3, 4):
         print(__doc__)
         return 2
     dump, work = sys.argv[1], sys.argv[2]
+    only = sys.argv[3] if len(sys.argv) == 4 else ""
     os.makedirs(work, exist_ok=True)
     start = time.time()
-    items = corpus()
+    items = [(name, data) for name, data in corpus() if only in name]
     failures = []
     mean, std = 0.5, 0.5
     for name, data in items:
