@@ -28,7 +28,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (text.starts_with("data:")) {
     url = ParseDataUrl(text);
     if (!url.ok()) {
-      if (url.status().message().empty() || url.status().code() != k3::StatusCode::kInvalidArgument) std::abort();
+      if (url.status().message().empty() || url.status().code() != k3::StatusCode::kInvalidArgument)
+        std::abort();
       return 0;
     }
     bytes = std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(url->bytes.data()), url->bytes.size());
@@ -36,7 +37,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   auto out = ProcessImage(bytes, config, limits, mime);
   if (!out.ok()) {
-    if (out.status().message().empty() || out.status().code() != k3::StatusCode::kInvalidArgument) std::abort();
+    if (out.status().message().empty() || out.status().code() != k3::StatusCode::kInvalidArgument)
+      std::abort();
     return 0;
   }
   const ImageGeometry& g = out->geometry;

@@ -67,7 +67,7 @@ struct JpegHeader {
 };
 
 bool ReadJpegHeader(jpeg_decompress_struct* cinfo, JpegError* err, const uint8_t* data, size_t size,
-                JpegHeader* header) {
+                    JpegHeader* header) {
   if (setjmp(err->jump)) return false;
   jpeg_mem_src(cinfo, data, static_cast<unsigned long>(size));
   jpeg_read_header(cinfo, TRUE);
@@ -79,7 +79,7 @@ bool ReadJpegHeader(jpeg_decompress_struct* cinfo, JpegError* err, const uint8_t
 }
 
 bool ReadJpegPixels(jpeg_decompress_struct* cinfo, JpegError* err, J_COLOR_SPACE out_space, uint8_t* out,
-                size_t row_bytes) {
+                    size_t row_bytes) {
   if (setjmp(err->jump)) return false;
   cinfo->out_color_space = out_space;
   jpeg_start_decompress(cinfo);

@@ -58,7 +58,8 @@ bool ReadPngHeader(png_structp png, png_infop info, PngHeader* header) {
 }
 
 // Sets the transforms and reads every row (all passes when interlaced).
-bool ReadPngRows(png_structp png, png_infop info, const PngHeader* header, png_bytep* rows, bool gray_to_rgb) {
+bool ReadPngRows(png_structp png, png_infop info, const PngHeader* header, png_bytep* rows,
+                 bool gray_to_rgb) {
   if (setjmp(png_jmpbuf(png))) return false;
   if (header->bit_depth == 16 && header->color_type != PNG_COLOR_TYPE_GRAY) png_set_strip_16(png);
   if (header->bit_depth < 8) {

@@ -257,6 +257,16 @@ TEST(HostileInputTest, HugeHeadersAreRefusedBeforeDecoding) {
   Bytes gif = testing::Gif(Bytes(4, 0), 2, 2, -1);
   gif[6] = gif[7] = gif[8] = gif[9] = 0xFF;  // logical screen 65535 x 65535
   ExpectRefused(gif, "gif image is 65535x65535");
+  // A 2x2 screen whose frame sits at x = 60000: the canvas Pillow would grow to is checked too.
+  Bytes far = testing::Gif(Bytes(4, 0), 2, 2, -1);
+  for (size_t i = 13 + 768; i + 2 < far.size(); ++i) {
+    if (far[i] == ',') {  // image descriptor: ',' left(2, little-endian) top(2) width(2) height(2) flags
+      far[i + 1] = 0x60;
+      far[i + 2] = 0xEA;
+      break;
+    }
+  }
+  ExpectRefused(far, "gif image is 60002x2; the largest side accepted is 32768");
   // WebP: an animated VP8X canvas of 60000 x 60000 in front of a real 1x1 lossless bitstream (libwebp
   // itself refuses canvases of 2^32 pixels or more, so 100000 x 100000 never reaches our check).
   const Bytes small = testing::Webp(Bytes(4, 255), 1, 1, true, true);

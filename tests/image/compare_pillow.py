@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Compares k3::image (through the image_dump tool) with Kimi K3's reference processor on Pillow.
 
-Usage: compare_pillow.py IMAGE_DUMP WORK_DIR
+Usage: compare_pillow.py IMAGE_DUMP WORK_DIR [NAME_SUBSTRING]
 Generates a deterministic corpus (every format and mode the server accepts, 1x1 to 4000x3000, odd sizes,
 extreme aspect ratios, images downscaled by each of the resize rule's limits) with Debian's
 python3-pil, runs the reference (k3_reference_processor.py) and image_dump on each file, and requires
@@ -156,54 +156,90 @@ def corpus():
     c.append(("gif_anim_trns_64x48", save(gframes[0], "GIF", save_all=True, append_images=gframes[1:], transparency=5, duration=50, loop=0)))
     c.append(("gif_gray_50x50", save(Image.fromarray(texture(50, 50, 1, 44)[:, :, 0]), "GIF")))
     c.append(("gif_p_7500x50", save(palette_image(7500, 50, 45, 128), "GIF")))
+    # A palette equal to the grey ramp opens as "L"; its transparent index becomes a grey key, compared
+    # after the bicubic resize in the downscaled one.
+    ramp = [v for i in range(256) for v in (i, i, i)]
+    for name, (w, h) in (("gif_ramp_trns_33x20", (33, 20)), ("gif_ramp_trns_7300x30", (7300, 30))):
+        grey = Image.fromarray(texture(w, h, 1, 46)[:, :, 0] // 8 * 8).convert("P")
+        grey.putpalette(ramp)
+        c.append((name, save(grey, "GIF", transparency=40, optimize=False)))
     return c
 
 
+# Other settings a checkpoint may ship, run on the small images with transparency: compositing before
+# the resize (the reference's default stage), a plain white background, and no transparent_bg_config
+# (alpha dropped), each with a patch budget of 6 so that every image is also downscaled. Exercises
+# ParseProcessorConfig through image_dump's config argument.
+VARIANTS = {
+    "before_resize": dict(ref.K3_CONFIG, transparent_bg_fill_stage="before_resize", in_patch_limit=6),
+    "white_after": dict(ref.K3_CONFIG, transparent_bg_config={"pattern": "white"}, in_patch_limit=6),
+    "no_bg": {k: v for k, v in dict(ref.K3_CONFIG, in_patch_limit=6).items() if k != "transparent_bg_config"},
+}
+
+
+def compare(name, path, image, dump, work, cfg=None):
+    """Runs both sides; returns (line, failure or None)."""
+    mode = image.mode
+    patches, grid, size = ref.process(image, cfg or ref.K3_CONFIG)
+    prefix = os.path.join(work, name)
+    args = [dump, path, prefix]
+    if cfg is not None:
+        with open(prefix + ".cfg.json", "w") as f:
+            json.dump({"media_proc_cfg": cfg}, f)
+        args.append(prefix + ".cfg.json")
+    run = subprocess.run(args, capture_output=True, text=True)
+    if run.returncode != 0:
+        return None, f"{name}: image_dump failed: {run.stdout.strip()} {run.stderr.strip()}"
+    with open(prefix + ".json") as f:
+        got = json.load(f)
+    ours = np.fromfile(prefix + ".f32", dtype=np.float32)
+    os.remove(prefix + ".f32")
+    want_geom = (image.size[0], image.size[1], size["new_width"], size["new_height"], grid[0], grid[1], size["num_tokens"])
+    got_geom = (got["width"], got["height"], got["resized_width"], got["resized_height"], got["grid_h"], got["grid_w"], got["num_tokens"])
+    if want_geom != got_geom:
+        return None, f"{name}: geometry {got_geom} != reference {want_geom}"
+    if ours.size != patches.size:
+        return None, f"{name}: {ours.size} values, reference {patches.size}"
+    diff = np.abs(ours.reshape(-1) * 0.5 - patches.reshape(-1) * 0.5)  # [0, 1] scale (std 0.5)
+    worst = float(diff.max()) if diff.size else 0.0
+    off = int((diff > 1e-6).sum())
+    line = (f"{name:40s} {mode:5s}->{got['mode']:5s} {image.size[0]}x{image.size[1]} -> "
+            f"{got['resized_width']}x{got['resized_height']} tokens {got['num_tokens']:6d} "
+            f"max|diff| {worst * 255:.3f}/255 ({off} values differ)")
+    if worst > TOLERANCE:
+        return line, f"{name}: max difference {worst * 255:.3f}/255 > 1/255"
+    return line, None
+
+
 def main():
-    if len(sys.argv) != 3:
+    if len(sys.argv) not in (3, 4):
         print(__doc__)
         return 2
     dump, work = sys.argv[1], sys.argv[2]
+    only = sys.argv[3] if len(sys.argv) == 4 else ""
     os.makedirs(work, exist_ok=True)
     start = time.time()
-    items = corpus()
+    items = [(name, data) for name, data in corpus() if only in name]
     failures = []
-    mean, std = 0.5, 0.5
+    runs = 0
     for name, data in items:
         path = os.path.join(work, name + "." + name.split("_")[0])
         with open(path, "wb") as f:
             f.write(data)
+        configs = [(name, None)]
         image = Image.open(path)
-        mode = image.mode
-        patches, grid, size = ref.process(image)
-        prefix = os.path.join(work, name)
-        run = subprocess.run([dump, path, prefix], capture_output=True, text=True)
-        if run.returncode != 0:
-            failures.append(f"{name}: image_dump failed: {run.stdout.strip()} {run.stderr.strip()}")
-            continue
-        with open(prefix + ".json") as f:
-            got = json.load(f)
-        ours = np.fromfile(prefix + ".f32", dtype=np.float32)
-        os.remove(prefix + ".f32")
-        want_geom = (image.size[0], image.size[1], size["new_width"], size["new_height"], grid[0], grid[1], size["num_tokens"])
-        got_geom = (got["width"], got["height"], got["resized_width"], got["resized_height"], got["grid_h"], got["grid_w"], got["num_tokens"])
-        if want_geom != got_geom:
-            failures.append(f"{name}: geometry {got_geom} != reference {want_geom}")
-            continue
-        if ours.size != patches.size:
-            failures.append(f"{name}: {ours.size} values, reference {patches.size}")
-            continue
-        diff = np.abs(ours.reshape(-1) * std - patches.reshape(-1) * std)  # [0, 1] scale
-        worst = float(diff.max()) if diff.size else 0.0
-        off = int((diff > 1e-6).sum())
-        print(f"{name:32s} {mode:5s}->{got['mode']:5s} {image.size[0]}x{image.size[1]} -> "
-              f"{got['resized_width']}x{got['resized_height']} tokens {got['num_tokens']:6d} "
-              f"max|diff| {worst * 255:.3f}/255 ({off} values differ)")
-        if worst > TOLERANCE:
-            failures.append(f"{name}: max difference {worst * 255:.3f}/255 > 1/255")
-        del patches, ours, diff
+        has_alpha = "A" in image.getbands() or "transparency" in image.info
+        if has_alpha and image.size[0] * image.size[1] <= 1 << 20:
+            configs += [(f"{name}@{variant}", cfg) for variant, cfg in VARIANTS.items()]
+        for run_name, cfg in configs:
+            line, failure = compare(run_name, path, Image.open(path), dump, work, cfg)
+            runs += 1
+            if line:
+                print(line)
+            if failure:
+                failures.append(failure)
         os.remove(path)
-    print(f"{len(items)} images in {time.time() - start:.1f} s")
+    print(f"{len(items)} images, {runs} runs in {time.time() - start:.1f} s")
     for f in failures:
         print("FAIL", f)
     return 1 if failures else 0
