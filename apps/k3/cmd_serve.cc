@@ -10,12 +10,14 @@
 // would change behaviour we do not have (another parser, tensor parallelism > 1) are clear errors.
 #include <algorithm>
 #include <cstdlib>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
+#include <nlohmann/json.hpp>
 
 #include "apps/k3/commands.h"
 #include "apps/k3/embedded_model.h"
@@ -67,6 +69,31 @@ int64_t ParseSize(const std::string& text) {
   }
   if (value < 0 || value * scale > 9e18) return -1;
   return static_cast<int64_t>(value * scale);
+}
+
+// --limit-mm-per-prompt '{"image": N}' (vLLM's JSON): the image limit; video (K3 servers take none) or
+// another modality with a count above 0 is an error naming the fix.
+Result<int64_t> ParseImageLimit(const std::string& text) {
+  const nlohmann::json parsed = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!parsed.is_object()) {
+    return InvalidArgument("--limit-mm-per-prompt {}: expected a JSON object such as '{{\"image\": 4}}'",
+                           text);
+  }
+  int64_t images = 16;
+  for (const auto& [modality, value] : parsed.items()) {
+    if (!value.is_number_integer() || value.get<int64_t>() < 0) {
+      return InvalidArgument("--limit-mm-per-prompt: \"{}\" must be a count >= 0", modality);
+    }
+    if (modality == "image") {
+      images = value.get<int64_t>();
+    } else if (value.get<int64_t>() > 0) {
+      return InvalidArgument(
+          "--limit-mm-per-prompt: \"{}\" is not supported (Kimi K3 servers take images only); "
+          "set it to 0 or leave it out",
+          modality);
+    }
+  }
+  return images;
 }
 
 }  // namespace
@@ -122,6 +149,11 @@ void RegisterServeCommand(CLI::App& app) {
     bool disable_access_log = false;
     double swap_space = 0;
     HttpFlags http;  // TLS, CORS
+    // Images (vLLM's multimodal flags).
+    std::string limit_mm_per_prompt;
+    std::vector<std::string> allowed_media_domains;
+    std::string allowed_local_media_path;
+    std::string max_image_bytes = "20MiB";
   };
   auto f = std::make_shared<Flags>();
   CLI::App* cmd = app.add_subcommand("serve", "OpenAI-compatible server (vLLM command line accepted)");
@@ -244,6 +276,19 @@ void RegisterServeCommand(CLI::App& app) {
   cmd->add_option("--swap-space", f->swap_space, "accepted (the cache lives in host memory already)")
       ->group(compat);
 
+  cmd->add_option("--limit-mm-per-prompt", f->limit_mm_per_prompt,
+                  "most images one prompt may hold, as JSON: '{\"image\": N}' (default 16; video: refused)")
+      ->group("Images");
+  cmd->add_option(
+         "--allowed-media-domains", f->allowed_media_domains,
+         "hosts whose http(s) image URLs may be fetched (default: none; redirects are checked again)")
+      ->group("Images");
+  cmd->add_option("--allowed-local-media-path", f->allowed_local_media_path,
+                  "a directory whose files file: image URLs may read (default: none)")
+      ->group("Images");
+  cmd->add_option("--max-image-bytes", f->max_image_bytes, "largest image file accepted, encoded")
+      ->capture_default_str()
+      ->group("Images");
   AddGroupFlags(cmd, &f->group, "Distributed (vLLM's multiprocessing executor flags)");
   AddHttpFlags(cmd, &f->http);
   cmd->add_flag("--dry-run", f->dry_run,
@@ -309,6 +354,19 @@ void RegisterServeCommand(CLI::App& app) {
     }
 
     server::ServeConfig config;
+    if (!f->limit_mm_per_prompt.empty()) {
+      Result<int64_t> images = ParseImageLimit(f->limit_mm_per_prompt);
+      if (!images.ok()) return fail(std::string(images.status().message()));
+      config.max_images_per_prompt = *images;
+    }
+    config.media_fetch.allowed_domains = f->allowed_media_domains;
+    config.media_fetch.allowed_local_path = f->allowed_local_media_path;
+    if (!f->allowed_local_media_path.empty() && !std::filesystem::is_directory(f->allowed_local_media_path)) {
+      return fail(fmt::format("--allowed-local-media-path {}: not a directory", f->allowed_local_media_path));
+    }
+    config.media_fetch.max_bytes = ParseSize(f->max_image_bytes);
+    if (config.media_fetch.max_bytes <= 0)
+      return fail(fmt::format("--max-image-bytes {}: expected a size like 20MiB", f->max_image_bytes));
     config.http.host = f->host;
     config.http.port = static_cast<uint16_t>(f->port);
     config.http.io_threads = f->io_threads;

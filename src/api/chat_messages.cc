@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "src/api/image_parts.h"
+
 namespace k3::api {
 namespace {
 
@@ -12,8 +14,9 @@ bool IsRole(const std::string& role) {
   return role == "system" || role == "developer" || role == "user" || role == "assistant" || role == "tool";
 }
 
-// content: a string, or an array of {"type": "text", "text": string} parts; null only when allowed.
-void CheckContent(FieldReader& message, bool null_allowed) {
+// content: a string, or an array of {"type": "text", "text": string} parts and (where images_allowed)
+// image parts (image_parts.h; loaded later, by LoadImages); null only when allowed.
+void CheckContent(FieldReader& message, bool null_allowed, bool images_allowed) {
   const nlohmann::json* content = message.Get("content");
   const std::string path = message.Path("content");
   if (content == nullptr) {
@@ -36,12 +39,19 @@ void CheckContent(FieldReader& message, bool null_allowed) {
     const auto type = part.String("type");
     if (!part.ok()) return;
     if (!type) {
-      part.Fail(part.Path("type"), "required (\"text\")");
+      part.Fail(part.Path("type"), "required (\"text\" or \"image_url\")");
+    } else if (*type == "image_url" || *type == "input_image") {
+      if (!images_allowed) {
+        part.Fail(part.Path("type"), "an assistant message cannot hold an image");
+      } else if (!ImagePartUrl((*content)[i])) {
+        part.Fail(part.Path("image_url"), "required: a URL string, or an object with a string \"url\"");
+      }
+    } else if (*type == "video_url" || *type == "input_video" || *type == "video") {
+      part.Fail(part.Path("type"), "video input is not supported: Kimi K3 servers take images only");
     } else if (*type != "text") {
-      part.Fail(part.Path("type"),
-                fmt::format("content parts of type \"{}\" are not supported: k3stack serves "
-                            "text only (use \"text\" parts)",
-                            *type));
+      part.Fail(part.Path("type"), fmt::format("content parts of type \"{}\" are not supported (use \"text\" "
+                                               "or \"image_url\" parts)",
+                                               *type));
     } else if (!part.String("text") && part.ok()) {
       part.Fail(part.Path("text"), "required (a string)");
     }
@@ -108,7 +118,7 @@ std::optional<nlohmann::json> ReadMessages(FieldReader& fields, int64_t max_mess
     }
     if (!message.ok()) return std::nullopt;
     message.String("name");
-    CheckContent(message, /*null_allowed=*/*role == "assistant");
+    CheckContent(message, /*null_allowed=*/*role == "assistant", /*images_allowed=*/*role != "assistant");
     if (*role == "assistant") {
       message.String("reasoning_content");
       message.String("reasoning");

@@ -6,6 +6,7 @@
 #include "src/api/chat_messages.h"
 #include "src/api/chat_options.h"
 #include "src/api/errors.h"
+#include "src/api/image_parts.h"
 #include "src/api/json_fields.h"
 #include "src/api/openai.h"
 #include "src/api/sampling_fields.h"
@@ -62,12 +63,16 @@ std::optional<ChatPlan> ParseChatCompletion(std::string_view body, const ServerC
     return std::nullopt;
   }
 
+  std::vector<LoadedImage> images;
+  if (!LoadImages(*messages, ctx, &images, error)) return std::nullopt;
+  options.render.images = RenderImageParts(images);
   Result<chat::RenderedPrompt> rendered = chat::RenderXtml(*ctx.tokenizer, *messages, options.render);
   if (!rendered.ok()) {
     *error = FieldError("messages", rendered.status().message());
     return std::nullopt;
   }
   plan.request.prompt.assign(rendered->ids.begin(), rendered->ids.end());
+  plan.request.images = PromptImages(images, rendered->images);
   plan.prompt_tokens = static_cast<int64_t>(plan.request.prompt.size());
   if (default_max_tokens)
     sampling.max_tokens = DefaultMaxTokens(*ctx.sampling_defaults.max_tokens, plan.prompt_tokens, ctx);

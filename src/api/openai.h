@@ -32,6 +32,8 @@
 
 namespace k3::api {
 
+struct MediaSettings;
+
 // An OpenAI-shaped error: {"error": {"message", "type", "param", "code"}} with its HTTP status.
 struct ApiError {
   int http_status = 400;
@@ -64,6 +66,8 @@ struct ServerContext {
                                         // (vLLM without --reasoning-parser)
   bool reasoning_alias = true;          // also send reasoning text as "reasoning" (vLLM >= 0.11 name)
   SamplingDefaults sampling_defaults;   // generation config: what a request that omits a field gets
+  // Images (image_parts.h): the processor, limits and URL fetcher; null: image parts are a 400.
+  std::shared_ptr<const MediaSettings> media;
 };
 
 // A validated /v1/chat/completions request, ready for Engine::Submit.

@@ -13,6 +13,7 @@
 #include <spdlog/spdlog.h>
 #include <nlohmann/json.hpp>
 
+#include "src/api/image_parts.h"
 #include "src/api/openai.h"
 #include "src/base/file.h"
 #include "src/base/open_files.h"
@@ -142,6 +143,36 @@ Status LoadModel(const ServeConfig& config, const std::string& dir, ThreadPool* 
   return OkStatus();
 }
 
+// What image requests are checked against: the checkpoint's image processor (preprocessor_config.json; K3's
+// published values when a checkpoint with a tower has none), the decode limits, the per-prompt limit and
+// the URL fetcher the flags allow.
+Result<std::shared_ptr<const api::MediaSettings>> MediaFor(const ServeConfig& config, const std::string& dir,
+                                                           bool has_vision) {
+  auto media = std::make_shared<api::MediaSettings>();
+  media->model_has_vision = has_vision;
+  media->max_images_per_prompt = config.max_images_per_prompt;
+  media->limits = image::DefaultDecodeLimits();
+  media->processor = image::K3ProcessorConfig();
+  if (!has_vision) return std::shared_ptr<const api::MediaSettings>(std::move(media));
+  const std::string path = dir + "/preprocessor_config.json";
+  if (!RemoteModelUri(dir) && std::filesystem::exists(path)) {
+    K3_ASSIGN_OR_RETURN(std::string text, ReadFileToString(path));
+    K3_ASSIGN_OR_RETURN(media->processor, image::ParseProcessorConfig(text, path));
+  } else {
+    spdlog::info(
+        "images: no preprocessor_config.json beside the checkpoint; using Kimi K3's published values");
+  }
+  media->limits.max_bytes = config.media_fetch.max_bytes;
+  auto fetcher = std::make_shared<MediaFetcher>(config.media_fetch);
+  if (fetcher->AllowsAnyUrl())
+    media->fetch = [fetcher](const std::string& url) { return fetcher->Fetch(url); };
+  spdlog::info(
+      "images: on (at most {} per prompt; URLs: data:{}{})", media->max_images_per_prompt,
+      config.media_fetch.allowed_domains.empty() ? "" : ", http(s) of --allowed-media-domains",
+      config.media_fetch.allowed_local_path.empty() ? "" : ", file: under --allowed-local-media-path");
+  return std::shared_ptr<const api::MediaSettings>(std::move(media));
+}
+
 Status Load(const ServeConfig& config, OpenAiService* service, const std::string& served_name,
             std::function<void(const Status&)> on_failure, model::LoadProgress* progress, Loaded* out) {
   progress->SetPhase("resolving the model");
@@ -175,6 +206,7 @@ Status Load(const ServeConfig& config, OpenAiService* service, const std::string
                cfg.num_layers, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   progress->SetPhase("starting the engine (memory plan, cache)");
   engine::EngineOptions engine_options = config.engine;
+  engine_options.image_encoder = model->image_encoder();
   if (out->member.leader != nullptr) {  // a failed step is the group's failure, which on_failure reports
     engine_options.on_fatal = [](const Status&) {};
   }
@@ -210,6 +242,7 @@ Status Load(const ServeConfig& config, OpenAiService* service, const std::string
     if (id.ok()) ctx.eos_token_ids.push_back(static_cast<int32_t>(*id));
   }
   ctx.created = static_cast<int64_t>(std::time(nullptr));
+  K3_ASSIGN_OR_RETURN(ctx.media, MediaFor(config, dir, model->image_encoder() != nullptr));
   ctx.enable_auto_tool_choice = config.enable_auto_tool_choice;
   ctx.reasoning_parser = config.reasoning_parser;
   spdlog::info("tool_choice auto {}; reasoning {}",

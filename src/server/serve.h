@@ -18,6 +18,7 @@
 #include "src/engine/engine.h"
 #include "src/model/remote_checkpoint.h"
 #include "src/server/http_server.h"
+#include "src/server/media_fetch.h"
 #include "src/storage/open_store.h"
 
 namespace k3::server {
@@ -48,6 +49,10 @@ struct ServeConfig {
   // --load-max-inflight-mib).
   storage::StoreOptions store;
   model::RemoteLoadOptions remote_load;
+  // Images (a checkpoint with a vision tower): at most this many per prompt (--limit-mm-per-prompt), and
+  // where http(s) / file: image URLs may be read from (--allowed-media-domains, --allowed-local-media-path).
+  int64_t max_images_per_prompt = 16;
+  MediaFetchOptions media_fetch;
 };
 
 // Exit code of a rank whose group lost a rank (a crash, a kill, a network partition) or never formed.
