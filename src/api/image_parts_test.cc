@@ -9,6 +9,7 @@
 
 #include "src/api/api_test_util.h"
 #include "src/api/openai.h"
+#include "src/api/responses.h"
 #include "src/base/base64.h"
 #include "src/image/image_test_files.h"
 
@@ -100,6 +101,48 @@ TEST(ImagePartsTest, ImagesInToolResultsAndResponsesStyleParts) {
   ASSERT_TRUE(plan.has_value()) << error.message;
   ASSERT_EQ(plan->request.images.size(), 1u);
   EXPECT_EQ(plan->request.images[0].num_pads, 1);
+}
+
+// Responses input_image parts reach the same path; errors name the Responses input, not the chat message.
+TEST(ImagePartsTest, ResponsesInputImages) {
+  const ServerContext ctx = VisionContext();
+  ApiError error;
+  auto plan = ParseResponses(
+      R"({"model": "Kimi-K3", "instructions": "be brief", "input": [{"role": "user", "content": [
+      {"type": "input_text", "text": "what is it"}, {"type": "input_image", "image_url": ")" +
+          DataUrl(PngOf(60, 30, 6)) + R"("}]}]})",
+      ctx, &error);
+  ASSERT_TRUE(plan.has_value()) << error.message;
+  ASSERT_EQ(plan->chat.request.images.size(), 1u);
+  EXPECT_EQ(plan->chat.request.images[0].num_pads,
+            image::PlanGeometry({60, 30}, ctx.media->processor).num_tokens);
+  auto bad =
+      ParseResponses(R"({"model": "Kimi-K3", "instructions": "x", "input": [{"role": "user", "content": [
+      {"type": "input_text", "text": "what"}, {"type": "input_image", "image_url": "data:image/png;base64,AAAA"}]}]})",
+                     ctx, &error);
+  ASSERT_FALSE(bad.has_value());
+  EXPECT_EQ(error.param, "input[0].content[1].image_url") << error.message;
+  EXPECT_EQ(error.message.rfind("input[0].content[1].image_url", 0), 0u) << error.message;
+}
+
+// /tokenize with messages counts an image as chat completions' usage does.
+TEST(ImagePartsTest, TokenizeCountsImagesAsTheChatPrompt) {
+  const ServerContext ctx = VisionContext();
+  const std::string parts = R"({"type": "text", "text": "see"}, )" + ImagePart(DataUrl(PngOf(300, 200, 7)));
+  ApiError error;
+  auto plan = ParseChatCompletion(ChatWith(parts), ctx, &error);
+  ASSERT_TRUE(plan.has_value()) << error.message;
+  auto body = Tokenize(R"({"model": "Kimi-K3", "messages": [{"role": "user", "content": [)" + parts + "]}]}",
+                       ctx, &error);
+  ASSERT_TRUE(body.has_value()) << error.message;
+  EXPECT_EQ(nlohmann::json::parse(*body)["count"].get<int64_t>(), plan->prompt_tokens);
+  auto bad = Tokenize(
+      R"({"messages": [{"role": "user", "content": [)" + ImagePart("data:image/png;base64,AAAA") + "]}]}",
+      ctx, &error);
+  ASSERT_FALSE(bad.has_value());
+  EXPECT_EQ(error.param, "messages[0].content[0].image_url");
+  EXPECT_EQ(error.message.find("messages[0].content[0].image_url: messages"), std::string::npos)
+      << error.message;
 }
 
 struct BadImage {

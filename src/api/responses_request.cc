@@ -1,7 +1,9 @@
 // POST /v1/responses: the request translated into the chat completion it means (responses.h), then
 // validated by ParseChatCompletion.
+#include <cstdlib>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -32,6 +34,9 @@ constexpr const char* kSameFields[] = {"model",
 class Translator {
  public:
   explicit Translator(const json& request) : request_(request) {}
+
+  // Where chat message k's content came from ("input[3].content"), for error paths.
+  const std::vector<std::string>& content_paths() const { return content_paths_; }
 
   // The chat body, or nullopt with *error set.
   std::optional<json> Run(ApiError* error) {
@@ -74,14 +79,18 @@ class Translator {
     if (auto it = request_.find(key); it != request_.end() && !it->is_null()) Fail(key, message);
   }
 
-  // Text of a content value: a string, or input_text / output_text parts.
-  std::optional<std::string> Text(const json& content, const std::string& path) {
-    if (content.is_string()) return content.get<std::string>();
+  // A content value as chat content: a string, the text of input_text / output_text parts, or (when it
+  // holds input_image parts) an array of text and image_url parts in the same order, so part j of the chat
+  // message is part j here.
+  std::optional<json> Content(const json& content, const std::string& path) {
+    if (content.is_string()) return content;
     if (!content.is_array()) {
       Fail(path, std::string("expected a string or an array of content parts, got ") + JsonTypeName(content));
       return std::nullopt;
     }
     std::string text;
+    json parts = json::array();
+    bool images = false;
     for (size_t i = 0; i < content.size(); ++i) {
       const json& part = content[i];
       const std::string part_path = fmt::format("{}[{}]", path, i);
@@ -93,14 +102,22 @@ class Translator {
           return std::nullopt;
         }
         text += it->get<std::string>();
+        parts.push_back({{"type", "text"}, {"text", *it}});
+      } else if (type == "input_image") {
+        if (part.contains("file_id")) {
+          Fail(part_path + ".file_id", "is not supported (files are not stored): send image_url");
+          return std::nullopt;
+        }
+        images = true;
+        parts.push_back({{"type", "input_image"}, {"image_url", part.value("image_url", json())}});
       } else {
-        Fail(part_path + ".type",
-             fmt::format("'{}' is not supported (text parts only: input_text, output_text)",
-                         type.empty() ? std::string("(missing)") : type));
+        Fail(part_path + ".type", fmt::format("'{}' is not supported (input_text, output_text, input_image)",
+                                              type.empty() ? std::string("(missing)") : type));
         return std::nullopt;
       }
     }
-    return text;
+    if (images) return parts;
+    return json(text);
   }
 
   void Messages(json* messages) {
@@ -108,12 +125,14 @@ class Translator {
     if (auto it = request_.find("instructions"); it != request_.end() && !it->is_null()) {
       if (!it->is_string()) return Fail("instructions", "expected a string");
       messages->push_back({{"role", "system"}, {"content", *it}});
+      content_paths_.push_back("instructions");
     }
     auto input = request_.find("input");
     if (input == request_.end() || input->is_null())
       return Fail("input", "required (a string or an array of items)");
     if (input->is_string()) {
       messages->push_back({{"role", "user"}, {"content", *input}});
+      content_paths_.push_back("input");
       return;
     }
     if (!input->is_array())
@@ -131,9 +150,12 @@ class Translator {
           return Fail(path + ".role", "expected user, system, developer or assistant");
         auto content = item.find("content");
         if (content == item.end()) return Fail(path + ".content", "required");
-        auto text = Text(*content, path + ".content");
-        if (!text) return;
-        messages->push_back({{"role", role}, {"content", std::move(*text)}});
+        auto chat_content = Content(*content, path + ".content");
+        if (!chat_content) return;
+        if (role == "assistant" && chat_content->is_array())
+          return Fail(path + ".content", "an assistant message cannot hold an image");
+        messages->push_back({{"role", role}, {"content", std::move(*chat_content)}});
+        content_paths_.push_back(path + ".content");
       } else if (type == "function_call") {
         json call = {
             {"id", item.value("call_id", item.value("id", ""))},
@@ -146,14 +168,17 @@ class Translator {
         } else {
           messages->push_back(
               {{"role", "assistant"}, {"content", nullptr}, {"tool_calls", json::array({call})}});
+          content_paths_.push_back(path);
         }
       } else if (type == "function_call_output") {
         auto output = item.find("output");
         if (output == item.end()) return Fail(path + ".output", "required");
-        auto text = Text(*output, path + ".output");
-        if (!text) return;
-        messages->push_back(
-            {{"role", "tool"}, {"tool_call_id", item.value("call_id", "")}, {"content", *text}});
+        auto chat_content = Content(*output, path + ".output");
+        if (!chat_content) return;
+        messages->push_back({{"role", "tool"},
+                             {"tool_call_id", item.value("call_id", "")},
+                             {"content", std::move(*chat_content)}});
+        content_paths_.push_back(path + ".output");
       } else if (type == "reasoning") {
         continue;  // earlier reasoning is not sent back to the model (the chat template drops it too)
       } else {
@@ -203,7 +228,21 @@ class Translator {
 
   const json& request_;
   ApiError error_;
+  std::vector<std::string> content_paths_;
 };
+
+// A chat error naming "messages[k].content..." names the Responses input it came from instead.
+void RenameChatPath(const std::vector<std::string>& content_paths, ApiError* error) {
+  if (error->param.rfind("messages[", 0) != 0) return;
+  const size_t close = error->param.find(']');
+  const size_t k = static_cast<size_t>(std::strtoul(error->param.c_str() + 9, nullptr, 10));
+  const std::string chat_prefix = error->param.substr(0, close + 1) + ".content";
+  if (k >= content_paths.size() || error->param.rfind(chat_prefix, 0) != 0) return;
+  const std::string renamed = content_paths[k] + error->param.substr(chat_prefix.size());
+  if (error->message.rfind(error->param, 0) == 0)
+    error->message = renamed + error->message.substr(error->param.size());
+  error->param = renamed;
+}
 
 }  // namespace
 
@@ -211,10 +250,14 @@ std::optional<ResponsesPlan> ParseResponses(std::string_view body, const ServerC
                                             ApiError* error) {
   std::optional<json> request = ParseRequestBody(body, error);
   if (!request) return std::nullopt;
-  std::optional<json> chat = Translator(*request).Run(error);
+  Translator translator(*request);
+  std::optional<json> chat = translator.Run(error);
   if (!chat) return std::nullopt;
   auto plan = ParseChatCompletion(chat->dump(), ctx, error);
-  if (!plan) return std::nullopt;
+  if (!plan) {
+    RenameChatPath(translator.content_paths(), error);
+    return std::nullopt;
+  }
   ResponsesPlan out;
   out.stream = plan->stream;
   out.chat = std::move(*plan);

@@ -4,6 +4,7 @@
 #include "src/api/chat_messages.h"
 #include "src/api/chat_options.h"
 #include "src/api/errors.h"
+#include "src/api/image_parts.h"
 #include "src/api/json_dump.h"
 #include "src/api/json_fields.h"
 #include "src/api/openai.h"
@@ -40,6 +41,16 @@ std::optional<std::vector<tokenizer::TokenId>> ChatIds(FieldReader& fields, cons
     options.tools = *tools;
   options.add_generation_prompt = fields.Bool("add_generation_prompt").value_or(true);
   if (!fields.ok()) return std::nullopt;
+  // Image parts count as chat completions count them (the processor's pads), so /tokenize agrees with
+  // usage.prompt_tokens.
+  std::vector<LoadedImage> images;
+  ApiError image_error;
+  if (!LoadImages(*messages, ctx, &images, &image_error)) {
+    fields.Fail(image_error.param, image_error.message.substr(
+                                       std::min(image_error.message.size(), image_error.param.size() + 2)));
+    return std::nullopt;
+  }
+  options.images = RenderImageParts(images);
   Result<chat::RenderedPrompt> rendered = chat::RenderXtml(*ctx.tokenizer, *messages, options);
   if (!rendered.ok()) {
     fields.Fail("messages", rendered.status().message());
