@@ -37,8 +37,9 @@ void SetVocabulary(io::ModelConfig& cfg, int64_t num_ranks) {
 
 // A vision tower with K3's architecture switches (vision.md §1, §3), projecting to the text width; the
 // RMSNorm eps is float32's epsilon (docs/formats.md "Vision tower").
-io::VisionConfig VisionTower(const io::ModelConfig& text, int64_t hidden, int64_t layers, int64_t heads,
-                             int64_t qkv_hidden, int64_t mlp, int64_t grid_height, int64_t grid_width) {
+io::VisionConfig PresetVisionConfig(const io::ModelConfig& text, int64_t hidden, int64_t layers,
+                                    int64_t heads, int64_t qkv_hidden, int64_t mlp, int64_t grid_height,
+                                    int64_t grid_width) {
   io::VisionConfig v;
   v.patch_size = 14;
   v.hidden_size = hidden;
@@ -100,7 +101,7 @@ GeneratorPreset TinyK3() {
   SetLayerPattern(cfg);
   // Tiny tower: 2 blocks of width 64, 4 heads of 24 (qkv 96 != hidden, as K3's 1536 != 1024), MLP 128,
   // a 10 x 16 position grid (not square, so rows and columns cannot be confused).
-  cfg.vision = VisionTower(cfg, 64, 2, 4, 96, 128, 10, 16);
+  cfg.vision = PresetVisionConfig(cfg, 64, 2, 4, 96, 128, 10, 16);
   return GeneratorPreset{"tiny-k3", cfg, 1u << 20};
 }
 
@@ -162,7 +163,7 @@ GeneratorPreset MiniK3() {
   cfg.max_position_embeddings = 131072;
   SetLayerPattern(cfg);
   // K3's tower at its real widths (vision.md §1): 27 blocks of 1024, 12 heads of 128, MLP 4096, 64 x 64.
-  cfg.vision = VisionTower(cfg, 1024, 27, 12, 1536, 4096, 64, 64);
+  cfg.vision = PresetVisionConfig(cfg, 1024, 27, 12, 1536, 4096, 64, 64);
   return GeneratorPreset{"mini-k3", cfg, 512u << 20};
 }
 

@@ -15,7 +15,8 @@ through fp32 at the bf16 points. Two choices the official code leaves to its ker
 
 Per image: patches [N, 3*p*p] (normalised pixels, raster order, channel-first patches) are rounded to
 bf16 (the model's dtype), embedded by the [h, 3, p, p] conv weight, the learned [H, W, h] position grid is
-resized to the patch grid with F.interpolate(bilinear, align_corners=False) and added; blocks; final norm;
+resized to the patch grid as F.interpolate(bilinear, align_corners=False) resizes a bf16 tensor on CUDA
+(fp32 math, resize_bilinear_f32) and added; blocks; final norm;
 each 2x2 neighbourhood concatenated in the order (0,0), (0,1), (1,0), (1,1); projector
 Linear -> GELU(erf) -> Linear -> RMSNorm(eps projector_ln_eps). Output: [N/4, text_hidden] bf16.
 
@@ -52,7 +53,7 @@ def to_bf16(x):
 
 
 def wide(x):
-    return x.to(WIDE)
+    return x.to(WIDE)  # the module's WIDE at call time (make_vision_goldens.py's fp32 variant swaps it)
 
 
 def linear(x, w):
@@ -99,6 +100,35 @@ class VisionConfig:
         for key in ("attn_bias", "linear_bias", "patch_embed_proj_bias"):
             if g(key, False):
                 raise ValueError(f"vision_config.{key} is true: biases are not implemented")
+
+
+def resize_bilinear_f32(grid, out_h, out_w):
+    """grid [H, W, C] bf16 -> [out_h, out_w, C] float32, as PyTorch's bilinear upsampling kernel computes a
+    bf16 tensor on CUDA (F.interpolate(align_corners=False, antialias=False); accumulation type float):
+    source coordinate s = max(0, (i + 0.5) * in / out - 0.5), neighbours floor(s) and floor(s) + 1
+    (clamped), weights 1 - frac and frac, value h0 * (w0 * x00 + w1 * x01) + h1 * (w0 * x10 + w1 * x11),
+    every operation rounded to float32. (float64 here would round differently from the official fp32
+    for ~2 % of the grid's values after bf16 rounding: bilinear blends of bf16 values sit near ties.)"""
+    H, W, _ = grid.shape
+    g = grid.to(F32)
+
+    def taps(out, size):
+        scale = np.float32(size) / np.float32(out)
+        src = scale * (np.arange(out, dtype=np.float32) + np.float32(0.5)) - np.float32(0.5)
+        src = np.maximum(src, np.float32(0.0)).astype(np.float32)
+        i0 = np.minimum(src.astype(np.int64), size - 1)
+        l1 = (src - i0.astype(np.float32)).astype(np.float32)
+        l0 = (np.float32(1.0) - l1).astype(np.float32)
+        i1 = np.where(i0 < size - 1, i0 + 1, i0)
+        return (torch.from_numpy(i0), torch.from_numpy(i1), torch.from_numpy(l0), torch.from_numpy(l1))
+
+    y0, y1, h0, h1 = taps(out_h, H)
+    x0, x1, w0, w1 = taps(out_w, W)
+    h0, h1 = h0[:, None, None], h1[:, None, None]
+    w0, w1 = w0[None, :, None], w1[None, :, None]
+    top = w0 * g[y0][:, x0] + w1 * g[y0][:, x1]
+    bottom = w0 * g[y1][:, x0] + w1 * g[y1][:, x1]
+    return h0 * top + h1 * bottom
 
 
 def rope_tables(gh, gw, head_dim):
@@ -156,9 +186,7 @@ class VisionReference:
         if (gh, gw) == (cfg.pos_h, cfg.pos_w):
             pos = grid.reshape(N, h)
         else:
-            pos = F.interpolate(wide(grid).permute(2, 0, 1).unsqueeze(0), size=(gh, gw), mode="bilinear",
-                                align_corners=False)
-            pos = to_bf16(pos.squeeze(0).permute(1, 2, 0).reshape(N, h))
+            pos = resize_bilinear_f32(grid, gh, gw).reshape(N, h).to(BF16)
         hs = to_bf16(wide(emb) + wide(pos))
         cos, sin = rope_tables(gh, gw, cfg.head_dim)
         H, D = cfg.heads, cfg.head_dim
