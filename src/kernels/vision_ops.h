@@ -2,7 +2,7 @@
 // position grid, the 2-D rotary embedding, the two GELUs and the bidirectional attention of one image's
 // patches. Raw pointers and sizes in, like ops.h; activations are fp32 arrays holding bf16 values where
 // the reference rounds. Element-wise functions are plain loops (their definition); the attention is built
-// on MatMulF32 and Softmax (ops.h) and has a plain-loop reference, scalar::BidirectionalAttention.
+// on MatMulBf16 and Softmax (ops.h) and has a plain-loop reference, scalar::BidirectionalAttention.
 #pragma once
 
 #include <cstddef>
@@ -34,8 +34,9 @@ void GeluErfRoundBf16(float* x, size_t n);
 
 // Bidirectional multi-head attention over the T tokens of one image. qkv: [T, 3 * H * D], each row the
 // H query heads, then the H key heads, then the H value heads (D values each). out: [T, H * D] with
-// out[t, h] = sum_j p_j v_h[j], p = softmax_j((q_h[t] . k_h[j]) * scale), fp32, not rounded. Threaded
-// over (head, block of queries); allocates its working memory (K and V^T per head, scores per task).
+// out[t, h] = sum_j p_j v_h[j], p = softmax_j((q_h[t] . k_h[j]) * scale), fp32, not rounded. The keys
+// and values must hold bf16 values (they are kept as bf16 for MatMulBf16; the queries and p stay fp32).
+// Threaded over (head, block of queries); allocates its working memory (K and V^T per head, scores).
 void BidirectionalAttention(const float* qkv, size_t T, size_t H, size_t D, float scale, float* out,
                             ThreadPool* pool);
 
