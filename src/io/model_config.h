@@ -9,16 +9,19 @@
 // layer exactly once) is an InvalidArgument naming config.json, the field (JSON path, e.g.
 // text_config.linear_attn_config.kda_layers) and the fix. A well-formed value the engine does not
 // implement (another model_type, hidden_act, router, quantization format, RoPE in MLA, grouped routing)
-// is Unimplemented. Aliases: n_routed_experts, num_experts_per_tok, n_shared_experts, norm_topk_prob.
+// is Unimplemented. An optional "vision_config" (kimi_k3 only) is read by ParseVisionConfig
+// (vision_config.h). Aliases: n_routed_experts, num_experts_per_tok, n_shared_experts, norm_topk_prob.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json_fwd.hpp>
 
 #include "src/base/status.h"
+#include "src/io/vision_config.h"
 
 namespace k3::io {
 
@@ -85,6 +88,9 @@ struct ModelConfig {
   int64_t bos_token_id = -1;
   int64_t eos_token_id = -1;
   int64_t pad_token_id = -1;
+
+  // The vision tower (kimi_k3 with a "vision_config"); absent: a text-only model.
+  std::optional<VisionConfig> vision;
 
   // Derived facts (0-based layer index).
   AttentionKind LayerAttention(int64_t layer) const;

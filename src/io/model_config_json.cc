@@ -126,6 +126,12 @@ json ModelConfigToJson(const ModelConfig& cfg) {
     };
     AddTokenIds(cfg, &out);
   }
+  if (cfg.vision.has_value()) {
+    out["vision_config"] = VisionConfigToJson(*cfg.vision);
+    if (cfg.vision->media_placeholder_token_id >= 0) {
+      out["media_placeholder_token_id"] = cfg.vision->media_placeholder_token_id;
+    }
+  }
   if (cfg.experts_mxfp4) out["quantization_config"] = QuantizationJson(cfg);
   return out;
 }

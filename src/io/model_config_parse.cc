@@ -385,6 +385,18 @@ Result<ModelConfig> ParseModelConfig(const std::string& json_text, const std::st
       break;
     }
   }
+  if (top.Has({"vision_config"})) {
+    if (cfg.family != ModelFamily::kKimiK3) {
+      return Status(
+          StatusCode::kUnimplemented,
+          fmt::format("{}: field 'vision_config' is present in a \"{}\" config; k3stack implements the "
+                      "vision tower of \"kimi_k3\" checkpoints only",
+                      path_for_errors, cfg.model_type));
+    }
+    VisionConfig vision;
+    K3_RETURN_IF_ERROR(ParseVisionConfig(top, cfg.hidden_size, cfg.vocab_size, &vision));
+    cfg.vision = vision;
+  }
   return cfg;
 }
 

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -515,6 +516,134 @@ TEST(ModelConfigErrorTest, UnsupportedActivationAndRouter) {
   ExpectError(Parse(j), StatusCode::kUnimplemented, {"'text_config.topk_group' = 4", "group-restricted"});
   j["text_config"]["topk_group"] = 8;
   EXPECT_TRUE(Parse(j).ok());
+}
+
+// The published K3 vision_config (official KimiK3VisionConfig field names; docs/formats.md "Vision tower").
+json K3VisionJson() {
+  return json{{"patch_size", 14},
+              {"init_pos_emb_height", 64},
+              {"init_pos_emb_width", 64},
+              {"init_pos_emb_time", 4},
+              {"pos_emb_type", "divided_fixed"},
+              {"vt_num_attention_heads", 12},
+              {"vt_num_hidden_layers", 27},
+              {"vt_hidden_size", 1024},
+              {"vt_intermediate_size", 4096},
+              {"merge_kernel_size", {2, 2}},
+              {"video_attn_type", "spatial_temporal"},
+              {"merge_type", "sd2_tpool"},
+              {"_attn_implementation", "flash_attention_2"},
+              {"mm_projector_type", "patchmergerv2"},
+              {"projector_hidden_act", "gelu"},
+              {"projector_ln_eps", 1e-5},
+              {"qkv_hidden_size", 1536},
+              {"norm_type", "rmsnorm"},
+              {"attn_bias", false},
+              {"patch_embed_proj_bias", false},
+              {"mlp_type", "mlp2"},
+              {"linear_bias", false},
+              {"activation_func", "gelu_pytorch_tanh"},
+              {"pos_emb_interpolation_mode", "bilinear"},
+              {"text_hidden_size", 7168}};
+}
+
+TEST(VisionConfigTest, AbsentMeansTextOnly) {
+  json j = K3Json();
+  j.erase("vision_config");
+  auto cfg = Parse(j);
+  ASSERT_TRUE(cfg.ok()) << cfg.status().ToString();
+  EXPECT_FALSE(cfg->vision.has_value());
+  EXPECT_FALSE(ModelConfigToJson(*cfg).contains("vision_config"));
+}
+
+TEST(VisionConfigTest, ParsesRealK3VisionConfig) {
+  json j = K3Json();
+  j["vision_config"] = K3VisionJson();
+  j["media_placeholder_token_id"] = 163605;
+  auto cfg = Parse(j);
+  ASSERT_TRUE(cfg.ok()) << cfg.status().ToString();
+  ASSERT_TRUE(cfg->vision.has_value());
+  const VisionConfig& v = *cfg->vision;
+  EXPECT_EQ(v.patch_size, 14);
+  EXPECT_EQ(v.patch_values(), 588);
+  EXPECT_EQ(v.hidden_size, 1024);
+  EXPECT_EQ(v.num_layers, 27);
+  EXPECT_EQ(v.num_heads, 12);
+  EXPECT_EQ(v.head_dim(), 128);
+  EXPECT_EQ(v.intermediate_size, 4096);
+  EXPECT_EQ(v.pos_emb_height, 64);
+  EXPECT_EQ(v.pos_emb_width, 64);
+  EXPECT_EQ(v.merge_kernel_height, 2);
+  EXPECT_EQ(v.merge_kernel_width, 2);
+  EXPECT_EQ(v.merged_width(), 4096);
+  EXPECT_EQ(v.text_hidden_size, 7168);
+  EXPECT_EQ(v.rms_norm_eps, std::numeric_limits<float>::epsilon());
+  EXPECT_FLOAT_EQ(v.projector_ln_eps, 1e-5f);
+  EXPECT_EQ(v.media_placeholder_token_id, 163605);
+  // Round trip, and our own eps field overrides the default.
+  auto again = Parse(ModelConfigToJson(*cfg));
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(*again, *cfg);
+  j["vision_config"]["vt_rms_norm_eps"] = 0.0078125;
+  auto eps = Parse(j);
+  ASSERT_TRUE(eps.ok()) << eps.status().ToString();
+  EXPECT_EQ(eps->vision->rms_norm_eps, 0.0078125f);
+  // qkv_hidden_size null falls back to vt_hidden_size; text_hidden_size follows the text tower.
+  j["vision_config"]["qkv_hidden_size"] = nullptr;
+  j["vision_config"]["vt_num_attention_heads"] = 16;
+  j["vision_config"]["text_hidden_size"] = 2304;
+  auto defaults = Parse(j);
+  ASSERT_TRUE(defaults.ok()) << defaults.status().ToString();
+  EXPECT_EQ(defaults->vision->qkv_hidden_size, 1024);
+  EXPECT_EQ(defaults->vision->text_hidden_size, 7168);
+  // Absent fields get the official class's defaults (K3's values), as a trimmed copy relies on.
+  j = K3Json();
+  j["vision_config"] = json{{"vt_hidden_size", 1152}};
+  auto trimmed = Parse(j);
+  ASSERT_TRUE(trimmed.ok()) << trimmed.status().ToString();
+  EXPECT_EQ(trimmed->vision->hidden_size, 1152);
+  EXPECT_EQ(trimmed->vision->num_layers, 27);
+  EXPECT_EQ(trimmed->vision->qkv_hidden_size, 1536);
+  EXPECT_EQ(trimmed->vision->pos_emb_height, 64);
+}
+
+TEST(VisionConfigTest, ErrorsNameTheField) {
+  auto with = [](const char* key, json value) {
+    json j = K3Json();
+    j["vision_config"] = K3VisionJson();
+    j["vision_config"][key] = std::move(value);
+    return Parse(j);
+  };
+  ExpectError(with("vt_hidden_size", "big"), StatusCode::kInvalidArgument,
+              {"ckpt/config.json", "'vision_config.vt_hidden_size'", "integer"});
+  ExpectError(with("vt_num_hidden_layers", 0), StatusCode::kInvalidArgument,
+              {"'vision_config.vt_num_hidden_layers'", "must be in"});
+  ExpectError(with("merge_kernel_size", json{2, 2, 2}), StatusCode::kInvalidArgument,
+              {"'vision_config.merge_kernel_size'", "2 sizes"});
+  ExpectError(with("qkv_hidden_size", 1540), StatusCode::kInvalidArgument,
+              {"'vision_config.qkv_hidden_size'"});
+  ExpectError(with("vt_rms_norm_eps", -1.0), StatusCode::kInvalidArgument,
+              {"'vision_config.vt_rms_norm_eps'"});
+  ExpectError(with("merge_type", "sd2"), StatusCode::kUnimplemented,
+              {"'vision_config.merge_type'", "\"sd2\""});
+  ExpectError(with("mm_projector_type", "patchmerger"), StatusCode::kUnimplemented,
+              {"'vision_config.mm_projector_type'", "\"patchmerger\""});
+  ExpectError(with("pos_emb_interpolation_mode", "bicubic"), StatusCode::kUnimplemented,
+              {"'vision_config.pos_emb_interpolation_mode'", "bicubic"});
+  ExpectError(with("video_attn_type", "temporal"), StatusCode::kUnimplemented,
+              {"'vision_config.video_attn_type'"});
+  ExpectError(with("norm_type", "layernorm"), StatusCode::kUnimplemented, {"'vision_config.norm_type'"});
+  ExpectError(with("linear_bias", true), StatusCode::kUnimplemented, {"'vision_config.linear_bias'"});
+  json j = K3Json();
+  j["vision_config"] = K3VisionJson();
+  j["media_placeholder_token_id"] = 163840;
+  ExpectError(Parse(j), StatusCode::kInvalidArgument, {"'media_placeholder_token_id'"});
+  j = K3Json();
+  j["vision_config"] = "x";
+  ExpectError(Parse(j), StatusCode::kInvalidArgument, {"'vision_config'", "object"});
+  j = KimiLinearJson();
+  j["vision_config"] = K3VisionJson();
+  ExpectError(Parse(j), StatusCode::kUnimplemented, {"'vision_config'", "kimi_linear"});
 }
 
 }  // namespace

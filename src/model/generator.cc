@@ -110,7 +110,9 @@ Result<std::pair<io::TensorToWrite, io::TensorToWrite>> GenerateMxfp4(const io::
 // Writes config.json and all shards + index of `preset` into the existing directory `dir`.
 Status WriteCheckpointFiles(const GeneratorPreset& preset, uint64_t seed, const std::string& dir) {
   const io::ModelConfig& cfg = preset.config;
-  const std::vector<TensorSpec> specs = ListTensors(cfg);
+  std::vector<TensorSpec> specs = ListTensors(cfg);
+  // The vision tower after the text tensors: the text shards and their bytes are the same as without it.
+  for (TensorSpec& spec : ListVisionTensors(cfg)) specs.push_back(std::move(spec));
   ThreadPool pool(0);
   io::ShardedCheckpointWriter writer(dir, preset.max_shard_bytes);
   for (size_t i = 0; i < specs.size(); ++i) {
@@ -131,10 +133,37 @@ Status WriteCheckpointFiles(const GeneratorPreset& preset, uint64_t seed, const 
     }
   }
   K3_RETURN_IF_ERROR(writer.Finish());
+  if (cfg.vision.has_value()) {
+    K3_RETURN_IF_ERROR(WriteFileAtomic(dir + "/preprocessor_config.json",
+                                       PreprocessorConfigJson(*cfg.vision).dump(2) + "\n"));
+  }
   return WriteFileAtomic(dir + "/config.json", io::ModelConfigToJson(cfg).dump(2) + "\n");
 }
 
 }  // namespace
+
+nlohmann::json PreprocessorConfigJson(const io::VisionConfig& vision) {
+  using nlohmann::json;
+  // The official K3 image processor's media_proc_cfg (KimiK3VisionProcessor defaults; docs/formats.md
+  // "Vision tower"), with the patch and merge sizes of this tower.
+  json media = {
+      {"in_patch_limit", 65536},
+      {"patch_size", vision.patch_size},
+      {"image_mean", {0.5, 0.5, 0.5}},
+      {"image_std", {0.5, 0.5, 0.5}},
+      {"merge_kernel_size", vision.merge_kernel_height},
+      {"fixed_output_tokens", nullptr},
+      {"patch_limit_on_one_side", 512},
+      {"transparent_bg_config",
+       {{"pattern", "chessboard"},
+        {"chessboard_square_size", 8},
+        {"chessboard_square_on_top_left", true},
+        {"chessboard_white_value", 255},
+        {"chessboard_gray_value", 180}}},
+      {"transparent_bg_fill_stage", "after_resize"},
+  };
+  return json{{"image_processor_type", "KimiK3VisionProcessor"}, {"media_proc_cfg", std::move(media)}};
+}
 
 std::vector<std::string> GeneratorPresetNames() {
   std::vector<std::string> names;

@@ -255,7 +255,10 @@ TEST_F(GeneratorTest, CheckpointHoldsExactlyTheListedTensors) {
     const io::ModelConfig cfg = GeneratorPresetConfig(preset).value();
     Result<std::unique_ptr<io::Checkpoint>> ckpt = io::Checkpoint::Open(dir);
     ASSERT_TRUE(ckpt.ok()) << ckpt.status().ToString();
-    const std::vector<TensorSpec> specs = ListTensors(cfg);
+    std::vector<TensorSpec> specs = ListTensors(cfg);
+    const std::vector<TensorSpec> vision = ListVisionTensors(cfg);
+    EXPECT_EQ(vision.empty(), preset == "tiny-kimi-linear");  // Kimi Linear has no vision tower
+    specs.insert(specs.end(), vision.begin(), vision.end());
     EXPECT_EQ((*ckpt)->tensors().size(), specs.size());
     for (const TensorSpec& spec : specs) {
       Result<const io::TensorView*> view = (*ckpt)->Get(spec.name, spec.dtype, spec.shape);
@@ -296,7 +299,9 @@ TEST_F(GeneratorTest, Bf16AndF32TensorsHoldTheRoundedGeneratedValues) {
   auto ckpt = io::Checkpoint::Open(Generated("tiny-k3", 0));
   ASSERT_TRUE(ckpt.ok()) << ckpt.status().ToString();
   int checked_bf16 = 0, checked_f32 = 0;
-  for (const TensorSpec& spec : ListTensors(cfg)) {
+  std::vector<TensorSpec> specs = ListTensors(cfg);
+  for (TensorSpec& spec : ListVisionTensors(cfg)) specs.push_back(std::move(spec));
+  for (const TensorSpec& spec : specs) {
     if (spec.dtype != io::DType::kBF16 && spec.dtype != io::DType::kF32) continue;
     const io::TensorView* view = (*ckpt)->Find(spec.name);
     ASSERT_NE(view, nullptr) << spec.name;

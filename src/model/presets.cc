@@ -12,6 +12,7 @@ namespace k3::model {
 namespace {
 
 constexpr int64_t kNumSpecialTokens = 256;
+constexpr int64_t kMediaPadOffset = 21;  // <|media_pad|> = first special id + 21 (163605 in K3)
 
 // kda_layers / full_attn_layers (1-based) for `num_layers` layers.
 void SetLayerPattern(io::ModelConfig& cfg) {
@@ -34,6 +35,30 @@ void SetVocabulary(io::ModelConfig& cfg, int64_t num_ranks) {
   cfg.pad_token_id = num_ranks + kNumSpecialTokens - 1;  // [PAD]
 }
 
+// A vision tower with K3's architecture switches (vision.md §1, §3), projecting to the text width; the
+// RMSNorm eps is float32's epsilon (docs/formats.md "Vision tower").
+io::VisionConfig PresetVisionConfig(const io::ModelConfig& text, int64_t hidden, int64_t layers,
+                                    int64_t heads, int64_t qkv_hidden, int64_t mlp, int64_t grid_height,
+                                    int64_t grid_width) {
+  io::VisionConfig v;
+  v.patch_size = 14;
+  v.hidden_size = hidden;
+  v.num_layers = layers;
+  v.num_heads = heads;
+  v.qkv_hidden_size = qkv_hidden;
+  v.intermediate_size = mlp;
+  v.pos_emb_height = grid_height;
+  v.pos_emb_width = grid_width;
+  v.pos_emb_time = 4;
+  v.merge_kernel_height = 2;
+  v.merge_kernel_width = 2;
+  v.text_hidden_size = text.hidden_size;
+  v.rms_norm_eps = io::kVisionDefaultRmsNormEps;
+  v.projector_ln_eps = 1e-5f;
+  v.media_placeholder_token_id = text.bos_token_id + kMediaPadOffset;
+  return v;
+}
+
 io::ModelConfig K3Base() {
   io::ModelConfig cfg;
   SetKimiK3Architecture(cfg);
@@ -50,8 +75,8 @@ io::ModelConfig K3Base() {
   return cfg;
 }
 
-// Every K3 feature at toy width: 10 layers (MLA at 0-based 3, 7, 9), AttnRes blocks of 3 layers
-// (blocks freeze at layers 0, 3, 6, 9), latent MoE 128 -> 64 with 8 MXFP4 experts, top-2.
+// Every K3 feature at toy width (and a tiny vision tower): 10 layers (MLA at 0-based 3, 7, 9), AttnRes blocks
+// of 3 layers (blocks freeze at layers 0, 3, 6, 9), latent MoE 128 -> 64 with 8 MXFP4 experts, top-2.
 GeneratorPreset TinyK3() {
   io::ModelConfig cfg = K3Base();
   cfg.hidden_size = 128;
@@ -74,6 +99,9 @@ GeneratorPreset TinyK3() {
   cfg.attn_res_block_size = 3;
   cfg.max_position_embeddings = 8192;
   SetLayerPattern(cfg);
+  // Tiny tower: 2 blocks of width 64, 4 heads of 24 (qkv 96 != hidden, as K3's 1536 != 1024), MLP 128,
+  // a 10 x 16 position grid (not square, so rows and columns cannot be confused).
+  cfg.vision = PresetVisionConfig(cfg, 64, 2, 4, 96, 128, 10, 16);
   return GeneratorPreset{"tiny-k3", cfg, 1u << 20};
 }
 
@@ -134,6 +162,8 @@ GeneratorPreset MiniK3() {
   cfg.attn_res_block_size = 4;
   cfg.max_position_embeddings = 131072;
   SetLayerPattern(cfg);
+  // K3's tower at its real widths (vision.md §1): 27 blocks of 1024, 12 heads of 128, MLP 4096, 64 x 64.
+  cfg.vision = PresetVisionConfig(cfg, 1024, 27, 12, 1536, 4096, 64, 64);
   return GeneratorPreset{"mini-k3", cfg, 512u << 20};
 }
 

@@ -1,4 +1,5 @@
-// The one list of a checkpoint's text-tower tensors, derived from a ModelConfig (spec §3.2, §7).
+// The one list of a checkpoint's tensors, derived from a ModelConfig: the text tower (spec §3.2, §7) and,
+// when the config has a vision_config, the vision tower and projector (vision.md §3).
 // Loading checks a checkpoint against it, gen-model writes exactly it, and the planner sizes from it;
 // nothing else spells tensor names.
 #pragma once
@@ -47,6 +48,12 @@ int64_t RoutedExpertOfTensor(std::string_view name);
 
 // All text tensors in a stable order: globals, then per layer (norms, attention, ffn, experts by index).
 std::vector<TensorSpec> ListTensors(const io::ModelConfig& cfg);
+
+// The vision tower's and projector's tensors ("vision_tower.*", "mm_projector.*", all bf16) in a stable
+// order: patch embedding, position grid, blocks, final norm, projector. Empty without cfg.vision.
+std::vector<TensorSpec> ListVisionTensors(const io::ModelConfig& cfg);
+// "vision_tower.encoder.blocks.<block>.<suffix>".
+std::string VisionBlockTensorName(int64_t block, const std::string& suffix);
 
 // Parameter counts (logical elements; MXFP4 counts unpacked values).
 struct ParameterCount {

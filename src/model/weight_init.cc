@@ -74,6 +74,10 @@ float LinearInitGain(const io::ModelConfig& cfg, const TensorSpec& spec) {
   if (!cfg.tie_word_embeddings && name == GlobalTensorName(cfg, "lm_head.weight")) return kOutputHeadGain;
   // routed_expert_down_proj is the latent MoE's input projection, not a branch output.
   if (name.ends_with("routed_expert_down_proj.weight")) return 1.0f;
+  if (name.starts_with("vision_tower.")) {
+    return name.ends_with(".wo.weight") || name.ends_with(".mlp.fc1.weight") ? kResidualBranchGain : 1.0f;
+  }
+  if (name.starts_with("mm_projector.")) return 1.0f;
   for (std::string_view suffix : {"o_proj.weight", "down_proj.weight", "routed_expert_up_proj.weight",
                                   ".w2.weight", ".w2.weight_packed"}) {
     if (name.ends_with(suffix)) return kResidualBranchGain;
@@ -98,7 +102,7 @@ void InitRow(const io::ModelConfig& cfg, const TensorSpec& spec, uint64_t tensor
       return;
     }
     case InitKind::kEmbedding:
-      fill_normal(1.0f, 0.0f);
+      fill_normal(spec.name.starts_with("vision_tower.") ? kVisionPositionStd : 1.0f, 0.0f);
       return;
     case InitKind::kNormWeight:
       fill_normal(0.02f, 1.0f);

@@ -72,12 +72,20 @@ inline constexpr float kAttnResQueryGain = 0.25f;
 inline constexpr float kRouterGain = 4.0f;
 inline constexpr float kRouterBiasStd = 1.0f;
 
+// The vision tower (vision.md §3) follows the same rule: its residual-branch outputs (blocks' wo and
+// mlp.fc1) get kResidualBranchGain. Its learned position grid (patch_embed.pos_emb, a kEmbedding) gets
+// this standard deviation instead of 1, a little below the patch embedding's output (normalised pixels
+// in [-1, 1] through a 1/sqrt(588) matrix: RMS ~0.5), so the image content is not drowned by position.
+// The projector ends in an RMSNorm with weights ~1, so its rows have RMS ~1, like the text embedding rows
+// (std 1) they replace.
+inline constexpr float kVisionPositionStd = 0.5f;
+
 // The gain InitRow applies to a kLinear / kMxfp4Packed tensor's 1/sqrt(fan_in) (1 for most).
 float LinearInitGain(const io::ModelConfig& cfg, const TensorSpec& spec);
 
 // Fills `out` (LogicalRowLength(spec) values) with row `row` of `spec`'s logical values:
 //   kLinear      normal, std LinearInitGain / sqrt(fan_in)
-//   kEmbedding   normal, std 1
+//   kEmbedding   normal, std 1 (the vision position grid: kVisionPositionStd)
 //   kNormWeight  1 + 0.02 * normal
 //   kConv        normal, std 1/sqrt(kernel)
 //   kALog        log(uniform[1, 16]); entries past kda_num_heads (K3's padding to 128) are 0

@@ -28,33 +28,6 @@ std::string DTypeList(const std::vector<DType>& dtypes) {
   return out;
 }
 
-// Checks one tensor against its spec: present, an accepted dtype, exactly the expected shape, byte size.
-Result<const io::TensorView*> CheckTensor(const TensorSpec& spec, const TensorLookup& lookup) {
-  const io::TensorView* view = lookup(spec.name);
-  if (view == nullptr) {
-    return NotFound(
-        "tensor '{}' is missing from the checkpoint (the config needs it with shape {} and dtype {})",
-        spec.name, ShapeText(spec.shape), DTypeList(spec.accepted_dtypes));
-  }
-  bool dtype_ok = false;
-  for (DType d : spec.accepted_dtypes) dtype_ok |= (view->dtype == d);
-  if (!dtype_ok) {
-    return InvalidArgument("tensor '{}' has dtype {} but the config needs {}", spec.name,
-                           io::DTypeName(view->dtype), DTypeList(spec.accepted_dtypes));
-  }
-  if (view->shape != spec.shape) {
-    return InvalidArgument("tensor '{}' has shape {} but the config needs {}", spec.name,
-                           ShapeText(view->shape), ShapeText(spec.shape));
-  }
-  size_t numel = 1;
-  for (int64_t d : spec.shape) numel *= static_cast<size_t>(d);
-  if (view->nbytes != numel * io::DTypeSize(view->dtype) || (numel > 0 && view->data == nullptr)) {
-    return DataLoss("tensor '{}' holds {} bytes but shape {} of {} needs {}", spec.name, view->nbytes,
-                    ShapeText(spec.shape), io::DTypeName(view->dtype), numel * io::DTypeSize(view->dtype));
-  }
-  return view;
-}
-
 float ElementToFloat(const io::TensorView& view, size_t i) {
   if (view.dtype == DType::kF32) {
     float f;
@@ -207,6 +180,32 @@ class Binder {
 };
 
 }  // namespace
+
+Result<const io::TensorView*> CheckTensor(const TensorSpec& spec, const TensorLookup& lookup) {
+  const io::TensorView* view = lookup(spec.name);
+  if (view == nullptr) {
+    return NotFound(
+        "tensor '{}' is missing from the checkpoint (the config needs it with shape {} and dtype {})",
+        spec.name, ShapeText(spec.shape), DTypeList(spec.accepted_dtypes));
+  }
+  bool dtype_ok = false;
+  for (DType d : spec.accepted_dtypes) dtype_ok |= (view->dtype == d);
+  if (!dtype_ok) {
+    return InvalidArgument("tensor '{}' has dtype {} but the config needs {}", spec.name,
+                           io::DTypeName(view->dtype), DTypeList(spec.accepted_dtypes));
+  }
+  if (view->shape != spec.shape) {
+    return InvalidArgument("tensor '{}' has shape {} but the config needs {}", spec.name,
+                           ShapeText(view->shape), ShapeText(spec.shape));
+  }
+  size_t numel = 1;
+  for (int64_t d : spec.shape) numel *= static_cast<size_t>(d);
+  if (view->nbytes != numel * io::DTypeSize(view->dtype) || (numel > 0 && view->data == nullptr)) {
+    return DataLoss("tensor '{}' holds {} bytes but shape {} of {} needs {}", spec.name, view->nbytes,
+                    ShapeText(spec.shape), io::DTypeName(view->dtype), numel * io::DTypeSize(view->dtype));
+  }
+  return view;
+}
 
 Result<std::unique_ptr<ModelWeights>> BindWeights(const io::ModelConfig& cfg, const TensorLookup& lookup) {
   std::map<std::string, const io::TensorView*> views;

@@ -141,6 +141,11 @@ struct ModelWeights {
 // Finds a tensor by its full name, or nullptr (a Checkpoint, or tensors built in memory by tests).
 using TensorLookup = std::function<const io::TensorView*(const std::string& name)>;
 
+struct TensorSpec;
+// Checks one tensor against its spec (tensors.h): present (NotFound naming it otherwise), an accepted
+// dtype, exactly the expected shape, and a byte size that matches.
+Result<const io::TensorView*> CheckTensor(const TensorSpec& spec, const TensorLookup& lookup);
+
 // Binds every tensor of ListTensors(cfg). The views must outlive the result.
 Result<std::unique_ptr<ModelWeights>> BindWeights(const io::ModelConfig& cfg, const TensorLookup& lookup);
 

@@ -493,13 +493,23 @@ class Reference:
 
     # --- forward -----------------------------------------------------------------------------------
 
-    def forward(self, tokens, trace=None):
-        """tokens: list of ids (a whole sequence) -> fp32 logits [T, vocab]."""
+    def forward(self, tokens, trace=None, media=None):
+        """tokens: list of ids (a whole sequence) -> fp32 logits [T, vocab].
+
+        media: None, or (positions, rows): the embedding rows at those positions (the <|media_pad|>
+        tokens of an image, vision.md §4) are replaced by rows [len(positions), D] bf16 (the vision
+        projector's output, vision_reference.py); positions past the sequence are ignored."""
         cfg = self.cfg
         ids = torch.tensor(tokens, dtype=torch.int64)
         if ids.min() < 0 or ids.max() >= cfg.vocab_size:
             raise ValueError(f"token id out of range [0, {cfg.vocab_size})")
         h = self.t("model.embed_tokens.weight")[ids]                                       # [T, D] bf16
+        if media is not None:
+            positions, rows = media
+            h = h.clone()
+            for i, pos in enumerate(positions):
+                if pos < len(tokens):
+                    h[pos] = rows[i].to(BF16)
         eps = cfg.eps
         if cfg.block_size > 0:
             bank = []
@@ -531,9 +541,10 @@ class Reference:
 
     def unused_tensors(self):
         """Tensors never read. Not counted: routed experts no token selected, and layer 0's pre-attention
-        AttnRes mixer (the bank is still empty there, spec §2.6)."""
+        AttnRes mixer (the bank is still empty there, spec §2.6), and the vision tower (vision_reference.py)."""
         return sorted(n for n in set(self.w) - self.used
-                      if ".experts." not in n and ".layers.0.self_attention_res_" not in n)
+                      if ".experts." not in n and ".layers.0.self_attention_res_" not in n
+                      and not n.startswith(("vision_tower.", "mm_projector.")))
 
     def greedy(self, prompt, max_new):
         """Greedy continuation by re-running the whole sequence each step (no cache to get wrong).

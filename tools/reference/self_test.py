@@ -315,6 +315,57 @@ def test_synthetic_model():
                   float((changed[6:] - full[6:]).norm()) > 0, f"{family}: later tokens change only later rows")
 
 
+def test_vision():
+    """vision_reference.py: the input rule, 2-D RoPE pairing, the merge order and a whole random tower."""
+    import vision_reference as vr
+    img = vr.synthetic_image(2, 4, 3)
+    same = all(int(img[c, y, x]) == vr.synthetic_pixel(x, y, c, 56, 28, 3)
+               for c in range(3) for y in range(0, 28, 5) for x in range(0, 56, 7))
+    check(same, "vision: synthetic_image follows synthetic_pixel's rule")
+    patches = vr.normalise_and_patchify(img)
+    check(patches.shape == (8, 588) and abs(float(patches[5, 0]) - (float(img[0, 14, 14]) / 255 - 0.5) * 2) < 1e-6,
+          "vision: patches in raster order, channel-first, normalised (x/255 - 0.5)/0.5")
+    cos, sin = vr.rope_tables(3, 5, 8)
+    angle = torch.atan2(sin, cos)
+    # token (row 2, column 3) = index 13: pair 0 turns by column * 1, pair 1 by row * 1, pair 2 by 3/100.
+    check(abs(float(angle[13, 0]) - 3.0) < 1e-6 and abs(float(angle[13, 1]) - 2.0) < 1e-6 and
+          abs(float(angle[13, 2]) - 0.03) < 1e-6, "vision: 2-D RoPE pairs 2i (columns) and 2i+1 (rows)")
+    with tempfile.TemporaryDirectory() as d:
+        gen = torch.Generator().manual_seed(5)
+        h, q, mlp, text = 16, 24, 32, 40
+        raw = {"model_type": "kimi_k3", "text_config": {"hidden_size": text}, "media_placeholder_token_id": 7,
+               "vision_config": {"vt_hidden_size": h, "vt_num_hidden_layers": 1, "vt_num_attention_heads": 2,
+                                 "vt_intermediate_size": mlp, "qkv_hidden_size": q, "init_pos_emb_height": 3,
+                                 "init_pos_emb_width": 4}}
+        with open(os.path.join(d, "config.json"), "w") as f:
+            json.dump(raw, f)
+
+        def rnd(*shape, std=1.0):
+            return (torch.randn(*shape, generator=gen) * std).to(torch.bfloat16)
+        w = {"vision_tower.patch_embed.proj.weight": rnd(h, 3, 14, 14, std=0.04),
+             "vision_tower.patch_embed.pos_emb.weight": rnd(3, 4, h, std=0.5),
+             "vision_tower.encoder.blocks.0.norm0.weight": rnd(h, std=0.02) + 1,
+             "vision_tower.encoder.blocks.0.wqkv.weight": rnd(3 * q, h, std=0.25),
+             "vision_tower.encoder.blocks.0.wo.weight": rnd(h, q, std=0.02),
+             "vision_tower.encoder.blocks.0.norm1.weight": rnd(h, std=0.02) + 1,
+             "vision_tower.encoder.blocks.0.mlp.fc0.weight": rnd(mlp, h, std=0.25),
+             "vision_tower.encoder.blocks.0.mlp.fc1.weight": rnd(h, mlp, std=0.02),
+             "vision_tower.encoder.final_layernorm.weight": rnd(h, std=0.02) + 1,
+             "mm_projector.proj.0.weight": rnd(4 * h, 4 * h, std=0.125),
+             "mm_projector.proj.2.weight": rnd(text, 4 * h, std=0.125),
+             "mm_projector.post_norm.weight": rnd(text, std=0.02) + 1}
+        ref = vr.VisionReference(d, tensors=w)
+        out = ref.encode(vr.synthetic_patches(4, 6, 1), 4, 6)
+        rms = float(out.float().pow(2).mean().sqrt())
+        check(out.shape == (6, text) and out.dtype == torch.bfloat16 and 0.9 < rms < 1.1,
+              f"vision: [4x6 patches] -> [6, text_hidden] rows of RMS ~1 ({rms:.3f})")
+        # Merge order: with an identity-like projector the merged row (0, 1) holds tokens 2, 3, 8, 9.
+        hs = torch.arange(24 * h, dtype=torch.float32).reshape(24, h)
+        m = hs.reshape(1, 2, 2, 3, 2, h).mean(0).permute(0, 2, 1, 3, 4).reshape(6, 4 * h)
+        check(torch.equal(m[1].reshape(4, h)[:, 0], torch.tensor([2.0, 3.0, 8.0, 9.0]) * h),
+              "vision: sd2_tpool concatenates (0,0), (0,1), (1,0), (1,1)")
+
+
 def main():
     torch.set_num_threads(2)
     test_safetensors()
@@ -323,6 +374,7 @@ def main():
     test_conv()
     test_mla_absorbed()
     test_synthetic_model()
+    test_vision()
     if failures:
         print(f"{len(failures)} FAILED")
         sys.exit(1)
