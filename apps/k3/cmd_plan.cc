@@ -51,6 +51,11 @@ void RegisterPlanCommand(CLI::App& app) {
                   "CPU instances: sustained fraction of peak DRAM bandwidth")
       ->capture_default_str();
   cmd->add_option("--format", flags->format, "table | json | markdown")->capture_default_str();
+  cmd->add_flag(
+         "--vision,!--no-vision", flags->options.vision,
+         "count the vision tower (a whole tower + one largest image per GPU / rank) when the model has "
+         "one; --no-vision: text-only serving")
+      ->capture_default_str();
   cmd->callback([flags] {
     if (flags->parallel != "tp" && flags->parallel != "tp-pp") {
       return FailCommand("plan", "--parallel '" + flags->parallel + "': one of tp, tp-pp", 2);
