@@ -87,6 +87,22 @@ TEST(VerifyTest, ModelWithoutTowerSkipsVision) {
   EXPECT_EQ(report.count(Outcome::kSkip), 1);
 }
 
+// vLLM's wordings for a text-only model (or --limit-mm-per-prompt image 0) are skips too; any other 400 for
+// an image (here: too large) is a failure.
+TEST(VerifyTest, VisionRefusalWordings) {
+  for (const char* message :
+       {"At most 0 image(s) may be provided in one prompt.", "Kimi-K3-text is not a multimodal model"}) {
+    FakeOpenAi server({.image_refusal = message});
+    const VerifyReport report = VerifyAgainst(server);
+    EXPECT_EQ(Check(report, "vision").outcome, Outcome::kSkip) << message;
+    EXPECT_THAT(Check(report, "vision").detail, HasSubstr(message));
+  }
+  FakeOpenAi server({.image_refusal = "image too large: 51380224 pixels"});
+  const VerifyReport report = VerifyAgainst(server);
+  ExpectOnlyFailing(report, {"vision"}, "the PNG 7300x30 request failed");
+  EXPECT_THAT(Check(report, "vision").detail, HasSubstr("image too large"));
+}
+
 // A server whose image prompt is one token off fails the check, naming both counts.
 TEST(VerifyTest, MiscountedImageTokensFail) {
   FakeOpenAi server({.image_token_error = 1});

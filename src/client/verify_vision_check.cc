@@ -130,24 +130,24 @@ CheckResult CheckVision(Run& run) {
     if (!encoded.ok()) return Fail("could not build the test image: " + encoded.status().message());
     const image::ImageGeometry g = image::PlanGeometry({c.width, c.height}, run.options.image_processor);
     const std::string label = fmt::format("image {}x{}", c.width, c.height);
-    auto text_tokens = CountTextTokens(run, label);
-    if (!text_tokens.ok()) {
-      return Fail(
-          fmt::format("counting the tokens of '{}' failed: {}", label, text_tokens.status().message()));
-    }
+    const std::string name =
+        fmt::format("{} {}x{}", c.format == image::EncodeFormat::kPng ? "PNG" : "JPEG", c.width, c.height);
     json content =
         json::array({{{"type", "image_url"}, {"image_url", {{"url", image::ToDataUrl(c.format, *encoded)}}}},
                      TextPart(kText)});
     HttpResponse refused;
     auto with_image = PromptTokens(run, UserMessage(std::move(content)), &refused);
-    const std::string name =
-        fmt::format("{} {}x{}", c.format == image::EncodeFormat::kPng ? "PNG" : "JPEG", c.width, c.height);
     if (!with_image.ok()) {
       if (SaysNoImages(refused)) {
         return Skip(fmt::format("the model takes no images: {} was refused with HTTP {}: {}", name,
                                 refused.status, Snippet(refused.body, 200)));
       }
       return Fail(fmt::format("the {} request failed: {}", name, with_image.status().message()));
+    }
+    auto text_tokens = CountTextTokens(run, label);
+    if (!text_tokens.ok()) {
+      return Fail(
+          fmt::format("counting the tokens of '{}' failed: {}", label, text_tokens.status().message()));
     }
     const int64_t measured = with_image->prompt_tokens - text_only->prompt_tokens;
     const int64_t expected = 3 + g.num_tokens + text_tokens->count;

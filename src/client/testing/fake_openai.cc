@@ -152,6 +152,7 @@ void FakeOpenAi::HandleChat(const TestRequest& request, TestConnection& conn) {
       }
       if (part.value("type", "") != "image_url") continue;
       if (!options_.vision) return bad("model '" + options_.model + "' has no vision tower: image input", "");
+      if (!options_.image_refusal.empty()) return bad(options_.image_refusal, "");
       const json url = part.contains("image_url") && part["image_url"].is_object()
                            ? part["image_url"].value("url", json())
                            : json();

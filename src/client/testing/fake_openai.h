@@ -38,6 +38,7 @@ struct FakeOpenAiOptions {
   bool openai_errors = true;                          // false: a bad request gets a plain-text 400
   bool metrics = true;                                // false: /metrics answers 404
   bool vision = true;                                 // false: image parts are a 400 "no vision tower"
+  std::string image_refusal;                          // non-empty: image parts are a 400 with this message
   int image_token_error = 0;                          // added to every image's token count (a miscount)
   bool tokenize = true;                               // false: POST /tokenize answers 404
   int output_tokens = 8;
