@@ -105,8 +105,8 @@ struct JpegWriteError {
 }
 
 // Returns false on a libjpeg error (err->message says which). *buffer is malloc'ed by libjpeg.
-bool WriteJpeg(const uint8_t* rgb, int width, int height, int quality, JpegWriteError* err, unsigned char** buffer,
-               unsigned long* size) {
+bool WriteJpeg(const uint8_t* rgb, int width, int height, int quality, JpegWriteError* err,
+               unsigned char** buffer, unsigned long* size) {
   jpeg_compress_struct cinfo;
   std::memset(&cinfo, 0, sizeof(cinfo));
   cinfo.err = jpeg_std_error(&err->pub);
