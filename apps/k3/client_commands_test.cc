@@ -52,14 +52,16 @@ TEST(VerifyCommandTest, ExitCodeCountsFailures) {
   EXPECT_EQ(RunK3({"verify", "--endpoint", good.url(), "--long-context", "100", "--format", "json"}, &out), 0)
       << out;
   const auto report = nlohmann::json::parse(out);
-  EXPECT_EQ(report["passed"], 10);
+  EXPECT_EQ(report["passed"], 11);
   EXPECT_EQ(report["model"], "fake-k3");
 
   FakeOpenAi broken({.health = false, .reasoning_field = ""});
-  EXPECT_EQ(RunK3({"verify", "--endpoint", broken.url() + "/v1", "--long-context", "100"}, &out), 2);
+  EXPECT_EQ(
+      RunK3({"verify", "--endpoint", broken.url() + "/v1", "--long-context", "100", "--no-vision"}, &out), 2);
   EXPECT_THAT(out, HasSubstr("FAIL  health"));
   EXPECT_THAT(out, HasSubstr("FAIL  reasoning"));
-  EXPECT_THAT(out, HasSubstr("8 passed, 2 failed, 0 skipped"));
+  EXPECT_THAT(out, HasSubstr("SKIP  vision"));
+  EXPECT_THAT(out, HasSubstr("8 passed, 2 failed, 1 skipped"));
 
   EXPECT_EQ(RunK3({"verify", "--endpoint", good.url(), "--format", "junit", "--long-context", "100"}, &out),
             0);
@@ -71,6 +73,9 @@ TEST(VerifyCommandTest, UsageErrors) {
   EXPECT_EQ(RunK3({"verify", "--endpoint", "http://127.0.0.1:1", "--format", "xml"}, &out), 2);
   EXPECT_EQ(RunK3({"verify", "--endpoint", "localhost:8000"}, &out), 2);
   EXPECT_NE(RunK3({"verify"}, &out), 0);  // --endpoint is required
+  EXPECT_EQ(
+      RunK3({"verify", "--endpoint", "http://127.0.0.1:1", "--image-processor", "/nonexistent.json"}, &out),
+      2);
 }
 
 TEST(BenchCommandTest, WritesVllmJsonAndSvg) {
@@ -115,6 +120,28 @@ TEST(BenchCommandTest, FailedRequestsGiveExitCodeOne) {
   EXPECT_THAT(out, HasSubstr("Failed requests:                         3"));
   EXPECT_THAT(out, HasSubstr("connection refused"));
   EXPECT_EQ(RunK3({"bench", "--endpoint", url, "--concurrency", "2,x"}, &out), 2);
+}
+
+TEST(BenchCommandTest, ImagesFlags) {
+  FakeOpenAi server({.output_tokens = 2});
+  const std::string json_path = ::testing::TempDir() + "/k3_bench_images.json";
+  std::string out;
+  ASSERT_EQ(RunK3({"bench", "--endpoint", server.url(), "--concurrency", "1", "--num-prompts", "2",
+                   "--input-len", "4", "--output-len", "2", "--images", "1", "--image-size", "100x50",
+                   "--image-format", "png", "--out", json_path},
+                  &out),
+            0)
+      << out;
+  EXPECT_THAT(out, HasSubstr("1 x 100x50 png (random pixels)"));
+  const auto level = nlohmann::json::parse(ReadFile(json_path));
+  EXPECT_EQ(level["images_per_request"], 1);
+  EXPECT_EQ(level["total_input_tokens"], 2 * (4 + 3 + 8 + 2));  // words + K3's image prompt in the fake
+  EXPECT_EQ(RunK3({"bench", "--endpoint", server.url(), "--images", "2"}, &out), 2);  // no --image-size
+  EXPECT_EQ(RunK3({"bench", "--endpoint", server.url(), "--image-size", "10x10"}, &out), 2);  // no --images
+  EXPECT_EQ(RunK3({"bench", "--endpoint", server.url(), "--images", "1", "--image-size", "10x10",
+                   "--image-format", "gif"},
+                  &out),
+            2);
 }
 
 }  // namespace

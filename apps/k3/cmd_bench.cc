@@ -32,6 +32,9 @@ void RegisterBenchCommand(CLI::App& app) {
     double timeout_s = 600;
     bool insecure = false;
     uint64_t seed = 0;
+    int images = 0;
+    std::string image_size;
+    std::string image_format = "jpeg";
   };
   auto flags = std::make_shared<Flags>();
   CLI::App* cmd =
@@ -60,13 +63,32 @@ void RegisterBenchCommand(CLI::App& app) {
                 "send ignore_eos (vLLM) so every request makes --output-len tokens");
   cmd->add_option("--timeout", flags->timeout_s, "seconds per request")->capture_default_str();
   cmd->add_flag("--insecure", flags->insecure, "accept TLS certificates that do not verify");
-  cmd->add_option("--seed", flags->seed, "seed of the prompts and arrivals")->capture_default_str();
+  cmd->add_option("--seed", flags->seed, "seed of the prompts, images and arrivals")->capture_default_str();
+  cmd->add_option("--images", flags->images,
+                  "random images per request (vLLM random-mm style), sent as data: URLs before the text")
+      ->capture_default_str();
+  cmd->add_option("--image-size", flags->image_size, "WIDTHxHEIGHT of each --images image, e.g. 640x480");
+  cmd->add_option("--image-format", flags->image_format, "jpeg | png: how the random images are encoded")
+      ->capture_default_str();
   cmd->callback([flags] {
     auto endpoint = client::ParseEndpoint(flags->endpoint, flags->api_key);
     if (!endpoint.ok()) return FailCommand("bench", endpoint.status().message(), 2);
     auto levels = client::ParseConcurrencyList(flags->concurrency);
     if (!levels.ok()) return FailCommand("bench", levels.status().message(), 2);
     client::BenchOptions options;
+    if (flags->images > 0 || !flags->image_size.empty()) {
+      if (flags->images <= 0) return FailCommand("bench", "--image-size needs --images N (N >= 1)", 2);
+      auto size = client::ParseImageSize(flags->image_size);
+      if (!size.ok()) return FailCommand("bench", size.status().message(), 2);
+      auto format = client::ParseImageFormat(flags->image_format);
+      if (!format.ok()) return FailCommand("bench", format.status().message(), 2);
+      options.workload.images = flags->images;
+      options.workload.image_width = size->first;
+      options.workload.image_height = size->second;
+      options.workload.image_format = *format;
+    } else if (flags->images < 0) {
+      return FailCommand("bench", "--images must not be negative", 2);
+    }
     options.endpoint = *endpoint;
     options.concurrency = *levels;
     options.workload.model = flags->model;
@@ -87,7 +109,7 @@ void RegisterBenchCommand(CLI::App& app) {
     std::string lines;
     int failed = 0;
     for (const client::BenchLevel& level : run->levels) {
-      std::fputs(client::FormatBenchSummary(level).c_str(), stdout);
+      std::fputs(client::FormatBenchSummary(level, run->info).c_str(), stdout);
       lines += client::VllmResultJson(level, run->info)
                    .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
       lines += '\n';

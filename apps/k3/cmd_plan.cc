@@ -16,6 +16,7 @@ void RegisterPlanCommand(CLI::App& app) {
     std::string format = "table";
     std::string parallel = "tp";
     std::string engine = "vllm";
+    bool no_vision = false;
   };
   auto flags = std::make_shared<Flags>();
   CLI::App* cmd =
@@ -51,11 +52,16 @@ void RegisterPlanCommand(CLI::App& app) {
                   "CPU instances: sustained fraction of peak DRAM bandwidth")
       ->capture_default_str();
   cmd->add_option("--format", flags->format, "table | json | markdown")->capture_default_str();
+  cmd->add_flag(
+      "--no-vision", flags->no_vision,
+      "leave the vision tower out (text-only serving); by default a model's tower is counted: a whole "
+      "tower + one largest image per GPU / rank");
   cmd->callback([flags] {
     if (flags->parallel != "tp" && flags->parallel != "tp-pp") {
       return FailCommand("plan", "--parallel '" + flags->parallel + "': one of tp, tp-pp", 2);
     }
     flags->options.prefer_pp = flags->parallel == "tp-pp";
+    flags->options.vision = !flags->no_vision;
     auto engine = deploy::ParseEngine(flags->engine);
     if (!engine.ok()) return FailCommand("plan", engine.status().message(), 2);
     flags->options.engine = *engine;

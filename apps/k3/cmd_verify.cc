@@ -5,8 +5,10 @@
 #include <string>
 
 #include "apps/k3/commands.h"
+#include "src/base/file.h"
 #include "src/client/verify.h"
 #include "src/client/verify_report.h"
+#include "src/image/config.h"
 
 namespace k3::app {
 
@@ -19,6 +21,8 @@ void RegisterVerifyCommand(CLI::App& app) {
     std::string format = "table";
     double timeout_s = 120;
     bool insecure = false;
+    bool no_vision = false;
+    std::string image_processor;
   };
   auto flags = std::make_shared<Flags>();
   CLI::App* cmd =
@@ -36,6 +40,11 @@ void RegisterVerifyCommand(CLI::App& app) {
   cmd->add_option("--timeout", flags->timeout_s, "seconds per request")->capture_default_str();
   cmd->add_flag("--insecure", flags->insecure,
                 "accept TLS certificates that do not verify (self-signed tests)");
+  cmd->add_flag("--no-vision", flags->no_vision,
+                "skip the vision check (two generated images; their prompt tokens against the reference "
+                "processor's count)");
+  cmd->add_option("--image-processor", flags->image_processor,
+                  "the model's preprocessor_config.json for the vision check (default: Kimi K3's values)");
   cmd->callback([flags] {
     auto format = client::ParseReportFormat(flags->format);
     if (!format.ok()) return FailCommand("verify", format.status().message(), 2);
@@ -43,6 +52,14 @@ void RegisterVerifyCommand(CLI::App& app) {
     if (!endpoint.ok()) return FailCommand("verify", endpoint.status().message(), 2);
     if (flags->long_context < 64) return FailCommand("verify", "--long-context must be at least 64", 2);
     client::VerifyOptions options;
+    if (!flags->image_processor.empty()) {
+      auto text = ReadFileToString(flags->image_processor);
+      if (!text.ok()) return FailCommand("verify", "--image-processor: " + text.status().message(), 2);
+      auto config = image::ParseProcessorConfig(*text, flags->image_processor);
+      if (!config.ok()) return FailCommand("verify", config.status().message(), 2);
+      options.image_processor = *config;
+    }
+    options.vision = !flags->no_vision;
     options.endpoint = *endpoint;
     options.model = flags->model;
     options.long_context = flags->long_context;

@@ -10,6 +10,7 @@
 #include "src/client/metrics_text.h"
 #include "src/client/openai_stream.h"
 #include "src/client/progress.h"
+#include "src/image/geometry.h"
 
 namespace k3::client {
 namespace {
@@ -77,6 +78,15 @@ Result<BenchRun> RunBench(const BenchOptions& options) {
     workload.model = *model;
   }
   run.info.model = workload.model;
+  if (workload.images > 0) {
+    run.info.images_per_request = workload.images;
+    run.info.image_width = workload.image_width;
+    run.info.image_height = workload.image_height;
+    run.info.image_format = workload.image_format == image::EncodeFormat::kPng ? "png" : "jpeg";
+    run.info.image_tokens =
+        3 + image::PlanGeometry({workload.image_width, workload.image_height}, image::K3ProcessorConfig())
+                .num_tokens;
+  }
   K3_ASSIGN_OR_RETURN(std::vector<std::string> bodies, BuildWorkload(workload));
   for (int concurrency : options.concurrency) {
     LoadOptions load;

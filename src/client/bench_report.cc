@@ -77,10 +77,17 @@ json VllmResultJson(const BenchLevel& level, const BenchRunInfo& info) {
   AddDistribution(out, "e2el", m.e2el);
   if (level.server_prompt_tokens) out["server_prompt_tokens"] = *level.server_prompt_tokens;
   if (level.server_generation_tokens) out["server_generation_tokens"] = *level.server_generation_tokens;
+  if (info.images_per_request > 0) {
+    out["images_per_request"] = info.images_per_request;
+    out["image_width"] = info.image_width;
+    out["image_height"] = info.image_height;
+    out["image_format"] = info.image_format;
+    out["image_tokens_per_image"] = info.image_tokens;
+  }
   return out;
 }
 
-std::string FormatBenchSummary(const BenchLevel& level) {
+std::string FormatBenchSummary(const BenchLevel& level, const BenchRunInfo& info) {
   const BenchMetrics& m = level.metrics;
   std::string out = fmt::format("{:=^50}\n", " Serving Benchmark Result ");
   auto row = [&](const std::string& name, const std::string& value) {
@@ -88,6 +95,12 @@ std::string FormatBenchSummary(const BenchLevel& level) {
   };
   auto num = [](double v) { return fmt::format("{:.2f}", v); };
   row("Maximum request concurrency:", std::to_string(level.concurrency));
+  if (info.images_per_request > 0) {
+    row("Images per request:", fmt::format("{} x {}x{} {} (random pixels)", info.images_per_request,
+                                           info.image_width, info.image_height, info.image_format));
+    row("K3 image prompt per image (tokens):",
+        fmt::format("3 + {} + 'image {}x{}'", info.image_tokens - 3, info.image_width, info.image_height));
+  }
   row("Successful requests:", std::to_string(m.completed));
   row("Failed requests:", std::to_string(m.failed));
   row("Benchmark duration (s):", num(m.duration_s));

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <set>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -15,6 +16,8 @@
 #include "src/client/bench_report.h"
 #include "src/client/progress.h"
 #include "src/client/workload.h"
+#include "src/image/data_url.h"
+#include "src/image/decode.h"
 
 namespace k3::client {
 namespace {
@@ -153,7 +156,8 @@ TEST(BenchReportTest, VllmFieldNames) {
   EXPECT_EQ(json["output_lens"], nlohmann::json({4, 3, 1, 0}));
   EXPECT_EQ(json["errors"][3], "HTTP 500");
   EXPECT_EQ(json["server_prompt_tokens"], 60.0);
-  const std::string summary = FormatBenchSummary(level);
+  const std::string summary = FormatBenchSummary(level, {});
+  EXPECT_THAT(summary, ::testing::Not(HasSubstr("Images per request")));
   EXPECT_THAT(summary, HasSubstr("Successful requests:                     3"));
   EXPECT_THAT(summary, HasSubstr("Mean TPOT (ms):                          175.00"));
   EXPECT_THAT(summary, HasSubstr("P99 TTFT (ms):"));
@@ -219,6 +223,66 @@ TEST(WorkloadTest, SyntheticPromptsShareThePrefix) {
   EXPECT_NE(texts[0], texts[1]);
   options.prefix_share = 1.5;
   EXPECT_FALSE(BuildWorkload(options).ok());
+}
+
+// --images N --image-size WxH: N random JPEG data URLs ahead of the text, different per request and
+// image, the same for the same seed; PNG on request.
+TEST(WorkloadTest, RandomImagesPerRequest) {
+  WorkloadOptions options;
+  options.model = "m";
+  options.num_prompts = 3;
+  options.input_len = 4;
+  options.images = 2;
+  options.image_width = 33;
+  options.image_height = 17;
+  auto bodies = BuildWorkload(options);
+  ASSERT_TRUE(bodies.ok()) << bodies.status().ToString();
+  ASSERT_EQ(bodies->size(), 3u);
+  std::set<std::string> urls;
+  for (const std::string& b : *bodies) {
+    const auto content = nlohmann::json::parse(b)["messages"][0]["content"];
+    ASSERT_EQ(content.size(), 3u);
+    for (int k = 0; k < 2; ++k) {
+      EXPECT_EQ(content[k]["type"], "image_url");
+      const std::string url = content[k]["image_url"]["url"];
+      auto parsed = image::ParseDataUrl(url);
+      ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+      EXPECT_EQ(parsed->mime_type, "image/jpeg");
+      const auto* bytes = reinterpret_cast<const uint8_t*>(parsed->bytes.data());
+      auto decoded = image::DecodeImage({bytes, parsed->bytes.size()}, image::DefaultDecodeLimits());
+      ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+      EXPECT_EQ(decoded->width, 33);
+      EXPECT_EQ(decoded->height, 17);
+      urls.insert(url);
+    }
+    EXPECT_EQ(content[2]["type"], "text");
+    const std::string text = content[2]["text"];
+    EXPECT_EQ(std::count(text.begin(), text.end(), ' '), 3) << text;  // 4 words
+  }
+  EXPECT_EQ(urls.size(), 6u);  // random pixels: no two images alike
+  EXPECT_EQ(*BuildWorkload(options), *bodies);
+  options.image_format = image::EncodeFormat::kPng;
+  const auto png = nlohmann::json::parse(BuildWorkload(options)->front());
+  EXPECT_EQ(png["messages"][0]["content"][0]["image_url"]["url"].get<std::string>().rfind(
+                "data:image/png;base64,", 0),
+            0u);
+  options.image_width = 0;
+  EXPECT_THAT(BuildWorkload(options).status().message(), HasSubstr("--image-size"));
+  options.image_width = 33;
+  options.dataset = "x.jsonl";
+  EXPECT_THAT(BuildWorkload(options).status().message(), HasSubstr("cannot be combined with --dataset"));
+}
+
+TEST(WorkloadTest, ImageSizeAndFormatFlags) {
+  EXPECT_EQ(*ParseImageSize("640x480"), (std::pair<int, int>{640, 480}));
+  EXPECT_EQ(*ParseImageSize("1X1"), (std::pair<int, int>{1, 1}));
+  for (const char* bad : {"", "640", "x480", "640x", "0x10", "10x-1", "20000x10", "a x b", "640x480x2"}) {
+    EXPECT_FALSE(ParseImageSize(bad).ok()) << bad;
+  }
+  EXPECT_THAT(ParseImageSize("640").status().message(), HasSubstr("--image-size '640'"));
+  EXPECT_EQ(*ParseImageFormat("png"), image::EncodeFormat::kPng);
+  EXPECT_EQ(*ParseImageFormat("jpeg"), image::EncodeFormat::kJpeg);
+  EXPECT_FALSE(ParseImageFormat("gif").ok());
 }
 
 TEST(WorkloadTest, Dataset) {

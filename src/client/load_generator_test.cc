@@ -174,5 +174,42 @@ TEST(RunBenchTest, SweepWithServerCounters) {
   EXPECT_THAT(RunBench(options).status().message(), HasSubstr("connection refused"));
 }
 
+// --images against a server that reads them: every request's prompt carries K3's image prompt (the fake
+// counts 3 + N + 2 per image), and the report names the images; against a model without a tower every
+// request is a counted failure whose error names the missing tower.
+TEST(RunBenchTest, ImagesPerRequest) {
+  FakeOpenAi server({.output_tokens = 2});
+  BenchOptions options;
+  options.endpoint = *ParseEndpoint(server.url(), "");
+  options.concurrency = {2};
+  options.workload.num_prompts = 4;
+  options.workload.input_len = 5;
+  options.workload.output_len = 2;
+  options.workload.images = 2;
+  options.workload.image_width = 100;  // padded to 112 x 56: 4 x 2 merged patches, 8 image tokens
+  options.workload.image_height = 50;
+  auto run = RunBench(options);
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  EXPECT_EQ(run->info.image_tokens, 3 + 8);
+  const BenchLevel& level = run->levels.at(0);
+  EXPECT_EQ(level.metrics.completed, 4);
+  EXPECT_EQ(level.metrics.total_input, 4 * (5 + 2 * (3 + 8 + 2)));
+  const std::string summary = FormatBenchSummary(level, run->info);
+  EXPECT_THAT(summary, HasSubstr("2 x 100x50 jpeg (random pixels)"));
+  EXPECT_THAT(summary, HasSubstr("3 + 8 + 'image 100x50'"));
+  const nlohmann::json json = VllmResultJson(level, run->info);
+  EXPECT_EQ(json["images_per_request"], 2);
+  EXPECT_EQ(json["image_format"], "jpeg");
+  EXPECT_EQ(json["image_tokens_per_image"], 11);
+
+  FakeOpenAi text_only({.vision = false});
+  options.endpoint = *ParseEndpoint(text_only.url(), "");
+  auto refused = RunBench(options);
+  ASSERT_TRUE(refused.ok()) << refused.status().ToString();
+  EXPECT_EQ(refused->levels.at(0).metrics.failed, 4);
+  EXPECT_EQ(refused->levels.at(0).metrics.completed, 0);
+  EXPECT_THAT(refused->levels.at(0).records.at(0).error, HasSubstr("no vision tower"));
+}
+
 }  // namespace
 }  // namespace k3::client

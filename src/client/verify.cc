@@ -240,6 +240,10 @@ VerifyReport RunVerify(const VerifyOptions& options) {
           [&] { return CheckSseFormat(run); });
   guarded("error-shape", "a bad request gets an OpenAI-shaped 4xx error",
           [&] { return CheckErrorShape(run); });
+  guarded("vision", "an image's prompt tokens match the reference processor", [&]() -> CheckResult {
+    if (!options.vision) return Skip("not run: --no-vision");
+    return CheckVision(run);
+  });
   return report;
 }
 

@@ -3,7 +3,7 @@
 // (HTTP status, timing, a snippet of what came back).
 //
 // Checks, in order: models, health, tool-calls-auto, tool-calls-required, reasoning, long-context,
-// prefix-cache, stream-equals-non-stream, sse-format, error-shape.
+// prefix-cache, stream-equals-non-stream, sse-format, error-shape, vision.
 #pragma once
 
 #include <cstdint>
@@ -12,6 +12,7 @@
 
 #include "src/client/endpoint.h"
 #include "src/client/http.h"
+#include "src/image/config.h"
 
 namespace k3::client {
 
@@ -33,6 +34,9 @@ struct VerifyOptions {
   int64_t long_context = 4096;  // prompt tokens of the long-context check
   HttpOptions http;
   int max_tokens = 256;  // for the tool-call and reasoning requests
+  bool vision = true;    // false: the vision check is skipped (--no-vision)
+  // The image processor the endpoint's model should follow (vision check): K3's by default.
+  image::ProcessorConfig image_processor = image::K3ProcessorConfig();
 };
 
 struct VerifyReport {

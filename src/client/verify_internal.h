@@ -74,6 +74,8 @@ CheckResult CheckReasoning(Run& run);
 CheckResult CheckStreamEqualsNonStream(Run& run);
 CheckResult CheckSseFormat(Run& run);
 CheckResult CheckErrorShape(Run& run);
+// Image prompt tokens against the reference processor (verify_vision_check.cc).
+CheckResult CheckVision(Run& run);
 // Runs the long-context request, then its repeat: two results (long-context, prefix-cache).
 std::pair<CheckResult, CheckResult> CheckLongContextAndPrefixCache(Run& run);
 

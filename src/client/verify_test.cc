@@ -18,8 +18,9 @@ using testing::FakeOpenAiOptions;
 using ::testing::HasSubstr;
 
 const std::vector<std::string> kIds = {
-    "models",       "health",       "tool-calls-auto",          "tool-calls-required", "reasoning",
-    "long-context", "prefix-cache", "stream-equals-non-stream", "sse-format",          "error-shape"};
+    "models",     "health",       "tool-calls-auto", "tool-calls-required",
+    "reasoning",  "long-context", "prefix-cache",    "stream-equals-non-stream",
+    "sse-format", "error-shape",  "vision"};
 
 VerifyReport VerifyAgainst(const FakeOpenAi& server, const std::string& model = "",
                            const std::string& key = "") {
@@ -68,6 +69,65 @@ TEST(VerifyTest, EverythingPassesAgainstAWellBehavedServer) {
   EXPECT_THAT(Check(report, "long-context").detail, HasSubstr("asked for 500"));
   EXPECT_THAT(Check(report, "prefix-cache").detail, HasSubstr("came from the cache"));
   EXPECT_THAT(Check(report, "models").evidence, HasSubstr("HTTP 200"));
+  // PNG 7300x30: resized to the one-side limit, 7168x29 -> padded 7168x56 -> 2 x 256 merged patches.
+  EXPECT_THAT(Check(report, "vision").detail, HasSubstr("resized 7168x29, padded 7168x56, 512 image tokens"));
+  EXPECT_THAT(Check(report, "vision").detail, HasSubstr("PNG 7300x30"));
+  EXPECT_THAT(Check(report, "vision").detail, HasSubstr("JPEG 333x127"));
+  EXPECT_THAT(Check(report, "vision").detail, HasSubstr("by POST /tokenize"));
+}
+
+// A model without a vision tower: the image request is a 400 saying so, which is a skip with the reason.
+TEST(VerifyTest, ModelWithoutTowerSkipsVision) {
+  FakeOpenAi server({.vision = false});
+  const VerifyReport report = VerifyAgainst(server);
+  EXPECT_EQ(report.failures(), 0) << Dump(report);
+  EXPECT_EQ(Check(report, "vision").outcome, Outcome::kSkip);
+  EXPECT_THAT(Check(report, "vision").detail, HasSubstr("takes no images"));
+  EXPECT_THAT(Check(report, "vision").detail, HasSubstr("no vision tower"));
+  EXPECT_EQ(report.count(Outcome::kSkip), 1);
+}
+
+// vLLM's wordings for a text-only model (or --limit-mm-per-prompt image 0) are skips too; any other 400 for
+// an image (here: too large) is a failure.
+TEST(VerifyTest, VisionRefusalWordings) {
+  for (const char* message :
+       {"At most 0 image(s) may be provided in one prompt.", "Kimi-K3-text is not a multimodal model"}) {
+    FakeOpenAi server({.image_refusal = message});
+    const VerifyReport report = VerifyAgainst(server);
+    EXPECT_EQ(Check(report, "vision").outcome, Outcome::kSkip) << message;
+    EXPECT_THAT(Check(report, "vision").detail, HasSubstr(message));
+  }
+  FakeOpenAi server({.image_refusal = "image too large: 51380224 pixels"});
+  const VerifyReport report = VerifyAgainst(server);
+  ExpectOnlyFailing(report, {"vision"}, "the PNG 7300x30 request failed");
+  EXPECT_THAT(Check(report, "vision").detail, HasSubstr("image too large"));
+}
+
+// A server whose image prompt is one token off fails the check, naming both counts.
+TEST(VerifyTest, MiscountedImageTokensFail) {
+  FakeOpenAi server({.image_token_error = 1});
+  const VerifyReport report = VerifyAgainst(server);
+  ExpectOnlyFailing(report, {"vision"}, "differ from the reference processor");
+  EXPECT_THAT(Check(report, "vision").detail, HasSubstr("MISMATCH"));
+}
+
+// Without /tokenize the text "image WxH" is counted by a request pair.
+TEST(VerifyTest, VisionWithoutTokenizeUsesARequestPair) {
+  FakeOpenAi server({.tokenize = false});
+  const VerifyReport report = VerifyAgainst(server);
+  ExpectOnlyFailing(report, {}, "");
+  EXPECT_THAT(Check(report, "vision").detail, HasSubstr("a request pair"));
+}
+
+TEST(VerifyTest, NoVisionOptionSkips) {
+  FakeOpenAi server({});
+  VerifyOptions options;
+  options.endpoint = *ParseEndpoint(server.url(), "");
+  options.long_context = 500;
+  options.vision = false;
+  const VerifyReport report = RunVerify(options);
+  EXPECT_EQ(Check(report, "vision").outcome, Outcome::kSkip);
+  EXPECT_THAT(Check(report, "vision").detail, HasSubstr("--no-vision"));
 }
 
 TEST(VerifyTest, HealthFailing) {
@@ -190,21 +250,24 @@ TEST(VerifyTest, UnreachableEndpointFailsEveryCheckFast) {
 }
 
 TEST(VerifyReportTest, JsonAndJunit) {
-  FakeOpenAi server({.health = false});
+  FakeOpenAi server({.health = false, .vision = false});
   const VerifyReport report = VerifyAgainst(server);
   const auto json = nlohmann::json::parse(FormatVerifyReport(report, ReportFormat::kJson));
   EXPECT_EQ(json["failed"], 1);
   EXPECT_EQ(json["passed"], 9);
+  EXPECT_EQ(json["skipped"], 1);
+  EXPECT_EQ(json["checks"][10]["outcome"], "skip");
   EXPECT_EQ(json["checks"][1]["id"], "health");
   EXPECT_EQ(json["checks"][1]["outcome"], "fail");
   EXPECT_THAT(json["checks"][1]["evidence"].get<std::string>(), HasSubstr("HTTP 503"));
   const std::string junit = FormatVerifyReport(report, ReportFormat::kJunit);
-  EXPECT_THAT(junit, HasSubstr("tests=\"10\" failures=\"1\" skipped=\"0\""));
+  EXPECT_THAT(junit, HasSubstr("tests=\"11\" failures=\"1\" skipped=\"1\""));
+  EXPECT_THAT(junit, HasSubstr("<skipped message=\"the model takes no images"));
   EXPECT_THAT(junit, HasSubstr("<testcase classname=\"k3.verify\" name=\"health\""));
   EXPECT_THAT(junit, HasSubstr("<failure message=\"GET /health: HTTP 503\">"));
   const std::string table = FormatVerifyReport(report, ReportFormat::kTable);
   EXPECT_THAT(table, HasSubstr("FAIL  health"));
-  EXPECT_THAT(table, HasSubstr("9 passed, 1 failed, 0 skipped"));
+  EXPECT_THAT(table, HasSubstr("9 passed, 1 failed, 1 skipped"));
   EXPECT_FALSE(ParseReportFormat("xml").ok());
 }
 

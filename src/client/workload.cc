@@ -1,4 +1,5 @@
-// BuildWorkload: synthetic prompts and JSONL datasets into chat request bodies.
+// BuildWorkload: synthetic prompts (with random images when asked) and JSONL datasets into chat request
+// bodies.
 #include "src/client/workload.h"
 
 #include <algorithm>
@@ -63,7 +64,46 @@ Result<std::vector<json>> ReadDataset(const WorkloadOptions& options) {
   return out;
 }
 
+// The image parts of synthetic request `index`: random pixels, encoded, as data: URLs.
+Result<json> ImageParts(const WorkloadOptions& options, int index) {
+  json parts = json::array();
+  for (int k = 0; k < options.images; ++k) {
+    const uint64_t seed =
+        (options.seed * 1000003 + static_cast<uint64_t>(index)) * 1009 + static_cast<uint64_t>(k);
+    K3_ASSIGN_OR_RETURN(std::string encoded,
+                        image::EncodeImage(options.image_format,
+                                           image::RandomRgb(options.image_width, options.image_height, seed),
+                                           options.image_width, options.image_height));
+    parts.push_back(
+        {{"type", "image_url"}, {"image_url", {{"url", image::ToDataUrl(options.image_format, encoded)}}}});
+  }
+  return parts;
+}
+
+constexpr int kMaxImageSide = 16384;
+
 }  // namespace
+
+Result<std::pair<int, int>> ParseImageSize(const std::string& text) {
+  const size_t x = text.find_first_of("xX");
+  auto side = [&](const std::string& s) -> int {
+    if (s.empty() || s.size() > 6 || s.find_first_not_of("0123456789") != std::string::npos) return -1;
+    return std::stoi(s);
+  };
+  const int w = x == std::string::npos ? -1 : side(text.substr(0, x));
+  const int h = x == std::string::npos ? -1 : side(text.substr(x + 1));
+  if (w < 1 || h < 1 || w > kMaxImageSide || h > kMaxImageSide) {
+    return InvalidArgument("--image-size '{}': expected WIDTHxHEIGHT, each side 1..{} (e.g. 640x480)", text,
+                           kMaxImageSide);
+  }
+  return std::pair<int, int>{w, h};
+}
+
+Result<image::EncodeFormat> ParseImageFormat(const std::string& text) {
+  if (text == "jpeg" || text == "jpg") return image::EncodeFormat::kJpeg;
+  if (text == "png") return image::EncodeFormat::kPng;
+  return InvalidArgument("--image-format '{}': one of jpeg, png", text);
+}
 
 std::string FillerWords(int64_t words, uint64_t seed) {
   std::mt19937_64 rng(seed);
@@ -80,6 +120,15 @@ Result<std::vector<std::string>> BuildWorkload(const WorkloadOptions& options) {
   if (options.num_prompts <= 0) return InvalidArgument("--num-prompts must be positive");
   if (options.prefix_share < 0 || options.prefix_share > 1) {
     return InvalidArgument("--prefix-share {} is not in [0, 1]", options.prefix_share);
+  }
+  if (options.images < 0) return InvalidArgument("--images must not be negative");
+  if (options.images > 0 && !options.dataset.empty()) {
+    return InvalidArgument(
+        "--images adds random images to synthetic prompts; it cannot be combined with "
+        "--dataset (put image_url parts in the dataset's messages instead)");
+  }
+  if (options.images > 0 && (options.image_width < 1 || options.image_height < 1)) {
+    return InvalidArgument("--images {} needs --image-size WIDTHxHEIGHT", options.images);
   }
   std::vector<std::string> bodies;
   if (!options.dataset.empty()) {
@@ -101,8 +150,14 @@ Result<std::vector<std::string>> BuildWorkload(const WorkloadOptions& options) {
       text += std::to_string(i);
       if (own > 1) text += ' ' + FillerWords(own - 1, options.seed * 1000003 + i + 1);
     }
+    json content = text;
+    if (options.images > 0) {
+      K3_ASSIGN_OR_RETURN(content, ImageParts(options, i));
+      content.push_back({{"type", "text"}, {"text", text}});
+    }
     bodies.push_back(
-        Body(options, json::array({{{"role", "user"}, {"content", text}}}), options.output_len).dump());
+        Body(options, json::array({{{"role", "user"}, {"content", std::move(content)}}}), options.output_len)
+            .dump());
   }
   return bodies;
 }

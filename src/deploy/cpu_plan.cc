@@ -17,8 +17,9 @@ RamPerRank EstimateRam(const ModelSpec& model, const Instance& instance, int tp,
   r.weights_gb = static_cast<double>(model.weight_bytes) / tp / kGb;
   r.mla_cache_gb = static_cast<double>(model.MlaBytesPerToken()) * tokens / kGb;
   r.kda_state_gb = static_cast<double>(model.kda_state_bytes_per_sequence) * a.concurrency / tp / kGb;
+  r.vision_gb = VisionGbPerShard(a, tp);
   r.overhead_gb = a.overhead_gb_per_gpu;
-  r.need_gb = r.weights_gb + r.mla_cache_gb + r.kda_state_gb + r.overhead_gb;
+  r.need_gb = r.weights_gb + r.mla_cache_gb + r.kda_state_gb + r.vision_gb + r.overhead_gb;
   r.node_need_gb = r.need_gb * ranks_per_node;
   r.node_usable_gb = instance.ram_gib * kGiB * c.allocatable_fraction / kGb;
   r.fits = r.node_need_gb <= r.node_usable_gb;
@@ -108,12 +109,13 @@ std::string CpuPlanFormula(const ModelSpec& model, const Instance& instance, con
                                 ? "--tensor-parallel-size"
                                 : fmt::format("one per NUMA node, {} per node", instance.cpu.numa_nodes),
                             p.tp());
-  s +=
-      prefix +
-      fmt::format(
-          "RAM per rank = weights {:.1f} GB ({} B / TP {}) + MLA latent {:.1f} GB + KDA state {:.2f} GB "
-          "+ margin {:.1f} GB = {:.1f} GB\n",
-          r.weights_gb, model.weight_bytes, p.tp(), r.mla_cache_gb, r.kda_state_gb, r.overhead_gb, r.need_gb);
+  s += prefix +
+       fmt::format(
+           "RAM per rank = weights {:.1f} GB ({} B / TP {}) + MLA latent {:.1f} GB + KDA state {:.2f} GB "
+           "{}+ margin {:.1f} GB = {:.1f} GB\n",
+           r.weights_gb, model.weight_bytes, p.tp(), r.mla_cache_gb, r.kda_state_gb,
+           r.vision_gb > 0 ? fmt::format("+ vision {:.1f} GB ", r.vision_gb) : std::string(), r.overhead_gb,
+           r.need_gb);
   s += prefix +
        fmt::format("RAM per node = {} x {:.1f} GB = {:.1f} GB of {:.1f} GB usable ({} GiB x {:.2f}): {}\n",
                    p.ranks_per_node, r.need_gb, r.node_need_gb, r.node_usable_gb, instance.ram_gib,

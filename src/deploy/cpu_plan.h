@@ -4,6 +4,7 @@
 //   RAM per rank = weight_bytes / TP                 each rank maps its 1/TP shard of every layer
 //                + MLA latent x tokens               the latent has no head axis: every rank keeps all of it
 //                + KDA state x sequences / TP        the recurrent state splits by heads
+//                + vision tower + one image          a whole tower per rank (plan_vision.h)
 //                + working margin (--overhead-gb)    activations, scratch, Gloo buffers
 //   fits when ranks_per_node x RAM per rank <= node RAM x 0.9 (kubelet / system reservations)
 //
@@ -38,6 +39,7 @@ struct RamPerRank {
   double weights_gb = 0;
   double mla_cache_gb = 0;
   double kda_state_gb = 0;
+  double vision_gb = 0;
   double overhead_gb = 0;
   double need_gb = 0;       // sum of the above, per rank
   double node_need_gb = 0;  // ranks_per_node x need_gb

@@ -22,6 +22,12 @@ Layout ChooseLayout(int nodes, int gpus_per_node, bool prefer_pp) {
   return layout;
 }
 
+double VisionGbPerShard(const MemoryAssumptions& a, double shards) {
+  const double tower = static_cast<double>(a.vision_weight_bytes);
+  const double held = a.vision_in_weight_bytes && shards > 0 ? tower / shards : 0;
+  return (tower - held + static_cast<double>(a.vision_activation_bytes)) / kGb;
+}
+
 MemoryPerGpu EstimatePerGpu(const ModelSpec& model, const Layout& layout, double gpu_memory_gb,
                             const MemoryAssumptions& a) {
   MemoryPerGpu m;
@@ -30,8 +36,9 @@ MemoryPerGpu EstimatePerGpu(const ModelSpec& model, const Layout& layout, double
   m.weights_gb = static_cast<double>(model.weight_bytes) / shards / kGb;
   m.mla_cache_gb = static_cast<double>(model.MlaBytesPerToken()) * tokens / layout.pp / kGb;
   m.kda_state_gb = static_cast<double>(model.kda_state_bytes_per_sequence) * a.concurrency / shards / kGb;
+  m.vision_gb = VisionGbPerShard(a, shards);
   m.overhead_gb = a.overhead_gb_per_gpu;
-  m.need_gb = m.weights_gb + m.mla_cache_gb + m.kda_state_gb + m.overhead_gb;
+  m.need_gb = m.weights_gb + m.mla_cache_gb + m.kda_state_gb + m.vision_gb + m.overhead_gb;
   m.usable_gb = gpu_memory_gb * a.gpu_memory_utilization;
   m.fits = m.need_gb <= m.usable_gb;
   return m;

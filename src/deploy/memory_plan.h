@@ -4,6 +4,8 @@
 //   MLA      = latent bytes/token * tokens / PP               the latent has no head axis, so every TP rank
 //                                                             keeps the full latent of its PP stage's layers
 //   KDA      = state bytes/sequence * sequences / (TP * PP)   the recurrent state splits by heads and layers
+//   vision   = tower bytes - (its TP x PP share when weight_bytes already count it) + one largest image's
+//              activations                                 every GPU keeps a whole tower (plan_vision.h)
 //   overhead = a per-GPU allowance (CUDA context, NCCL buffers, activations, graphs): an explicit assumption
 //   usable   = GPU memory * gpu_memory_utilization            (vLLM's default fraction, 0.9)
 // tokens = max_model_len * concurrency: every sequence may reach the full context.
@@ -21,7 +23,16 @@ struct MemoryAssumptions {
   int concurrency = 1;
   double overhead_gb_per_gpu = 8.0;
   double gpu_memory_utilization = 0.9;
+  // The vision tower (plan_vision.h; all 0 for a text-only model or --no-vision): its weights, whether
+  // the model's weight_bytes already count them, and one largest image's activations.
+  int64_t vision_weight_bytes = 0;
+  bool vision_in_weight_bytes = false;
+  int64_t vision_activation_bytes = 0;
 };
+
+// Per GPU (or CPU rank) of `shards` weight shards: a whole tower plus one image's activations, less the
+// share of the tower the sharded weights already hold.
+double VisionGbPerShard(const MemoryAssumptions& assumptions, double shards);
 
 // Parallel layout of one serving group (one replica).
 struct Layout {
@@ -37,6 +48,7 @@ struct MemoryPerGpu {
   double weights_gb = 0;
   double mla_cache_gb = 0;
   double kda_state_gb = 0;
+  double vision_gb = 0;
   double overhead_gb = 0;
   double need_gb = 0;    // sum of the above
   double usable_gb = 0;  // gpu memory * utilization

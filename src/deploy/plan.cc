@@ -231,6 +231,15 @@ Result<TargetPlan> PlanTarget(const Catalog& catalog, const ModelSpec& model, co
 Result<Plan> BuildPlan(const Catalog& catalog, const PlanOptions& options) {
   Plan plan;
   K3_ASSIGN_OR_RETURN(plan.model, ResolveModel(catalog, options.model));
+  K3_ASSIGN_OR_RETURN(std::optional<VisionTowerSpec> tower,
+                      VisionTowerFor(plan.model, options.model, catalog.FindModel(options.model) != nullptr));
+  if (tower && options.vision) {
+    plan.vision = PlanVision(*tower);
+    plan.assumptions.vision_weight_bytes = plan.vision->weight_bytes();
+    plan.assumptions.vision_in_weight_bytes = tower->in_weight_bytes;
+    plan.assumptions.vision_activation_bytes = plan.vision->activation_bytes;
+  }
+  plan.vision_left_out = tower.has_value() && !options.vision;
   if (options.concurrency < 1)
     return InvalidArgument("--concurrency {}: must be at least 1", options.concurrency);
   if (options.replicas < 1) return InvalidArgument("--replicas {}: must be at least 1", options.replicas);

@@ -12,6 +12,7 @@
 #include "src/deploy/cpu_plan.h"
 #include "src/deploy/engine_command.h"
 #include "src/deploy/memory_plan.h"
+#include "src/deploy/plan_vision.h"
 
 namespace k3::deploy {
 
@@ -28,6 +29,9 @@ struct PlanOptions {
   // The engine decides what a CPU-only instance means: k3 plans ranks on it (cpu_plan.h), vLLM refuses.
   Engine engine = Engine::kVllm;
   CpuAssumptions cpu;  // --tensor-parallel-size, --network-latency-us, --memory-efficiency
+  // Count the vision tower (weights + one largest image's activations) on every GPU / rank when the
+  // model has one; false: text-only serving (--no-vision; vLLM --limit-mm-per-prompt '{"image": 0}').
+  bool vision = true;
 };
 
 // Parses "10Gbps", "100Mbps", "1Tbps", "2GB/s", "500MB/s" into bits per second.
@@ -81,6 +85,8 @@ struct Plan {
   ModelSpec model;
   MemoryAssumptions assumptions;
   MemoryTotals totals;
+  std::optional<VisionPlan> vision;  // the model's tower, when it has one and options.vision
+  bool vision_left_out = false;      // the model has a tower but --no-vision left it out
   double bandwidth_bps = 0;
   std::string bandwidth_text;
   std::vector<FitRow> fit_table;

@@ -74,19 +74,60 @@ Rows TargetRows(const Plan& plan) {
   return rows;
 }
 
+std::string Millions(int64_t n) { return fmt::format("{:.1f} M", static_cast<double>(n) / 1e6); }
+
+// The vision tower's lines of the header: parameters from the widths, one image's activations, formulas.
+std::string VisionLines(const Plan& plan) {
+  if (plan.vision_left_out) {
+    return "Vision tower: left out (--no-vision: text-only serving, e.g. vLLM --limit-mm-per-prompt "
+           "'{\"image\": 0}')\n";
+  }
+  if (!plan.vision) return "";
+  const VisionPlan& v = *plan.vision;
+  const VisionTowerSpec& s = v.spec;
+  const int64_t merged = s.merge_h * s.merge_w * s.hidden;
+  std::string out = fmt::format(
+      "Vision tower: {} params = tower {} [3 p^2 h + P h + L (2h + 4 q h + 2 h I) + h; h {}, L {}, q {} "
+      "({} heads x {}), I {}, p {}, P {}x{}] + projector {} [(m h)^2 + m h T + T; m h {}, T {}] -> {} in "
+      "bf16 ({}; {})\n",
+      Millions(v.params()), Millions(v.tower_params), s.hidden, s.layers, s.qkv_hidden, s.heads,
+      s.qkv_hidden / s.heads, s.intermediate, s.patch, s.pos_emb_h, s.pos_emb_w, Millions(v.projector_params),
+      merged, s.text_hidden, Gb(static_cast<double>(v.weight_bytes()) / 1e9),
+      s.in_weight_bytes ? "already in the checkpoint's weight bytes" : "not in the weight bytes above",
+      s.source);
+  out += fmt::format(
+      "Vision activations of one image at in_patch_limit S = {} patches: hidden states 2 S h b {} + "
+      "max(attention 4 S q b {}, MLP 2 S I b {}) = {} with fused attention; dense scores would add S^2 b = "
+      "{} "
+      "per head ({} in all)\n",
+      s.in_patch_limit, Gb(v.hidden_states_bytes / 1e9), Gb(v.attention_bytes / 1e9), Gb(v.mlp_bytes / 1e9),
+      Gb(v.activation_bytes / 1e9), Gb(v.scores_per_head_bytes / 1e9), Gb(v.activation_dense_bytes / 1e9));
+  out += fmt::format(
+      "Vision per GPU / rank: a whole tower{} + one image's activations = {:.2f} GB at TP x PP = 1 "
+      "(--no-vision "
+      "leaves it out)\n",
+      s.in_weight_bytes ? " less the 1 / (TP x PP) share the weights hold" : "",
+      VisionGbPerShard(plan.assumptions, 1));
+  return out;
+}
+
 std::string Header(const Plan& plan) {
   const ModelSpec& m = plan.model;
   return fmt::format(
-      "Model {} ({}): weights {} ({}; {})\n"
-      "Cache at max-model-len {} x concurrency {}: MLA latent {} B/token -> {} per copy (every TP rank holds "
-      "its PP stage's share); KDA state {} per sequence -> {}\n"
-      "Assumptions: overhead {} per GPU, gpu_memory_utilization {:.2f}; weights read at {} (load {})\n",
-      m.id, m.hf_id, Gb(plan.totals.weights_gb), m.weight_format, m.weight_bytes_note,
-      plan.assumptions.max_model_len, plan.assumptions.concurrency, m.MlaBytesPerToken(),
-      Gb(plan.totals.mla_cache_gb_per_copy), fmt::format("{:.1f} MB", m.kda_state_bytes_per_sequence / 1e6),
-      Gb(plan.totals.kda_state_gb), Gb(plan.assumptions.overhead_gb_per_gpu),
-      plan.assumptions.gpu_memory_utilization, plan.bandwidth_text,
-      FormatDuration(static_cast<double>(m.weight_bytes) * 8 / plan.bandwidth_bps));
+             "Model {} ({}): weights {} ({}; {})\n"
+             "Cache at max-model-len {} x concurrency {}: MLA latent {} B/token -> {} per copy (every TP "
+             "rank holds "
+             "its PP stage's share); KDA state {} per sequence -> {}\n"
+             "Assumptions: overhead {} per GPU, gpu_memory_utilization {:.2f}; weights read at {} (load "
+             "{})\n",
+             m.id, m.hf_id, Gb(plan.totals.weights_gb), m.weight_format, m.weight_bytes_note,
+             plan.assumptions.max_model_len, plan.assumptions.concurrency, m.MlaBytesPerToken(),
+             Gb(plan.totals.mla_cache_gb_per_copy),
+             fmt::format("{:.1f} MB", m.kda_state_bytes_per_sequence / 1e6), Gb(plan.totals.kda_state_gb),
+             Gb(plan.assumptions.overhead_gb_per_gpu), plan.assumptions.gpu_memory_utilization,
+             plan.bandwidth_text,
+             FormatDuration(static_cast<double>(m.weight_bytes) * 8 / plan.bandwidth_bps)) +
+         VisionLines(plan);
 }
 
 std::string Details(const Plan& plan, bool markdown) {
@@ -109,10 +150,11 @@ std::string Details(const Plan& plan, bool markdown) {
                                   t.layout.nodes * t.replicas, t.instance.id, t.instance.gpu_count,
                                   t.instance.gpu_count, t.instance.gpu_memory_gb, t.instance.cpu_arch,
                                   t.instance.vcpu, t.instance.ram_gib, t.instance.interconnect);
-      out += bullet + fmt::format("per GPU: weights {} + MLA {} + KDA {} + overhead {} = {} of {} usable\n",
+      out += bullet + fmt::format("per GPU: weights {} + MLA {} + KDA {}{} + overhead {} = {} of {} usable\n",
                                   Gb(t.per_gpu.weights_gb), Gb(t.per_gpu.mla_cache_gb),
-                                  Gb(t.per_gpu.kda_state_gb), Gb(t.per_gpu.overhead_gb),
-                                  Gb(t.per_gpu.need_gb), Gb(t.per_gpu.usable_gb));
+                                  Gb(t.per_gpu.kda_state_gb),
+                                  t.per_gpu.vision_gb > 0 ? " + vision " + Gb(t.per_gpu.vision_gb) : "",
+                                  Gb(t.per_gpu.overhead_gb), Gb(t.per_gpu.need_gb), Gb(t.per_gpu.usable_gb));
     }
     out += bullet + fmt::format(
                         "probes: startupProbe period {} s x failureThreshold {} = {} (2 x load {} + 600 s); "
@@ -143,13 +185,10 @@ OrderedJson LayoutJson(const Layout& l) {
 }
 
 OrderedJson PerGpuJson(const MemoryPerGpu& m) {
-  return {{"weights_gb", m.weights_gb},
-          {"mla_cache_gb", m.mla_cache_gb},
-          {"kda_state_gb", m.kda_state_gb},
-          {"overhead_gb", m.overhead_gb},
-          {"need_gb", m.need_gb},
-          {"usable_gb", m.usable_gb},
-          {"fits", m.fits}};
+  return {{"weights_gb", m.weights_gb},     {"mla_cache_gb", m.mla_cache_gb},
+          {"kda_state_gb", m.kda_state_gb}, {"vision_gb", m.vision_gb},
+          {"overhead_gb", m.overhead_gb},   {"need_gb", m.need_gb},
+          {"usable_gb", m.usable_gb},       {"fits", m.fits}};
 }
 
 OrderedJson CpuJson(const TargetPlan& t) {
@@ -162,6 +201,7 @@ OrderedJson CpuJson(const TargetPlan& t) {
            {{"weights", c.ram.weights_gb},
             {"mla_cache", c.ram.mla_cache_gb},
             {"kda_state", c.ram.kda_state_gb},
+            {"vision", c.ram.vision_gb},
             {"margin", c.ram.overhead_gb},
             {"total", c.ram.need_gb}}},
           {"ram_per_node_gb", c.ram.node_need_gb},
@@ -198,6 +238,41 @@ OrderedJson PlanJson(const Plan& plan) {
   j["totals"] = {{"weights_gb", plan.totals.weights_gb},
                  {"mla_cache_gb_per_copy", plan.totals.mla_cache_gb_per_copy},
                  {"kda_state_gb", plan.totals.kda_state_gb}};
+  if (plan.vision) {
+    const VisionPlan& v = *plan.vision;
+    const VisionTowerSpec& s = v.spec;
+    j["vision"] = {
+        {"source", s.source},
+        {"hidden_size", s.hidden},
+        {"num_hidden_layers", s.layers},
+        {"num_attention_heads", s.heads},
+        {"qkv_hidden_size", s.qkv_hidden},
+        {"intermediate_size", s.intermediate},
+        {"patch_size", s.patch},
+        {"merge_kernel_size", {s.merge_h, s.merge_w}},
+        {"pos_emb", {s.pos_emb_h, s.pos_emb_w}},
+        {"text_hidden_size", s.text_hidden},
+        {"dtype_bytes", s.dtype_bytes},
+        {"tower_params", v.tower_params},
+        {"projector_params", v.projector_params},
+        {"params", v.params()},
+        {"weight_bytes", v.weight_bytes()},
+        {"in_weight_bytes", s.in_weight_bytes},
+        {"params_formula", "tower 3 p^2 h + P h + L (2h + 4 q h + 2 h I) + h; projector (m h)^2 + m h T + T"},
+        {"image_activations",
+         {{"in_patch_limit", s.in_patch_limit},
+          {"hidden_states_bytes", v.hidden_states_bytes},
+          {"attention_bytes", v.attention_bytes},
+          {"mlp_bytes", v.mlp_bytes},
+          {"dense_scores_per_head_bytes", v.scores_per_head_bytes},
+          {"peak_bytes", v.activation_bytes},
+          {"peak_dense_bytes", v.activation_dense_bytes},
+          {"formula",
+           "2 S h b + max(4 S q b, 2 S I b); dense attention: 2 S h b + 4 S q b + S^2 b (one head)"}}},
+        {"per_gpu_placement", "a whole tower and one largest image per GPU / CPU rank"}};
+  } else {
+    j["vision"] = nullptr;
+  }
   OrderedJson fit = OrderedJson::array();
   for (const FitRow& f : plan.fit_table) {
     fit.push_back({{"gpu", f.config.gpu},

@@ -67,7 +67,10 @@ TEST(CpuCatalogTest, ACpuInstanceWithoutItsCpuObjectIsRejected) {
 //   weights  1,559,956,066,048 B / 2          = 779.978 GB
 //   MLA      27,648 B x 1,048,576             =  28.991 GB
 //   KDA      464,633,856 B / 2                =   0.232 GB
-//   margin                                    =   8.000 GB   -> 817.201 GB per rank, 1,634.403 GB per node
+//   vision   447,358,976 params x 2 B (a whole tower per rank, plan_vision.h)
+//            + one 65,536-patch image: 2 S h b + 2 S I b = 268,435,456 + 1,073,741,824 B
+//                                             =   2.237 GB
+//   margin                                    =   8.000 GB   -> 819.438 GB per rank, 1,638.877 GB per node
 //   usable   4,096 GiB x 0.9                  = 3,958.242 GB
 //   bytes per token: 16 x 92 x 17,547,264 B = 25,829,572,608 B routed
 //                  + (1,559,956,066,048 - 896 x 92 x 17,547,264 - 2,348,810,240) = 111,151,189,760 B
@@ -87,8 +90,9 @@ TEST(CpuPlanTest, X2iednHoldsKimiK3OnOneNodeWithHandComputedNumbers) {
   EXPECT_NEAR(r.weights_gb, 779.978033024, 1e-6);
   EXPECT_NEAR(r.mla_cache_gb, 28.991029248, 1e-6);
   EXPECT_NEAR(r.kda_state_gb, 0.232316928, 1e-9);
-  EXPECT_NEAR(r.need_gb, 817.2013792, 1e-6);
-  EXPECT_NEAR(r.node_need_gb, 1634.4027584, 1e-6);
+  EXPECT_NEAR(r.vision_gb, 2.236895232, 1e-9);
+  EXPECT_NEAR(r.need_gb, 819.438274432, 1e-6);
+  EXPECT_NEAR(r.node_need_gb, 1638.876548864, 1e-6);
   EXPECT_NEAR(r.node_usable_gb, 3958.2418599936, 1e-6);
   const DecodeEstimate& d = tp->cpu.decode;
   EXPECT_EQ(d.routed_bytes_per_token, 25829572608);
@@ -101,8 +105,9 @@ TEST(CpuPlanTest, X2iednHoldsKimiK3OnOneNodeWithHandComputedNumbers) {
   EXPECT_DOUBLE_EQ(tp->cost.low_per_hour, 26.676);  // K2, us-east-1 on-demand
 }
 
-// ecs.re6.26xlarge (2 sockets, 1,536 GiB = 1,484.341 GB usable): one node would need 1,634.4 GB, so two
-// nodes x 2 ranks (TP 4): 389.989 + 28.991 + 0.116 + 8 = 427.096 GB per rank, 854.192 GB per node.
+// ecs.re6.26xlarge (2 sockets, 1,536 GiB = 1,484.341 GB usable): one node would need 1,638.9 GB, so two
+// nodes x 2 ranks (TP 4): 389.989 + 28.991 + 0.116 + 2.237 (vision) + 8 = 429.333 GB per rank, 858.666 GB
+// per node.
 //   t_memory  = 136.980762368 GB / 4 / (2 x 140.8 / 2 GB/s x 0.7)         = 0.3474553 s
 //   t_network = 278 x 6 steps x 50 us + 6,651,904 B x 6 / 4 x 8 / 16 Gbit/s = 0.0883889 s
 //   decode    = 1 / 0.4358442 s                                            = 2.29440 tokens/s
@@ -113,8 +118,8 @@ TEST(CpuPlanTest, SmallerNodesSplitKimiK3OverTwoNodes) {
   EXPECT_EQ(tp->cpu.ranks_per_node, 2);
   EXPECT_EQ(tp->layout.nodes, 2);
   EXPECT_EQ(tp->layout.tp, 4);
-  EXPECT_NEAR(tp->cpu.ram.need_gb, 427.096204224, 1e-6);
-  EXPECT_NEAR(tp->cpu.ram.node_need_gb, 854.192408448, 1e-6);
+  EXPECT_NEAR(tp->cpu.ram.need_gb, 429.333099456, 1e-6);
+  EXPECT_NEAR(tp->cpu.ram.node_need_gb, 858.666198912, 1e-6);
   EXPECT_NEAR(tp->cpu.ram.node_usable_gb, 1484.3406974976, 1e-6);
   EXPECT_EQ(tp->cpu.decode.ring_steps, 6);
   EXPECT_NEAR(tp->cpu.decode.memory_seconds, 0.3474552617, 1e-9);
@@ -142,8 +147,8 @@ TEST(CpuPlanTest, PrintsTheFormulaWithItsNumbers) {
   const std::string text = FormatPlan(*plan, PlanFormat::kTable);
   for (const char* expected :
        {"RAM per rank = weights 780.0 GB (1559956066048 B / TP 2) + MLA latent 29.0 GB + KDA state 0.23 GB + "
-        "margin 8.0 GB = 817.2 GB",
-        "RAM per node = 2 x 817.2 GB = 1634.4 GB of 3958.2 GB usable (4096 GiB x 0.90): fits",
+        "vision 2.2 GB + margin 8.0 GB = 819.4 GB",
+        "RAM per node = 2 x 819.4 GB = 1638.9 GB of 3958.2 GB usable (4096 GiB x 0.90): fits",
         "t_memory = 68.49 GB per rank / (204.8 GB/s per rank x 0.70 efficiency) = 477.8 ms",
         "t_network = 278 all-reduces x 2 ring steps x 10 us (ranks on one node) = 5.6 ms",
         "decode = 1 / (477.8 ms + 5.6 ms) = 2.07 tokens/s per sequence (batch 1)", "CPU, 2 NUMA",

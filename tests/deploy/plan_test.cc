@@ -271,6 +271,123 @@ TEST_F(CheckpointDir, BadConfigNamesFileAndField) {
   EXPECT_FALSE(ModelSpecFromCheckpoint(dir_.string()).ok());
 }
 
+// K3's published tower from its widths (vision.md §1): hidden 1024, 27 layers, qkv 1536, MLP 4096, patch 14,
+// positions 64 x 64, merge 2 x 2, text 7168, all bias-free:
+//   tower     = 3 x 14^2 x 1024 (602,112) + 4096 x 1024 (4,194,304)
+//               + 27 x (2 x 1024 + 4 x 1536 x 1024 + 2 x 1024 x 4096 = 14,682,112) + 1024 = 401,214,464
+//   projector = 4096^2 + 4096 x 7168 + 7168                                              =  46,144,512
+//   447,358,976 params x 2 B = 894,717,952 B (~0.45 B / 0.9 GB, as published)
+// One image of S = 65,536 patches: 2 S h b = 268,435,456 B; attention 4 S q b = 805,306,368 B; MLP
+// 2 S I b = 1,073,741,824 B -> peak 1,342,177,280 B; dense scores S^2 b = 8,589,934,592 B per head.
+// The catalog's weight bytes are the text checkpoint: every GPU adds the whole tower + one image.
+TEST(PlanVisionTest, K3TowerFromItsWidthsOnEveryGpu) {
+  PlanOptions o;
+  o.target = "aws-eks";
+  Plan plan = MustPlan(o);
+  ASSERT_TRUE(plan.vision.has_value());
+  const VisionPlan& v = *plan.vision;
+  EXPECT_EQ(v.tower_params, 401214464);
+  EXPECT_EQ(v.projector_params, 46144512);
+  EXPECT_EQ(v.weight_bytes(), 894717952);
+  EXPECT_FALSE(v.spec.in_weight_bytes);
+  EXPECT_EQ(v.hidden_states_bytes, 268435456);
+  EXPECT_EQ(v.attention_bytes, 805306368);
+  EXPECT_EQ(v.mlp_bytes, 1073741824);
+  EXPECT_EQ(v.activation_bytes, 1342177280);
+  EXPECT_EQ(v.scores_per_head_bytes, 8589934592);
+  EXPECT_EQ(v.activation_dense_bytes, 268435456 + 805306368 + 8589934592);
+  const MemoryPerGpu& g = plan.targets[0].per_gpu;
+  EXPECT_NEAR(g.vision_gb, 2.236895232, 1e-9);
+  EXPECT_NEAR(g.need_gb, g.weights_gb + g.mla_cache_gb + g.kda_state_gb + g.vision_gb + g.overhead_gb, 1e-9);
+  for (const FitRow& f : plan.fit_table) EXPECT_NEAR(f.per_gpu.vision_gb, 2.236895232, 1e-9);
+
+  const std::string table = FormatPlan(plan, PlanFormat::kTable);
+  EXPECT_NE(table.find("Vision tower: 447.4 M params = tower 401.2 M"), std::string::npos) << table;
+  EXPECT_NE(table.find("3 p^2 h + P h + L (2h + 4 q h + 2 h I) + h"), std::string::npos);
+  EXPECT_NE(table.find("dense scores would add S^2 b = 8.6 GB per head"), std::string::npos);
+  EXPECT_NE(table.find("+ vision 2.2 GB + overhead 8.0 GB"), std::string::npos) << table;
+  EXPECT_NE(FormatPlan(plan, PlanFormat::kMarkdown).find("Vision activations of one image"),
+            std::string::npos);
+  auto json = nlohmann::json::parse(FormatPlan(plan, PlanFormat::kJson));
+  EXPECT_EQ(json["vision"]["params"], 447358976);
+  EXPECT_EQ(json["vision"]["image_activations"]["peak_bytes"], 1342177280);
+  EXPECT_EQ(json["vision"]["image_activations"]["in_patch_limit"], 65536);
+  EXPECT_NEAR(json["targets"][0]["per_gpu"]["vision_gb"].get<double>(), 2.236895232, 1e-9);
+
+  // --no-vision: text-only serving drops exactly that term, and says so.
+  o.vision = false;
+  Plan text = MustPlan(o);
+  EXPECT_FALSE(text.vision.has_value());
+  EXPECT_TRUE(text.vision_left_out);
+  EXPECT_NEAR(g.need_gb - text.targets[0].per_gpu.need_gb, 2.236895232, 1e-9);
+  EXPECT_NE(FormatPlan(text, PlanFormat::kTable).find("Vision tower: left out (--no-vision"),
+            std::string::npos);
+  EXPECT_TRUE(nlohmann::json::parse(FormatPlan(text, PlanFormat::kJson))["vision"].is_null());
+}
+
+TEST(PlanVisionTest, TextOnlyCatalogModelHasNoTower) {
+  PlanOptions o;
+  o.model = "kimi-linear-48b";
+  o.target = "aws-eks";
+  o.max_model_len = 32768;
+  Plan plan = MustPlan(o);
+  EXPECT_FALSE(plan.vision.has_value());
+  EXPECT_FALSE(plan.vision_left_out);
+  EXPECT_EQ(plan.targets[0].per_gpu.vision_gb, 0);
+  EXPECT_EQ(FormatPlan(plan, PlanFormat::kTable).find("Vision"), std::string::npos);
+}
+
+std::string WithVision(const nlohmann::json& vision_config) {
+  nlohmann::json config = nlohmann::json::parse(K3Config());
+  config["vision_config"] = vision_config;
+  return config.dump();
+}
+
+// A checkpoint's vision_config (the release's vt_* names) and preprocessor_config.json's patch budget; its
+// index already counts the tower, so each of the TP x PP = 8 GPUs adds the tower less its 1/8 share.
+TEST_F(CheckpointDir, VisionFromVisionConfigAndPreprocessorConfig) {
+  Write("config.json", WithVision({{"vt_hidden_size", 1024},
+                                   {"vt_num_hidden_layers", 27},
+                                   {"vt_num_attention_heads", 12},
+                                   {"vt_intermediate_size", 4096},
+                                   {"qkv_hidden_size", 1536},
+                                   {"patch_size", 14},
+                                   {"init_pos_emb_height", 64},
+                                   {"init_pos_emb_width", 64},
+                                   {"merge_kernel_size", {2, 2}},
+                                   {"text_hidden_size", 7168}}));
+  Write("preprocessor_config.json", R"({"media_proc_cfg": {"in_patch_limit": 16384}})");
+  Write("model.safetensors.index.json", R"({"metadata": {"total_size": 1560850784000}, "weight_map": {}})");
+  PlanOptions o;
+  o.model = dir_.string();
+  o.target = "aws-eks";
+  Plan plan = MustPlan(o);
+  ASSERT_TRUE(plan.vision.has_value());
+  EXPECT_EQ(plan.vision->params(), 447358976);
+  EXPECT_TRUE(plan.vision->spec.in_weight_bytes);
+  EXPECT_EQ(plan.vision->max_patches, 16384);
+  // 16,384 patches: 2 S h b = 67,108,864 B + 2 S I b = 268,435,456 B.
+  EXPECT_EQ(plan.vision->activation_bytes, 67108864 + 268435456);
+  ASSERT_EQ(plan.targets[0].layout.tp * plan.targets[0].layout.pp, 8);
+  EXPECT_NEAR(plan.targets[0].per_gpu.vision_gb, (894717952.0 * 7 / 8 + 67108864 + 268435456) / 1e9, 1e-9);
+  EXPECT_NE(FormatPlan(plan, PlanFormat::kTable).find("already in the checkpoint's weight bytes"),
+            std::string::npos);
+
+  // No vision_config: no tower.
+  Write("config.json", K3Config());
+  EXPECT_FALSE(MustPlan(o).vision.has_value());
+  // A bad width names the file and the field.
+  Write("config.json", WithVision({{"vt_hidden_size", -3}}));
+  auto bad = BuildPlan(TestCatalog(), o);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("config.json"), std::string::npos);
+  EXPECT_NE(bad.status().message().find("vt_hidden_size"), std::string::npos) << bad.status().message();
+  Write("config.json", WithVision({{"vt_hidden_size", 1024}}));
+  bad = BuildPlan(TestCatalog(), o);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("vt_num_hidden_layers"), std::string::npos) << bad.status().message();
+}
+
 TEST(PlanFormatTest, JsonCarriesCostsAndSources) {
   PlanOptions o;
   o.target = "aws-eks";

@@ -8,6 +8,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "src/image/config.h"
+#include "src/image/data_url.h"
+#include "src/image/decode.h"
+#include "src/image/geometry.h"
+
 namespace k3::client::testing {
 namespace {
 
@@ -99,6 +104,14 @@ void FakeOpenAi::Handle(const TestRequest& request, TestConnection& conn) {
     conn.Write(HttpResponseText(200, "text/plain; version=0.0.4", text));
   } else if (request.method == "POST" && request.path == "/v1/chat/completions") {
     HandleChat(request, conn);
+  } else if (request.method == "POST" && request.path == "/tokenize" && options_.tokenize) {
+    const json body = json::parse(request.body, nullptr, false);
+    const int64_t n = body.is_object() && body.contains("prompt") && body["prompt"].is_string()
+                          ? CountWords(body["prompt"].get<std::string>())
+                          : 0;
+    json tokens = json::array();
+    for (int64_t i = 0; i < n; ++i) tokens.push_back(1000 + i);
+    conn.Write(HttpResponseText(200, "application/json", json{{"count", n}, {"tokens", tokens}}.dump()));
   } else {
     conn.Write(HttpResponseText(404, "application/json",
                                 ErrorJson("no route " + request.path, "not_found_error", "")));
@@ -125,11 +138,36 @@ void FakeOpenAi::HandleChat(const TestRequest& request, TestConnection& conn) {
     return;
   }
   std::string prompt;
+  int64_t image_tokens = 0;
+  std::string image_key;  // the images' sizes, part of the prefix-cache key
   for (const json& m : body["messages"]) {
-    if (m.is_object() && m.contains("content") && m["content"].is_string())
-      prompt += m["content"].get<std::string>() + "\n";
+    if (!m.is_object() || !m.contains("content")) continue;
+    if (m["content"].is_string()) prompt += m["content"].get<std::string>() + "\n";
+    if (!m["content"].is_array()) continue;
+    for (const json& part : m["content"]) {
+      if (!part.is_object()) continue;
+      if (part.value("type", "") == "text" && part.contains("text") && part["text"].is_string()) {
+        prompt += part["text"].get<std::string>() + "\n";
+        continue;
+      }
+      if (part.value("type", "") != "image_url") continue;
+      if (!options_.vision) return bad("model '" + options_.model + "' has no vision tower: image input", "");
+      if (!options_.image_refusal.empty()) return bad(options_.image_refusal, "");
+      const json url = part.contains("image_url") && part["image_url"].is_object()
+                           ? part["image_url"].value("url", json())
+                           : json();
+      auto data = image::ParseDataUrl(url.is_string() ? url.get<std::string>() : "");
+      if (!data.ok()) return bad(data.status().message(), "");
+      const auto* bytes = reinterpret_cast<const uint8_t*>(data->bytes.data());
+      auto decoded = image::DecodeImage({bytes, data->bytes.size()}, image::DefaultDecodeLimits());
+      if (!decoded.ok()) return bad(decoded.status().message(), "");
+      const auto g = image::PlanGeometry({decoded->width, decoded->height}, image::K3ProcessorConfig());
+      image_tokens += 3 + g.num_tokens + 2 + options_.image_token_error;
+      image_key += std::to_string(decoded->width) + "x" + std::to_string(decoded->height) + ";";
+    }
   }
-  const int64_t prompt_tokens = CountWords(prompt);
+  const int64_t prompt_tokens = CountWords(prompt) + image_tokens;
+  prompt += image_key;
   int64_t max_tokens = body.value("max_tokens", body.value("max_completion_tokens", int64_t{1} << 30));
   const int64_t n = std::min<int64_t>(options_.output_tokens, max_tokens);
   const bool stream = body.value("stream", false);

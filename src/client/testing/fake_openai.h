@@ -2,7 +2,10 @@
 // answers /v1/models, /health, /metrics (Prometheus text) and /v1/chat/completions (JSON or SSE) the
 // way vLLM does, and each option breaks one thing on purpose so every verify item can be seen failing.
 //
-// Its "tokenizer" counts whitespace-separated words of the message contents; the output is the words
+// Its "tokenizer" counts whitespace-separated words of the message contents (string contents and text
+// parts); an image part (a data: URL) counts as K3's image prompt: 3 + N + the words of "image WxH" (2),
+// N from image::PlanGeometry with K3's processor config. POST /tokenize counts the words of "prompt".
+// The output is the words
 // " tok0 tok1 ..." (max_tokens caps output_tokens). Tool calls carry arguments built from the first
 // tool's JSON schema (the required properties, values by type or the first enum value).
 #pragma once
@@ -34,6 +37,10 @@ struct FakeOpenAiOptions {
   bool sse_blank_lines = true;                        // false: events not separated by blank lines
   bool openai_errors = true;                          // false: a bad request gets a plain-text 400
   bool metrics = true;                                // false: /metrics answers 404
+  bool vision = true;                                 // false: image parts are a 400 "no vision tower"
+  std::string image_refusal;                          // non-empty: image parts are a 400 with this message
+  int image_token_error = 0;                          // added to every image's token count (a miscount)
+  bool tokenize = true;                               // false: POST /tokenize answers 404
   int output_tokens = 8;
   double first_token_delay_s = 0;  // before the first streamed output chunk
   double token_interval_s = 0;     // between streamed output chunks
