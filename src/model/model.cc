@@ -23,6 +23,7 @@
 #include "src/model/moe.h"
 #include "src/model/sequence_state.h"
 #include "src/model/state_slots.h"
+#include "src/model/vision/vision_encoder.h"
 #include "src/model/weights.h"
 
 namespace k3::model {
@@ -89,7 +90,15 @@ class ModelImpl final : public Model {
   double CollectiveSeconds() const override { return collectives_.seconds(); }
   Status Execute(const StepPlan& plan, ForwardOutput* out) override;
   void SetKdaPrefillForm(KdaPrefillForm form) override { s_.kda.prefill_form = form; }
-  std::vector<std::span<const uint8_t>> ViewedStorage() const override { return ViewedBytes(*weights_); }
+  std::vector<std::span<const uint8_t>> ViewedStorage() const override {
+    std::vector<std::span<const uint8_t>> viewed = ViewedBytes(*weights_);
+    if (vision_ != nullptr) {
+      for (const auto& bytes : vision_->ViewedStorage()) viewed.push_back(bytes);
+    }
+    return viewed;
+  }
+  ImageEncoder* image_encoder() override { return vision_.get(); }
+  void SetVision(std::unique_ptr<VisionEncoder> vision) { vision_ = std::move(vision); }
 
  private:
   // The forward pass over the batch's segments (their states prepared, tokens checked).
@@ -156,6 +165,7 @@ class ModelImpl final : public Model {
   std::unique_ptr<ModelWeights> weights_;
   std::shared_ptr<const void> storage_;
   ThreadPool* pool_;
+  std::unique_ptr<VisionEncoder> vision_;  // rank 0 of a model with a vision tower
   Collectives collectives_;
   StateSlots slots_;
   std::vector<SequenceSegment> segments_;  // this step's items
@@ -310,8 +320,15 @@ Result<std::unique_ptr<Model>> Model::FromTensors(
     return Internal("a sharded model needs a communicator");
   K3_ASSIGN_OR_RETURN(std::unique_ptr<ModelWeights> weights, BindWeights(cfg, lookup));
   ShardWeights(cfg, parallelism.shard, weights.get());
-  return std::unique_ptr<Model>(
-      std::make_unique<ModelImpl>(cfg, std::move(weights), std::move(storage), pool, parallelism));
+  // The vision tower on rank 0 only: it encodes images and sends their rows in the step plans.
+  std::unique_ptr<VisionEncoder> vision;
+  if (cfg.vision.has_value() && parallelism.shard.rank == 0) {
+    K3_ASSIGN_OR_RETURN(std::unique_ptr<VisionTower> tower, VisionTower::FromTensors(cfg, lookup, storage));
+    vision = std::make_unique<VisionEncoder>(std::move(tower), pool);
+  }
+  auto model = std::make_unique<ModelImpl>(cfg, std::move(weights), std::move(storage), pool, parallelism);
+  model->SetVision(std::move(vision));
+  return std::unique_ptr<Model>(std::move(model));
 }
 
 }  // namespace k3::model

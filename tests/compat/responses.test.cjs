@@ -106,7 +106,8 @@ test('refused fields are 400s naming them', async () => {
     [{ input: 'x', previous_response_id: 'resp_1' }, 'previous_response_id'],
     [{ input: 'x', background: true }, 'background'],
     [{ input: 'x', tools: [{ type: 'web_search' }] }, 'tools[0].type'],
-    [{ input: [{ role: 'user', content: [{ type: 'input_image', image_url: 'x' }] }] }, 'input[0].content[0].type'],
+    [{ input: [{ role: 'user', content: [{ type: 'input_image', image_url: 'x' }] }] }, 'input[0].content[0].image_url'],
+    [{ input: [{ role: 'user', content: [{ type: 'input_file', file_id: 'f' }] }] }, 'input[0].content[0].type'],
     [{ input: 'x', truncation: 'auto' }, 'truncation'],
     [{}, 'input'],
   ];

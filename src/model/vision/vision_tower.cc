@@ -223,9 +223,10 @@ Status VisionTower::Encode(const float* patches, int grid_h, int grid_w, float* 
 Result<std::unique_ptr<VisionTower>> LoadVisionTower(std::shared_ptr<const io::Checkpoint> checkpoint,
                                                      const io::ModelConfig& cfg) {
   const io::Checkpoint* raw = checkpoint.get();
+  const std::string dir = raw->dir();  // FromTensors owns the checkpoint (and drops it on failure)
   auto lookup = [raw](const std::string& name) { return raw->Find(name); };
   auto tower = VisionTower::FromTensors(cfg, lookup, std::move(checkpoint));
-  if (!tower.ok()) return tower.status().WithPrefix(raw->dir());
+  if (!tower.ok()) return tower.status().WithPrefix(dir);
   return tower;
 }
 
