@@ -166,6 +166,7 @@ Status ParseInstances(const Json& root, Catalog& catalog) {
     in.ram_gib = static_cast<int>(r.Int("ram_gib"));
     in.interconnect = r.String("interconnect");
     in.rack_vms = static_cast<int>(r.Int("rack_vms", false));
+    in.gcp_accelerator = r.String("gcp_accelerator", in.cloud == "gcp" && in.gpu_count > 0);
     in.sources = r.Strings("sources");
     in.price_note = r.String("price_note", false);
     const Json* prices = r.Array("prices");

@@ -98,6 +98,12 @@ Result<TargetPlan> PlanCpuTarget(const ModelSpec& model, const PlanOptions& opti
     tp.warnings.push_back(fmt::format("{} serves one instance per replica, but the model needs {} x {}",
                                       target.id, tp.layout.nodes, instance.id));
   }
+  if (!instance.CpuOnly()) {
+    tp.warnings.push_back(fmt::format(
+        "--engine k3 runs on CPUs: the {} x {} GPUs of each {} stay idle (the pods request none); a "
+        "CPU-only --instance costs less",
+        instance.gpu_count, instance.gpu, instance.id));
+  }
   tp.cost = CostFor(instance, tp.layout.nodes * tp.replicas);
   tp.probes = DeriveProbeBudget(model.weight_bytes, bandwidth_bps);
   AddTargetNotes(tp);
@@ -172,7 +178,11 @@ Result<TargetPlan> PlanTarget(const Catalog& catalog, const ModelSpec& model, co
                            instance->cloud, target.id, target.cloud);
   }
   tp.instance = *instance;
-  if (instance->CpuOnly()) return PlanCpuTarget(model, options, assumptions, bandwidth_bps, std::move(tp));
+  // The k3 engine computes on CPUs (src/kernels): on a GPU instance its ranks live in host RAM and the GPUs
+  // stay idle, so it is planned (RAM per rank, nodes) and rendered (no GPU request) as a CPU plan.
+  if (instance->CpuOnly() || options.engine == Engine::kK3) {
+    return PlanCpuTarget(model, options, assumptions, bandwidth_bps, std::move(tp));
+  }
   if (options.cpu.tensor_parallel_size > 0) {
     tp.warnings.push_back(fmt::format(
         "--tensor-parallel-size {} applies to CPU-only instances; on {} GPUs the layout follows --parallel",

@@ -2,6 +2,7 @@
 // renderer. Also the shared YAML file framing and the per-target NOTES.md.
 #include "src/deploy/render.h"
 
+#include <algorithm>
 #include <map>
 
 #include "src/deploy/plan_format.h"
@@ -21,6 +22,41 @@ bool ValidBucketPart(const std::string& s) {
   return true;
 }
 
+// The weights schemes each target reads, with the identity that reads them: its own cloud's bucket
+// through the pods' cloud identity (render_identity.h), the hub, or on Alibaba the OSS mount. A bucket of
+// another cloud has no credentials there, and a scheme the target cannot read would be ignored.
+Status CheckWeightsScheme(const RenderContext& ctx) {
+  static const std::map<std::string, std::vector<std::string>> kSchemes = {
+      {"aws-hyperpod", {"hf", "s3"}}, {"aws-eks", {"hf", "s3"}},    {"azure-aks", {"hf", "az"}},
+      {"gcp-gke", {"hf", "gs"}},      {"k8s", {"hf", "s3"}},        {"azure-ml", {"hf"}},
+      {"gcp-vertex", {"hf"}},         {"alibaba-pai-eas", {"oss"}}, {"alibaba-ack", {"oss"}}};
+  const std::string& t = ctx.plan.target.id;
+  auto it = kSchemes.find(t);
+  if (it == kSchemes.end()) return OkStatus();
+  const std::vector<std::string>& ok = it->second;
+  if (std::find(ok.begin(), ok.end(), ctx.weights.scheme) != ok.end()) return OkStatus();
+  std::string list;
+  for (const std::string& s : ok) list += (list.empty() ? "" : ", ") + s + "://";
+  std::string why;
+  if (t == "alibaba-pai-eas" || t == "alibaba-ack") {
+    why = fmt::format(
+        "the service mounts its weights from OSS: copy them there first (`k3 weights sync hf://{} "
+        "oss://BUCKET/PREFIX`) and pass --weights oss://BUCKET/PREFIX",
+        ctx.model.hf_id);
+  } else if (t == "azure-ml" || t == "gcp-vertex") {
+    why = "the managed endpoint pulls the hub id at start; a bucket would be ignored";
+  } else if (t == "k8s") {
+    why =
+        "a generic cluster has no cloud identity: s3:// reads the keys of a Secret (NOTES.md); for az:// "
+        "or gs:// use --target azure-aks or gcp-gke (workload identity)";
+  } else {
+    why =
+        "a bucket of another cloud has no credentials in this cluster (the pods' identity is the "
+        "target cloud's)";
+  }
+  return InvalidArgument("--weights {}: --target {} reads {} ({})", ctx.weights.uri, t, list, why);
+}
+
 // Refuses what the target cannot run as rendered: a managed endpoint or PAI-EAS service is one instance
 // per replica, and `k3 serve` runs on one node until multi-node k3 serving lands.
 Status CheckServable(const RenderContext& ctx) {
@@ -35,35 +71,56 @@ Status CheckServable(const RenderContext& ctx) {
         t, ctx.model.id, group, p.layout.tp, p.layout.pp, t, p.instance.gpu_count, p.layout.tp * p.layout.pp,
         p.instance.gpu_count);
   }
-  const bool pvc_target = t == "aws-eks" || t == "azure-aks" || t == "gcp-gke" || t == "k8s";
-  if (pvc_target && ctx.weights.scheme == "oss") {
-    return InvalidArgument(
-        "--weights {}: oss:// is mounted by the Alibaba OSS CSI driver; on --target {} use hf://, s3://, "
-        "az:// or gs:// (the pre-sync Job copies them), or --target alibaba-ack",
-        ctx.weights.uri, t);
-  }
-  if (p.cpu_only && (t == "aws-hyperpod" || t == "azure-ml" || t == "gcp-vertex" || t == "alibaba-pai-eas")) {
+  K3_RETURN_IF_ERROR(CheckWeightsScheme(ctx));
+  if (p.instance.CpuOnly() &&
+      (t == "aws-hyperpod" || t == "azure-ml" || t == "gcp-vertex" || t == "alibaba-pai-eas")) {
     return InvalidArgument(
         "--instance {} is CPU-only, and --target {} serves GPU endpoints: render CPU plans for a Kubernetes "
         "target (aws-eks, azure-aks, gcp-gke, alibaba-ack, k8s)",
         p.instance.id, t);
   }
+  // KServe's multi-node predictors need a ServingRuntime with a worker spec (raw predictor containers +
+  // workerSpec are rejected by KServe 0.15-0.20), and its workers carry no node rank for `k3 serve
+  // --headless`: a group of several nodes on ACK runs as a LeaderWorkerSet (--target k8s).
+  if (p.layout.nodes > 1 && t == "alibaba-ack") {
+    return InvalidArgument(
+        "--target alibaba-ack: {} needs {}, and a KServe InferenceService of several nodes needs a "
+        "ServingRuntime with a worker spec that k3 does not render: use --target k8s (LeaderWorkerSet, the "
+        "LWS controller on the ACK cluster) with --instance {}, or an --instance whose GPUs hold the model",
+        ctx.model.id, group, p.instance.id);
+  }
   if (ctx.options.engine == Engine::kK3) {
-    // A k3 group spans nodes through LeaderWorkerSet's environment; KServe's multi-node workers have no
-    // node index to start a rank with.
-    if (p.layout.nodes > 1 && t == "alibaba-ack") {
-      return InvalidArgument(
-          "--engine k3 on --target alibaba-ack: {} needs {}, and KServe's multi-node workers carry no node "
-          "rank for `k3 serve --headless`: use --target k8s (LeaderWorkerSet) on the ACK cluster, or "
-          "--engine vllm",
-          ctx.model.id, group);
-    }
     if (t == "azure-ml" || t == "gcp-vertex") {
       return InvalidArgument(
           "--engine k3 needs a model directory, but {} has no weights volume (it pulls from the hub): use "
           "--engine vllm, or a Kubernetes target",
           t);
     }
+  }
+  return OkStatus();
+}
+
+// A namespace name is a DNS-1123 label (RFC 1123): lowercase letters, digits and '-', at most 63
+// characters, starting and ending with a letter or digit.
+bool Dns1123Label(const std::string& s) {
+  if (s.empty() || s.size() > 63) return false;
+  for (char c : s) {
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-')) return false;
+  }
+  return s.front() != '-' && s.back() != '-';
+}
+
+Status CheckNamespace(const RenderOptions& o) {
+  if (o.name_space.empty()) return OkStatus();
+  if (o.target == "azure-ml" || o.target == "gcp-vertex" || o.target == "alibaba-pai-eas") {
+    return InvalidArgument("--namespace {}: --target {} renders no Kubernetes objects; drop --namespace",
+                           o.name_space, o.target);
+  }
+  if (!Dns1123Label(o.name_space)) {
+    return InvalidArgument(
+        "--namespace '{}': a Kubernetes namespace is a DNS-1123 label (lowercase letters, digits and '-', "
+        "at most 63 characters, starting and ending with a letter or digit), e.g. '{}'",
+        o.name_space, "kimi-k3");
   }
   return OkStatus();
 }
@@ -185,6 +242,7 @@ Result<std::vector<RenderedFile>> Render(const Catalog& catalog, const RenderOpt
   auto renderer = Renderers().find(target->id);
   if (renderer == Renderers().end()) return Internal("no renderer for target {}", target->id);
   if (options.replicas < 1) return InvalidArgument("--replicas {}: must be at least 1", options.replicas);
+  K3_RETURN_IF_ERROR(CheckNamespace(options));
 
   RenderContext ctx;
   ctx.options = options;
@@ -199,6 +257,13 @@ Result<std::vector<RenderedFile>> Render(const Catalog& catalog, const RenderOpt
         "{} does not fit on {} (see `k3 plan --target {}`): lower --max-model-len or "
         "--concurrency, or pick a larger --instance",
         ctx.model.id, ctx.plan.instance.id, target->id);
+  }
+  const bool alibaba = target->id == "alibaba-pai-eas" || target->id == "alibaba-ack";
+  if (alibaba && options.weights.empty()) {
+    return InvalidArgument(
+        "--target {} mounts the weights from OSS: copy them there first (`k3 weights sync hf://{} "
+        "oss://BUCKET/PREFIX`, from a machine in the region) and pass --weights oss://BUCKET/PREFIX",
+        target->id, ctx.model.hf_id);
   }
   const std::string weights = options.weights.empty() ? "hf://" + ctx.model.hf_id : options.weights;
   K3_ASSIGN_OR_RETURN(ctx.weights, ParseWeightsUri(weights));

@@ -21,7 +21,10 @@ struct RenderOptions {
   int replicas = 1;
   std::string
       weights;  // hf://org/name (default: the model's hub id) | s3:// | az://ACCOUNT/.. | gs:// | oss://
-  std::string name_space;    // --namespace ("" = none written)
+  std::string name_space;  // --namespace ("" = none written)
+  // --region: the bucket's region where a file names it (HyperPod s3Storage.region, the ACK OSS endpoint
+  // oss-REGION-internal.aliyuncs.com); required there, refused nowhere.
+  std::string region;
   bool gateway = false;      // Inference Gateway stack (render_gateway.h)
   std::string gateway_impl;  // --gateway-impl: kgateway | istio (gke on gcp-gke); "" = the target's default
   PlanOptions plan;          // model, instance, max-model-len, bandwidth, prefer_pp

@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "src/deploy/render_identity.h"
 #include "src/deploy/units.h"
 
 namespace k3::deploy {
@@ -27,6 +28,28 @@ Doc ObjectMeta(const RenderContext& ctx, const std::string& name, const std::str
   if (!ctx.options.name_space.empty()) meta["namespace"] = ctx.options.name_space;
   meta["labels"] = StandardLabels(ctx, component);
   return meta;
+}
+
+bool ValidRegion(const std::string& region) {
+  if (region.empty() || region.size() > 40) return false;
+  for (char c : region) {
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-')) return false;
+  }
+  return true;
+}
+
+std::string KubectlNamespace(const RenderContext& ctx) {
+  return ctx.options.name_space.empty() ? "" : " -n " + ctx.options.name_space;
+}
+
+std::vector<RenderedFile> NamespaceFile(const RenderContext& ctx) {
+  if (ctx.options.name_space.empty()) return {};
+  Doc meta = Doc::object();
+  meta["name"] = ctx.options.name_space;
+  meta["labels"] = StandardLabels(ctx, "namespace");
+  Doc ns = {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", meta}};
+  return {{"namespace.yaml",
+           YamlFile({"The namespace every other file's objects live in: apply first, delete last"}, {ns})}};
 }
 
 static Doc HealthGet(const RenderContext& ctx) { return Doc{{"path", "/health"}, {"port", ctx.serve.port}}; }
@@ -103,12 +126,10 @@ Doc EngineEnvList(const RenderContext& ctx, bool multi_node) {
   // The engine reads the pre-synced directory; offline, a missing file is an error instead of a second
   // 1.56 TB download into a volume sized for one copy.
   env.push_back(Doc{{"name", "HF_HUB_OFFLINE"}, {"value", "1"}});
-  if (ctx.stream_weights && ctx.weights.scheme == "az" && ctx.options.engine == Engine::kK3) {
-    // k3 reads az://ACCOUNT/CONTAINER/PREFIX with the node's managed identity (as the pre-sync Job does).
-    env.push_back(Doc{{"name", "K3_AZURE_MANAGED_IDENTITY"}, {"value", "1"}});
-  } else if (ctx.stream_weights && ctx.weights.scheme == "az") {
+  if (ctx.stream_weights && ctx.weights.scheme == "az" && ctx.options.engine == Engine::kVllm) {
     // RunAI Model Streamer's az:// names the container; the account comes from here, the credentials
-    // from the pod's identity (DefaultAzureCredential: workload or managed identity).
+    // from the pod's workload identity (DefaultAzureCredential; render_identity.h). k3 reads the account
+    // from its URI and the workload identity webhook's AZURE_FEDERATED_TOKEN_FILE.
     env.push_back(Doc{{"name", "AZURE_STORAGE_ACCOUNT_NAME"}, {"value", ctx.weights.account}});
   }
   if (multi_node) {
@@ -118,6 +139,18 @@ Doc EngineEnvList(const RenderContext& ctx, bool multi_node) {
     env.push_back(Doc{{"name", "GLOO_SOCKET_IFNAME"}, {"value", "eth0"}});
   }
   return env;
+}
+
+std::string BucketCredentialsSecret(const RenderContext& ctx) { return ctx.app_name + "-bucket-credentials"; }
+
+Doc BucketCredentialsEnvFrom(const RenderContext& ctx) {
+  if (!ctx.stream_weights || ctx.plan.target.id != "k8s") return Doc::array();
+  return Doc::array({Doc{{"secretRef", {{"name", BucketCredentialsSecret(ctx)}}}}});
+}
+
+Doc WeightsPodSecurityContext(const RenderContext& ctx) {
+  if (ctx.options.engine != Engine::kK3 || ctx.stream_weights) return Doc::object();
+  return Doc{{"fsGroup", kK3ImageUid}, {"fsGroupChangePolicy", "OnRootMismatch"}};
 }
 
 Doc WeightsPvc(const RenderContext& ctx, const std::string& storage_class) {
@@ -163,7 +196,6 @@ PresyncContainer K3Presync(const RenderContext& ctx) {
     const std::string source = w.scheme == "hf" ? "hf://" + w.bucket + "/" + w.path : w.uri;
     p.args = {"weights", "sync", source, ctx.model_dir, "--progress", "log"};
   }
-  if (w.scheme == "az") p.env.push_back({"K3_AZURE_MANAGED_IDENTITY", "1"});
   return p;
 }
 
@@ -194,12 +226,18 @@ Doc PresyncJob(const RenderContext& ctx) {
     container["env"] = Doc::array();
     for (const auto& [name, value] : p.env) container["env"].push_back(Doc{{"name", name}, {"value", value}});
   }
+  if (Doc creds = BucketCredentialsEnvFrom(ctx); !creds.empty()) container["envFrom"] = creds;
   Doc pod = {{"restartPolicy", "OnFailure"}, {"containers", Doc::array({container})}};
+  if (Doc sc = WeightsPodSecurityContext(ctx); !sc.empty()) pod["securityContext"] = sc;
   if (!ctx.stream_weights) pod["volumes"] = Doc::array({WeightsVolume(ctx)});
+  Doc labels = Doc::object();
+  AddWorkloadIdentity(ctx, pod, labels);
+  Doc tmpl = {{"spec", pod}};
+  if (!labels.empty()) tmpl["metadata"] = {{"labels", labels}};
   return Doc{{"apiVersion", "batch/v1"},
              {"kind", "Job"},
              {"metadata", ObjectMeta(ctx, ctx.app_name + "-weights-presync", "weights")},
-             {"spec", {{"backoffLimit", 3}, {"template", {{"spec", pod}}}}}};
+             {"spec", {{"backoffLimit", 3}, {"template", tmpl}}}};
 }
 
 Doc ServingService(const RenderContext& ctx, const Doc& selector) {

@@ -15,6 +15,15 @@ Doc StandardLabels(const RenderContext& ctx, const std::string& component);
 // metadata {name, [namespace], labels}.
 Doc ObjectMeta(const RenderContext& ctx, const std::string& name, const std::string& component);
 
+// --namespace: " -n NS" for kubectl lines of NOTES.md and scripts ("" without --namespace).
+std::string KubectlNamespace(const RenderContext& ctx);
+
+// --namespace: namespace.yaml (the Namespace object, applied first and deleted last); none without it.
+std::vector<RenderedFile> NamespaceFile(const RenderContext& ctx);
+
+// A cloud region name: lowercase letters, digits and '-' ("us-east-1", "cn-hangzhou").
+bool ValidRegion(const std::string& region);
+
 // Probes on /health of the serving port, budgets from the plan (ProbeBudget).
 Doc StartupProbe(const RenderContext& ctx);
 Doc ReadinessProbe(const RenderContext& ctx);
@@ -40,6 +49,19 @@ Doc WeightsAndShmMounts(const RenderContext& ctx);  // /dev/shm only when ctx.st
 // Env list [{name, value}] for the engine: the model's required variables, HF_HOME for hub pulls, and
 // NCCL / Gloo interface settings when the group spans nodes.
 Doc EngineEnvList(const RenderContext& ctx, bool multi_node);
+
+// --target k8s with s3:// weights (no cloud identity to rely on): the Secret holding AWS_ACCESS_KEY_ID /
+// AWS_SECRET_ACCESS_KEY that NOTES.md creates, and the envFrom that reads it ([] elsewhere).
+std::string BucketCredentialsSecret(const RenderContext& ctx);
+Doc BucketCredentialsEnvFrom(const RenderContext& ctx);
+
+// The uid / gid the k3 image runs as (Dockerfile: `useradd --uid 1000 k3`, USER k3).
+inline constexpr int kK3ImageUid = 1000;
+
+// The pod securityContext of a pod that writes or reads the weights volume: with the k3 image (uid 1000)
+// fsGroup 1000, so a fresh volume (EBS / PD root is root 0755) is group-writable by it; none for vLLM's
+// images (root). Empty object = none.
+Doc WeightsPodSecurityContext(const RenderContext& ctx);
 
 // A PersistentVolumeClaim for the weights (ReadWriteMany, sized from the checkpoint with headroom).
 Doc WeightsPvc(const RenderContext& ctx, const std::string& storage_class);

@@ -115,7 +115,10 @@ Result<std::vector<RenderedFile>> RenderVertex(const RenderContext& ctx) {
       "  gcloud artifacts repositories create \"$REPOSITORY\" --project=\"$PROJECT_ID\" "
       "--location=\"$REGION\" --repository-format=docker\n"
       "gcloud auth configure-docker \"$REGION-docker.pkg.dev\" --quiet\n"
-      "docker pull \"$SOURCE_IMAGE\"\ndocker tag \"$SOURCE_IMAGE\" \"$IMAGE\"\ndocker push \"$IMAGE\"\n\n"
+      "# Every platform of the source (a manifest list: arm64 for Grace hosts, amd64), registry to "
+      "registry;\n"
+      "# pulling, tagging and pushing would copy only this machine's platform.\n"
+      "docker buildx imagetools create --tag \"$IMAGE\" \"$SOURCE_IMAGE\"\n\n"
       "# 2. Model, endpoint, deployment. The ids come from gcloud, never from hand-edited placeholders.\n"
       "gcloud ai models upload --project=\"$PROJECT_ID\" --region=\"$REGION\" \\\n"
       "  --display-name={0} \\\n  --container-image-uri=\"$IMAGE\" \\\n  --container-command={2} \\\n"
@@ -130,10 +133,11 @@ Result<std::vector<RenderedFile>> RenderVertex(const RenderContext& ctx) {
       "# deploy-model bills min-replica-count x {6} from the moment it starts.\n"
       "gcloud ai endpoints deploy-model \"$ENDPOINT_ID\" --project=\"$PROJECT_ID\" --region=\"$REGION\" "
       "\\\n  --model=\"$MODEL_ID\" --display-name={0} \\\n  --machine-type={6} \\\n"
-      "  --accelerator=type=nvidia-gb300,count={7} \\\n  --min-replica-count={8} --max-replica-count={8}\n"
+      "  --accelerator=type={10},count={7} \\\n  --min-replica-count={8} --max-replica-count={8}\n"
       "echo \"endpoint $ENDPOINT_ID serves model $MODEL_ID\"\n",
       ctx.app_name, ctx.image, argv[0], args, env.empty() ? "" : "  --container-env-vars=" + env + " \\\n",
-      ctx.serve.port, p.instance.id, p.instance.gpu_count, min_replicas, image_name);
+      ctx.serve.port, p.instance.id, p.instance.gpu_count, min_replicas, image_name,
+      p.instance.gcp_accelerator);
   std::vector<RenderedFile> files = {{"deploy-vertex.sh", s}};
   files.push_back(RenderNotes(ctx, {"bash deploy-vertex.sh"}));
   return files;
