@@ -43,7 +43,10 @@ void RegisterRenderCommand(CLI::App& app) {
                   "gateway implementation: kgateway (default) | istio; gcp-gke uses GKE's managed gateway");
   cmd->add_option("--model", flags->options.plan.model, "kimi-k3 | kimi-linear-48b | checkpoint DIR")
       ->capture_default_str();
-  cmd->add_option("--instance", flags->options.plan.instance, "instance type (default: the target's)");
+  const auto& instances = deploy::EmbeddedCatalog();
+  cmd->add_option("--instance", flags->options.plan.instance,
+                  "instance type (default: the target's): " +
+                      (instances.ok() ? instances->InstancesByCloud() : instances.status().ToString()));
   cmd->add_option("--max-model-len", flags->options.plan.max_model_len, "passed to the engine when set");
   cmd->add_option("--concurrency", flags->options.plan.concurrency, "sequences at max-model-len (sizing)");
   cmd->add_option("--weights-bandwidth", flags->options.plan.weights_bandwidth,

@@ -320,6 +320,17 @@ std::string Catalog::TargetIds() const { return JoinIds(targets); }
 std::string Catalog::ModelIds() const { return JoinIds(models); }
 std::string Catalog::InstanceIds() const { return JoinIds(instances); }
 
+std::string Catalog::InstancesByCloud() const {
+  std::map<std::string, std::string> by_cloud;
+  for (const Instance& in : instances) {
+    std::string& list = by_cloud[in.cloud];
+    list += (list.empty() ? "" : ", ") + in.id + (in.CpuOnly() ? " (CPU)" : "");
+  }
+  std::string out;
+  for (const auto& [cloud, list] : by_cloud) out += (out.empty() ? "" : "; ") + cloud + ": " + list;
+  return out;
+}
+
 Result<Catalog> ParseCatalog(const std::map<std::string, std::string>& files) {
   Catalog catalog;
   K3_ASSIGN_OR_RETURN(Json sources, ParseFile(files, "sources"));

@@ -146,6 +146,8 @@ struct Catalog {
   std::string TargetIds() const;
   std::string ModelIds() const;
   std::string InstanceIds() const;
+  // "aws: a, b; azure: c; ...": the instances per cloud, for --help.
+  std::string InstancesByCloud() const;
 };
 
 // Parses catalog files given by name -> JSON text. Errors name the file and the field.

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "src/deploy/lint.h"
 
 namespace k3::deploy::lint {
@@ -82,6 +84,11 @@ void CheckDockerfiles(const std::vector<YamlDocument>& docs,
 
 // Built-in knowledge of the kinds k3 renders: required fields, types and enums.
 void CheckKnownKind(const YamlDocument& doc, Sink& sink);
+
+// kubectl's strict field validation on a CRD's openAPIV3Schema: every object schema that lists its
+// properties and neither sets additionalProperties nor x-kubernetes-preserve-unknown-fields gets
+// additionalProperties: false, so an unknown field is an error (as `kubectl apply` reports it).
+void MakeStrict(nlohmann::json& schema);
 
 // --schema-dir: validation against user-provided CRD files.
 void CheckAgainstCrds(const std::vector<YamlDocument>& docs, const std::string& schema_dir, Sink& sink);

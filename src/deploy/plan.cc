@@ -174,7 +174,7 @@ Result<TargetPlan> PlanTarget(const Catalog& catalog, const ModelSpec& model, co
                            instance_id, catalog.InstanceIds());
   }
   if (!target.cloud.empty() && instance->cloud != target.cloud) {
-    return InvalidArgument("--instance '{}' is a {} instance; target {} runs on {}", instance_id,
+    return InvalidArgument("--instance '{}' is an instance of {}; target {} runs on {}", instance_id,
                            instance->cloud, target.id, target.cloud);
   }
   tp.instance = *instance;

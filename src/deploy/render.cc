@@ -7,6 +7,7 @@
 
 #include "src/deploy/plan_format.h"
 #include "src/deploy/render_gateway.h"
+#include "src/deploy/render_k8s_common.h"
 
 namespace k3::deploy {
 namespace {
@@ -65,7 +66,8 @@ Status CheckServable(const RenderContext& ctx) {
   const std::string& t = p.target.id;
   if (p.layout.nodes > 1 && (t == "azure-ml" || t == "gcp-vertex" || t == "alibaba-pai-eas")) {
     return InvalidArgument(
-        "--target {}: {} needs {} (TP={} x PP={}) but a {} replica is one instance of {} GPUs; a TP of {} "
+        "--target {}: {} needs {} (TP={} x PP={}) but each replica of {} is one instance of {} GPUs; a TP of "
+        "{} "
         "would not fit its {} GPUs: use a Kubernetes target (azure-aks, gcp-gke, alibaba-ack), or a smaller "
         "--model / --max-model-len, or an --instance whose GPUs hold the model",
         t, ctx.model.id, group, p.layout.tp, p.layout.pp, t, p.instance.gpu_count, p.layout.tp * p.layout.pp,
@@ -183,6 +185,68 @@ std::string YamlFile(const std::vector<std::string>& header, const std::vector<D
   return out;
 }
 
+namespace {
+
+// How a user reaches the served model on each target: the address comes from the platform (Service or
+// Gateway status, KServe's URL, the managed endpoint's CLI), never from a placeholder to fill in.
+std::vector<std::string> VerifyCommands(const RenderContext& ctx) {
+  const std::string& t = ctx.plan.target.id;
+  const std::string ns = ctx.options.name_space.empty() ? "" : " -n " + ctx.options.name_space;
+  const std::string port = std::to_string(ctx.serve.port);
+  const std::string chat = "'{\"model\": \"" + ctx.model.served_name +
+                           "\", \"messages\": [{\"role\": \"user\", \"content\": \"Hello\"}], "
+                           "\"max_tokens\": 16}'";
+  if (t == "aws-eks" || t == "azure-aks" || t == "gcp-gke" || t == "k8s") {
+    if (ctx.options.gateway) {
+      return {"ENDPOINT=$(kubectl get gateway" + ns + " " + ctx.app_name +
+                  "-gateway -o jsonpath='{.status.addresses[0].value}')",
+              "curl \"http://$ENDPOINT/v1/models\"   # through the Inference Gateway (port 80)"};
+    }
+    return {"ENDPOINT=$(kubectl get svc" + ns + " " + ctx.app_name +
+                "-svc -o "
+                "jsonpath='{.status.loadBalancer.ingress[0].ip}{.status.loadBalancer.ingress[0].hostname}')",
+            "curl \"http://$ENDPOINT:" + port + "/v1/models\"",
+            "curl \"http://$ENDPOINT:" + port + "/health\""};
+  }
+  if (t == "alibaba-ack") {
+    return {"URL=$(kubectl get inferenceservice" + ns + " " + ctx.app_name + " -o jsonpath='{.status.url}')",
+            "curl \"$URL/v1/models\""};
+  }
+  if (t == "aws-hyperpod") {
+    std::string name;
+    for (char c : ctx.app_name) {
+      if (c != '-') name += c;
+    }
+    // The operator records the SageMaker endpoint it created (CRD status.endpoints.sagemaker.endpointArn).
+    return {"ARN=$(kubectl get inferenceendpointconfig" + ns + " " + name +
+                " -o jsonpath='{.status.endpoints.sagemaker.endpointArn}')",
+            "aws sagemaker-runtime invoke-endpoint --endpoint-name \"${ARN##*/}\" --content-type "
+            "application/json --body " +
+                chat + " --cli-binary-format raw-in-base64-out /dev/stdout"};
+  }
+  if (t == "azure-ml") {
+    return {
+        "az ml online-endpoint invoke --name " + ctx.app_name +
+        " --resource-group \"$RESOURCE_GROUP\" --workspace-name \"$WORKSPACE\" --request-file request.json"};
+  }
+  if (t == "gcp-vertex") {
+    return {
+        "ENDPOINT_ID=$(gcloud ai endpoints list --project=\"$PROJECT_ID\" --region=\"$REGION\" "
+        "--filter=display_name=" +
+            ctx.app_name + " --format='value(name.basename())' | head -n 1)",
+        "gcloud ai endpoints raw-predict \"$ENDPOINT_ID\" --project=\"$PROJECT_ID\" --region=\"$REGION\" "
+        "--request=" +
+            chat};
+  }
+  std::string service = ctx.app_name;
+  for (char& c : service) c = c == '-' ? '_' : c;  // EAS names: letters, digits, underscores
+  return {"eascmd desc " + service +
+          "   # the service's endpoint and token; then curl -H \"Authorization: $TOKEN\" "
+          "\"$ENDPOINT/v1/models\""};
+}
+
+}  // namespace
+
 RenderedFile RenderNotes(const RenderContext& ctx, const std::vector<std::string>& apply_commands) {
   const TargetPlan& p = ctx.plan;
   std::string s = fmt::format("# {} on {} ({}) with {}\n\n", ctx.model.served_name, p.target.id,
@@ -225,13 +289,17 @@ RenderedFile RenderNotes(const RenderContext& ctx, const std::vector<std::string
         ctx.serve.expert_parallel ? "; expert parallel, so each rank reads only its own experts" : "",
         ctx.model.hf_id, ctx.weights.uri);
   }
+  if (!ctx.volume_rate_note.empty()) s += "- Weights volume: " + ctx.volume_rate_note + "\n";
   for (const std::string& w : p.warnings) s += "- WARNING: " + w + "\n";
   s += "\n## Capacity and cleanup\n\n";
   for (const std::string& n : p.notes) s += "- " + n + "\n";
   s += "\n## Apply\n\n```sh\n";
   for (const std::string& c : apply_commands) s += c + "\n";
-  s += "```\n\n## Verify\n\n```sh\nk3 lint .\ncurl http://<ENDPOINT>:" + std::to_string(ctx.serve.port) +
-       "/v1/models\ncurl http://<ENDPOINT>:" + std::to_string(ctx.serve.port) + "/health\n```\n";
+  s += "```\n\n## Verify\n\n```sh\nk3 lint .\n";
+  for (const std::string& line : VerifyCommands(ctx)) s += line + "\n";
+  s += "```\n\n## Cleanup\n\nbash cleanup.sh: deletes what these files and scripts created, continues past "
+       "failures "
+       "and names what may still bill.\n";
   return {"NOTES.md", s};
 }
 
@@ -322,6 +390,14 @@ Result<std::vector<RenderedFile>> Render(const Catalog& catalog, const RenderOpt
     }
   }
   K3_RETURN_IF_ERROR(CheckServable(ctx));
+  // The probes wait for the slowest link: a volume that reads slower than the planned bandwidth sets them.
+  std::string why;
+  const double volume_bps = WeightsVolumeReadBps(ctx, why);
+  if (volume_bps > 0 && volume_bps < plan.bandwidth_bps) {
+    ctx.plan.probes = DeriveProbeBudget(ctx.model.weight_bytes, volume_bps);
+    ctx.volume_rate_note = fmt::format("{}, below the planned {}: the probes allow {} to load", why,
+                                       plan.bandwidth_text, FormatDuration(ctx.plan.probes.load_seconds));
+  }
   if (options.gateway) {
     const std::string& t = target->id;
     if (t != "aws-eks" && t != "azure-aks" && t != "gcp-gke" && t != "k8s") {

@@ -61,6 +61,9 @@ struct RenderContext {
   // weights.yaml holds a pre-sync Job (and, without streaming, the PVC it fills).
   bool presync_job() const { return !stream_weights || options.engine == Engine::kK3; }
   std::string version;  // app.kubernetes.io/version
+  // Where the rendered weights volume reads slower than --weights-bandwidth: why, and the probes are sized
+  // from the volume's rate ("" = the plan's bandwidth holds).
+  std::string volume_rate_note;
 };
 
 Result<WeightsSource> ParseWeightsUri(const std::string& uri);

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "src/deploy/render_k8s_common.h"
+#include "src/deploy/render_scripts.h"
 
 namespace k3::deploy {
 namespace {
@@ -104,6 +105,10 @@ Result<std::vector<RenderedFile>> RenderPaiEas(const RenderContext& ctx) {
       "${EAS_GPU_DRIVER_VERSION}' <service.json >service.filled.json\n"
       "eascmd create service.filled.json\n";
   std::vector<RenderedFile> files = {{"service.json", service.dump(2) + "\n"}, {"deploy-eas.sh", deploy}};
+  files.push_back(
+      CleanupScript(ctx, "run \"EAS service " + service_name + "\" eascmd delete " + service_name + "\n",
+                    {"the EAS dedicated resource group (quota) until released per contract",
+                     "the weights in " + ctx.weights.uri + " (OSS storage)"}));
   std::vector<std::string> apply = {"bash deploy-eas.sh"};
   apply.push_back("# autoscaler min stays >= 1: scale-to-zero reloads the weights on every cold start");
   files.push_back(RenderNotes(ctx, apply));
@@ -189,6 +194,20 @@ Result<std::vector<RenderedFile>> RenderAck(const RenderContext& ctx) {
   };
   // arena's --gpus / --cpu flags size a GPU pod: CPU plans use inferenceservice.yaml.
   if (!ctx.plan.cpu_only) files.push_back({"arena.sh", arena});
+  std::string cleanup =
+      "run \"inferenceservice.yaml objects\" kubectl delete -f inferenceservice.yaml --ignore-not-found\n"
+      "run \"weights.yaml objects (PV, PVC; the bucket keeps the weights)\" kubectl delete -f weights.yaml "
+      "--ignore-not-found\n"
+      "run \"Secret " +
+      OssSecretName(ctx) + "\" kubectl delete secret " + OssSecretName(ctx) + " --namespace " +
+      Namespace(ctx) + " --ignore-not-found\n";
+  if (!ctx.options.name_space.empty()) {
+    cleanup += "run \"namespace " + ctx.options.name_space +
+               "\" kubectl delete -f namespace.yaml --ignore-not-found\n";
+  }
+  files.push_back(CleanupScript(ctx, cleanup,
+                                {"the ACK node pool and cluster (delete the node pool first, guide §6.4)",
+                                 "the weights in " + ctx.weights.uri + " (OSS storage)"}));
   std::vector<std::string> apply;
   for (RenderedFile& f : NamespaceFile(ctx)) {
     apply.push_back("kubectl apply -f " + f.path);

@@ -1,6 +1,7 @@
 // Target aws-hyperpod: the SageMaker HyperPod Inference Operator's InferenceEndpointConfig (v1), as in the
 // guide's §3.1, with probes and the deploy timeout taken from the plan.
 #include "src/deploy/render_k8s_common.h"
+#include "src/deploy/render_scripts.h"
 
 namespace k3::deploy {
 namespace {
@@ -110,6 +111,16 @@ Result<std::vector<RenderedFile>> RenderHyperPod(const RenderContext& ctx) {
   }
   apply.push_back("kubectl apply -f " + ctx.app_name + ".yaml");
   apply.push_back("kubectl get inferenceendpointconfig" + KubectlNamespace(ctx) + " " + name + " -w");
+  std::string cleanup = "run \"InferenceEndpointConfig " + name +
+                        " (its SageMaker endpoint and pods)\" "
+                        "kubectl delete -f " +
+                        ctx.app_name + ".yaml --ignore-not-found\n";
+  if (!ctx.options.name_space.empty()) {
+    cleanup += "run \"namespace " + ctx.options.name_space +
+               "\" kubectl delete -f namespace.yaml --ignore-not-found\n";
+  }
+  files.push_back(CleanupScript(
+      ctx, cleanup, {"the Flexible Training Plan (billed for its whole term) and the HyperPod cluster"}));
   files.push_back(RenderNotes(ctx, apply));
   return files;
 }

@@ -153,9 +153,36 @@ Doc WeightsPodSecurityContext(const RenderContext& ctx) {
   return Doc{{"fsGroup", kK3ImageUid}, {"fsGroupChangePolicy", "OnRootMismatch"}};
 }
 
+int64_t WeightsPvcGib(const RenderContext& ctx) {
+  return static_cast<int64_t>(std::ceil(static_cast<double>(ctx.model.weight_bytes) * kPvcHeadroom / kGiB));
+}
+
+double WeightsVolumeReadBps(const RenderContext& ctx, std::string& why) {
+  const std::string& t = ctx.plan.target.id;
+  if (ctx.stream_weights) return 0;
+  constexpr double kMiB = 1024.0 * 1024.0;
+  const int64_t gib = WeightsPvcGib(ctx);
+  if (t == "azure-aks") {
+    const int64_t mib_s = 100 + static_cast<int64_t>(std::ceil(0.04 * static_cast<double>(gib))) +
+                          static_cast<int64_t>(std::ceil(0.06 * static_cast<double>(gib)));
+    why = fmt::format(
+        "an Azure Files premium share of {} GiB gives 100 + ceil(0.04 x {}) + ceil(0.06 x {}) = {} MiB/s "
+        "(Microsoft Learn, Azure Files scalability targets, provisioned v1)",
+        gib, gib, gib, mib_s);
+    return static_cast<double>(mib_s) * kMiB * 8;
+  }
+  const bool shared = ctx.plan.layout.nodes * ctx.plan.replicas > 1;
+  if (t == "aws-eks" && !shared) {
+    why =
+        "an EBS volume of the cluster's default StorageClass reads at most 125 MiB/s (gp3 baseline; gp2 "
+        "tops out at 250 MiB/s)";
+    return 125 * kMiB * 8;
+  }
+  return 0;
+}
+
 Doc WeightsPvc(const RenderContext& ctx, const std::string& storage_class) {
-  const long long gib =
-      static_cast<long long>(std::ceil(static_cast<double>(ctx.model.weight_bytes) * kPvcHeadroom / kGiB));
+  const long long gib = WeightsPvcGib(ctx);
   Doc spec = Doc::object();
   // More than one pod (nodes of a group, or replicas) mounts the volume: ReadWriteMany.
   const bool shared = ctx.plan.layout.nodes * ctx.plan.replicas > 1;

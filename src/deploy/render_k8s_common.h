@@ -63,6 +63,15 @@ inline constexpr int kK3ImageUid = 1000;
 // images (root). Empty object = none.
 Doc WeightsPodSecurityContext(const RenderContext& ctx);
 
+// The weights PVC's size in GiB (one copy of the checkpoint with headroom).
+int64_t WeightsPvcGib(const RenderContext& ctx);
+
+// The read throughput of the weights volume the engine loads from, in bytes per second, where the rendered
+// storage caps it below any NIC (0 = no known cap), and why. Azure Files premium (provisioned v1):
+// 100 + ceil(0.04 x GiB) + ceil(0.06 x GiB) MiB/s; an EBS volume of the EKS default class: 125 MiB/s
+// (gp3's baseline; gp2 tops out at 250 MiB/s).
+double WeightsVolumeReadBps(const RenderContext& ctx, std::string& why);
+
 // A PersistentVolumeClaim for the weights (ReadWriteMany, sized from the checkpoint with headroom).
 Doc WeightsPvc(const RenderContext& ctx, const std::string& storage_class);
 

@@ -3,6 +3,7 @@
 // Both carry the guide's warnings: GB300 SKU availability on AML, Vertex A4X's 18-replica minimum.
 #include "src/deploy/plan_format.h"
 #include "src/deploy/render_k8s_common.h"
+#include "src/deploy/render_scripts.h"
 
 namespace k3::deploy {
 namespace {
@@ -74,11 +75,23 @@ Result<std::vector<RenderedFile>> RenderAzureMl(const RenderContext& ctx) {
   std::string dockerfile =
       "# The managed deployment takes no container args: bake the engine command.\nFROM " + ctx.image +
       "\nENTRYPOINT " + JsonArray(EngineArgv(ctx)) + "\n";
+  // A chat request for `az ml online-endpoint invoke --request-file` (NOTES.md, Verify).
+  const Doc request = {{"model", ctx.model.served_name},
+                       {"messages", Doc::array({Doc{{"role", "user"}, {"content", "Hello"}}})},
+                       {"max_tokens", 16}};
   std::vector<RenderedFile> files = {{"endpoint.yml", YamlFile(header, {endpoint})},
                                      {"deployment.yml", YamlFile(header, {deployment})},
-                                     {"Dockerfile", dockerfile}};
+                                     {"Dockerfile", dockerfile},
+                                     {"request.json", request.dump(2) + "\n"}};
   // Azure ML's v2 commands are the `ml` extension of the Azure CLI; the workspace is named on each command.
   const std::string where = " --resource-group \"$RESOURCE_GROUP\" --workspace-name \"$WORKSPACE\"";
+  files.push_back(CleanupScript(
+      ctx,
+      "RESOURCE_GROUP=${RESOURCE_GROUP:?set RESOURCE_GROUP}\nWORKSPACE=${WORKSPACE:?set WORKSPACE}\n\n"
+      "run \"online endpoint " +
+          ctx.app_name + " (and its deployments)\" az ml online-endpoint delete --name " + ctx.app_name +
+          where + " --yes\n",
+      {"any capacity reservation group for " + ctx.plan.instance.id + " (delete it separately)"}));
   files.push_back(RenderNotes(
       ctx,
       {"az extension add --name ml --upgrade --yes", "az ml online-endpoint create -f endpoint.yml" + where,
@@ -139,6 +152,36 @@ Result<std::vector<RenderedFile>> RenderVertex(const RenderContext& ctx) {
       ctx.serve.port, p.instance.id, p.instance.gpu_count, min_replicas, image_name,
       p.instance.gcp_accelerator);
   std::vector<RenderedFile> files = {{"deploy-vertex.sh", s}};
+  // Undeploy every model of the endpoint (each deployed model bills its replicas), then the endpoint and
+  // the model; the ids come from gcloud as in deploy-vertex.sh.
+  const std::string where = " --project=\"$PROJECT_ID\" --region=\"$REGION\"";
+  std::string cleanup =
+      "PROJECT_ID=${PROJECT_ID:?set PROJECT_ID}\nREGION=${REGION:?set REGION}\n"
+      "ENDPOINT_ID=${ENDPOINT_ID:-$(gcloud ai endpoints list" +
+      where + " --filter=display_name=" + ctx.app_name +
+      " --format='value(name.basename())' 2>/dev/null | head -n 1)}\n"
+      "MODEL_ID=$(gcloud ai models list" +
+      where + " --filter=display_name=" + ctx.app_name +
+      " --format='value(name.basename())' 2>/dev/null | head -n 1)\n\n"
+      "if [[ -n \"$ENDPOINT_ID\" ]]; then\n"
+      "  for d in $(gcloud ai endpoints describe \"$ENDPOINT_ID\"" +
+      where +
+      " --format='value(deployedModels.id)' 2>/dev/null | tr ';' ' '); do\n"
+      "    run \"deployed model $d\" gcloud ai endpoints undeploy-model \"$ENDPOINT_ID\"" +
+      where +
+      " --deployed-model-id=\"$d\" --quiet\n  done\n"
+      "  run \"endpoint $ENDPOINT_ID\" gcloud ai endpoints delete \"$ENDPOINT_ID\"" +
+      where +
+      " --quiet\n"
+      "else\n  echo \"no endpoint named " +
+      ctx.app_name +
+      ": none to delete\"\nfi\n"
+      "if [[ -n \"$MODEL_ID\" ]]; then\n  run \"model $MODEL_ID\" gcloud ai models delete \"$MODEL_ID\"" +
+      where + " --quiet\nfi\n";
+  files.push_back(
+      CleanupScript(ctx, cleanup,
+                    {"the " + p.instance.id + " reservation (release it separately)",
+                     "the serving image in Artifact Registry (repository REPOSITORY of deploy-vertex.sh)"}));
   files.push_back(RenderNotes(ctx, {"bash deploy-vertex.sh"}));
   return files;
 }

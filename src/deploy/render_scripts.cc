@@ -423,7 +423,23 @@ std::vector<RenderedFile> EksCpuScripts(const RenderContext& ctx, const std::str
   return {{"setup-cluster.sh", setup}, {"cleanup.sh", cleanup}};
 }
 
+// Any Kubernetes (--target k8s): the rendered objects only; the cluster and its nodes are the user's.
+RenderedFile K8sCleanup(const RenderContext& ctx, const std::string& manifest) {
+  std::string body = KubectlDeletes(ctx, manifest);
+  if (!BucketCredentialsEnvFrom(ctx).empty()) {
+    body += "run \"Secret " + BucketCredentialsSecret(ctx) + "\" kubectl delete secret " +
+            BucketCredentialsSecret(ctx) + KubectlNamespace(ctx) + " --ignore-not-found\n";
+  }
+  return {"cleanup.sh",
+          CleanupHeader(ctx) + body + CleanupSummary({"the cluster and its nodes (not created here)"})};
+}
+
 }  // namespace
+
+RenderedFile CleanupScript(const RenderContext& ctx, const std::string& body,
+                           const std::vector<std::string>& still_billing) {
+  return {"cleanup.sh", CleanupHeader(ctx) + body + CleanupSummary(still_billing)};
+}
 
 std::vector<RenderedFile> ClusterScripts(const RenderContext& ctx, const std::string& manifest_file) {
   const std::string& t = ctx.plan.target.id;
@@ -431,12 +447,12 @@ std::vector<RenderedFile> ClusterScripts(const RenderContext& ctx, const std::st
     if (t == "azure-aks") return AzureCpuScripts(ctx, manifest_file);
     if (t == "gcp-gke") return GcpCpuScripts(ctx, manifest_file);
     if (t == "aws-eks") return EksCpuScripts(ctx, manifest_file);
-    return {};
+    return {K8sCleanup(ctx, manifest_file)};
   }
   if (t == "azure-aks") return AzureScripts(ctx, manifest_file);
   if (t == "gcp-gke") return GcpScripts(ctx, manifest_file);
   if (t == "aws-eks") return EksScripts(ctx, manifest_file);
-  return {};
+  return {K8sCleanup(ctx, manifest_file)};
 }
 
 }  // namespace k3::deploy

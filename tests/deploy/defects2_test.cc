@@ -2,6 +2,7 @@
 // (../shared/spec/deploy-dry-run-2.md, issue 41). One test per defect, named Defect2NN; each checks the
 // behaviour the dry run missed (the path written is the path read, identity wiring exists for the scheme,
 // --instance decides every GPU-type string, cleanup finds what setup created), not the text of a fix.
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -374,6 +375,47 @@ TEST(DryRun2Defects, AlsoSeenRenderRefusesAUsedFolderUnlessForced) {
   std::filesystem::create_directories(dir + "/sub");
   EXPECT_FALSE(PrepareOutputDir(dir, files, true).ok());  // folders are never deleted
   std::filesystem::remove_all(dir);
+}
+
+TEST(DryRun2Defects, AlsoSeenProbesWaitForTheVolumeRate) {
+  // AKS: an Azure Files premium share of 1,817 GiB reads 100 + 73 + 110 = 283 MiB/s, far below 10 Gbps.
+  Files aks = testing::RenderFiles("azure-aks", Engine::kVllm);
+  const int64_t gib = std::stoll(
+      FindDoc(aks, "PersistentVolumeClaim")["spec"]["resources"]["requests"]["storage"].get<std::string>());
+  const double mib_s = 100 + std::ceil(0.04 * gib) + std::ceil(0.06 * gib);
+  const double load_s = 1.559956066048e12 / (mib_s * 1024 * 1024);
+  const Json probe = ServingContainer(aks)["startupProbe"];
+  EXPECT_GE(probe["periodSeconds"].get<int>() * probe["failureThreshold"].get<int>(), 2 * load_s) << probe;
+  EXPECT_NE(aks["NOTES.md"].find(fmt::format("{:.0f} MiB/s", mib_s)), std::string::npos) << aks["NOTES.md"];
+  // EKS on one EBS volume: at most 125 MiB/s (gp3 baseline).
+  const Json eks = ServingContainer(testing::RenderFiles("aws-eks", Engine::kVllm))["startupProbe"];
+  EXPECT_GE(eks["periodSeconds"].get<int>() * eks["failureThreshold"].get<int>(),
+            2 * 1.559956066048e12 / (125.0 * 1024 * 1024));
+  // Streamed from the bucket: the planned bandwidth holds (10 Gbps: 1,248 s load, 104 x 30 s).
+  const Json streamed =
+      ServingContainer(testing::RenderFiles("azure-aks", Engine::kVllm, "az://kimi/models/K"));
+  EXPECT_EQ(streamed["startupProbe"]["failureThreshold"], 104);
+}
+
+TEST(DryRun2Defects, AlsoSeenEveryTargetVerifiesAndCleansUpWithoutPlaceholders) {
+  for (const testing::Combination& c : testing::AllCombinations()) {
+    Files files = testing::RenderCombination(c);
+    EXPECT_TRUE(files.count("cleanup.sh")) << c.label;
+    const std::string& notes = files["NOTES.md"];
+    const size_t verify = notes.find("## Verify");
+    ASSERT_NE(verify, std::string::npos) << c.label;
+    EXPECT_EQ(notes.find('<', verify), std::string::npos) << c.label << ": " << notes.substr(verify);
+    if (c.options.gateway) {
+      EXPECT_NE(notes.find("kubectl get gateway", verify), std::string::npos) << c.label;
+    }
+  }
+  for (const char* target : {"aws-hyperpod", "azure-ml", "gcp-vertex", "alibaba-pai-eas"}) {
+    Files files = testing::RenderFiles(target, Engine::kVllm);
+    EXPECT_TRUE(std::regex_search(files["cleanup.sh"], std::regex("\n *run \"")))
+        << target << files["cleanup.sh"];
+  }
+  EXPECT_NE(testing::RenderFiles("gcp-vertex", Engine::kVllm)["cleanup.sh"].find("undeploy-model"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -102,6 +102,23 @@ def combinations():
         for weights in weight_schemes(target)[:2]:
             argv = base + (["--weights", weights] if weights else [])
             accepted.append((" ".join(argv), argv))
+    # Dry run 2: GPU instances other than the default (every GPU string follows --instance), namespaces,
+    # replicas, and the k3 engine on GPU instances (a CPU plan: RAM requested, no GPU).
+    k3 = ["--engine", "k3", "--image", "registry.example/k3:test"]
+    extra = [["--target", "azure-aks", "--namespace", "team-a", "--gateway"],
+             ["--target", "gcp-gke", "--instance", "a3-ultragpu-8g", "--weights", "gs://my-bucket/Kimi-K3"],
+             ["--target", "gcp-gke", "--instance", "a4-highgpu-8g", "--gateway", "--namespace", "team-a"],
+             ["--target", "azure-aks", "--instance", "Standard_ND96isr_H200_v5", "--replicas", "2"],
+             ["--target", "aws-eks", "--replicas", "2", "--namespace", "team-a"],
+             ["--target", "aws-hyperpod", "--namespace", "team-a", "--region", "us-east-1", "--weights", "s3://b/k"],
+             ["--target", "alibaba-ack", "--namespace", "team-a", "--weights", "oss://kimi/Kimi-K3", "--region",
+              "cn-hangzhou"] + SMALL_MODEL,
+             ["--target", "gcp-vertex", "--instance", "a3-ultragpu-8g"] + SMALL_MODEL,
+             ["--target", "k8s", "--namespace", "team-a", "--weights", "s3://my-bucket/kimi-k3"] + k3,
+             ["--target", "gcp-gke", "--instance", "a3-ultragpu-8g"] + k3,
+             ["--target", "aws-hyperpod"] + k3]
+    for argv in extra:
+        accepted.append((" ".join(argv), argv))
     refused.append(("aws-eks --engine vllm on a CPU instance", ["--target", "aws-eks", "--instance", "x2iedn.32xlarge"]))
     refused.append(("alibaba-pai-eas on a CPU instance", ["--target", "alibaba-pai-eas", "--engine", "k3", "--image",
                                                           "r/k3:t", "--instance", "ecs.re6.52xlarge"]))
