@@ -115,6 +115,7 @@ bool IsArtifactRegistry(const std::string& image) {
 
 void CheckTextFile(const std::string& text, const std::string& file, Sink& sink) {
   CheckDownloadCommand(text, file, sink);
+  CheckPlaceholders(text, file, sink);
 }
 
 void CheckShellScript(const std::string& text, const std::string& file, Sink& sink) {

@@ -82,6 +82,13 @@ void CheckDockerfiles(const std::vector<YamlDocument>& docs,
                       const std::vector<std::pair<std::string, std::string>>& dockerfiles,
                       const LintOptions& options, Sink& sink);
 
+// Dry run 2 rules (lint_groups.cc): K3-GROUP-001 (ranks of one LWS group disagree), K3-SECRET-001
+// (secrets in plain env values), K3-ENV-001 (env names the engine never reads); K3-GW-002 (gateway objects
+// that match nothing in the same set of files); K3-PH-001 (unfilled <PLACEHOLDER>s).
+void CheckGroupAndEnv(const WorkloadView& w, Sink& sink);
+void CheckGatewayReferences(const std::vector<YamlDocument>& docs, Sink& sink);
+void CheckPlaceholders(const std::string& text, const std::string& file, Sink& sink);
+
 // Built-in knowledge of the kinds k3 renders: required fields, types and enums.
 void CheckKnownKind(const YamlDocument& doc, Sink& sink);
 

@@ -72,8 +72,8 @@ Result<std::vector<RenderedFile>> RenderHyperPod(const RenderContext& ctx) {
     env.push_back(Doc{{"name", name}, {"value", value}});
   }
   // A missing file under the mount is an error, never a second download.
-  env.push_back(Doc{{"name", "HF_HUB_OFFLINE"}, {"value", "1"}});
-  worker["environmentVariables"] = env;
+  if (ctx.options.engine == Engine::kVllm) env.push_back(Doc{{"name", "HF_HUB_OFFLINE"}, {"value", "1"}});
+  if (!env.empty()) worker["environmentVariables"] = env;
   worker["probes"] = {
       {"startupProbe", Probe(ctx, p.startup_period_seconds, p.startup_failure_threshold)},
       {"readinessProbe", Probe(ctx, p.readiness_period_seconds, p.readiness_failure_threshold)},

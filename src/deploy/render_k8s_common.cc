@@ -123,9 +123,9 @@ Doc EngineEnvList(const RenderContext& ctx, bool multi_node) {
   for (const auto& [name, value] : EngineEnv(ctx.model, ctx.options.engine)) {
     env.push_back(Doc{{"name", name}, {"value", value}});
   }
-  // The engine reads the pre-synced directory; offline, a missing file is an error instead of a second
-  // 1.56 TB download into a volume sized for one copy.
-  env.push_back(Doc{{"name", "HF_HUB_OFFLINE"}, {"value", "1"}});
+  // vLLM reads the pre-synced directory; offline, a missing file is an error instead of a second
+  // 1.56 TB download into a volume sized for one copy. (`k3 serve` never downloads and reads no HF_*.)
+  if (ctx.options.engine == Engine::kVllm) env.push_back(Doc{{"name", "HF_HUB_OFFLINE"}, {"value", "1"}});
   if (ctx.stream_weights && ctx.weights.scheme == "az" && ctx.options.engine == Engine::kVllm) {
     // RunAI Model Streamer's az:// names the container; the account comes from here, the credentials
     // from the pod's workload identity (DefaultAzureCredential; render_identity.h). k3 reads the account

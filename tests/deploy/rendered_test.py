@@ -637,6 +637,23 @@ def check_cleanup_continues(label, d, stub_dir, work, fail_pattern, later):
     return len(ran)
 
 
+def check_lint(label, d, counts):
+    """`k3 lint DIR --schema-dir` (strict CRDs) passes every rendered folder: no error finding. Warnings
+    (an image whose arm64 variant is unknown) are allowed."""
+    schemas = os.environ.get("K3_SCHEMA_DIR") or os.path.join(
+        os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "shared", "schemas")
+    argv = [K3, "lint", d, "--format", "json"] + (["--schema-dir", schemas] if os.path.isdir(schemas) else [])
+    r = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    counts["k3 lint"] = counts.get("k3 lint", 0) + 1
+    try:
+        findings = json.loads(r.stdout or "[]")
+    except json.JSONDecodeError:
+        return fail(f"{label}: k3 lint printed no JSON: {r.stdout[:300]} {r.stderr[:300]}")
+    errors = [f for f in findings if f.get("severity") == "error"]
+    if errors or r.returncode not in (0, 1):
+        fail(f"{label}: k3 lint reports errors on the render: {errors[:3]}")
+
+
 def check_identity(label, d):
     """Bucket weights read through a workload identity: the ServiceAccount setup-cluster.sh federates
     (AKS subject / GKE principal) is the one every pod that touches the bucket runs as."""
@@ -685,6 +702,7 @@ def check_combination(d, label, argv, stub_dir):
     check_k3_command_lines(label, d, counts)
     check_path_chain(label, target, argv, d, counts)
     check_identity(label, d)
+    check_lint(label, d, counts)
     scratch = d + "-logs"
     os.makedirs(scratch)
     invocations = run_under_stubs(label, d, stub_dir, scratch)
@@ -757,7 +775,8 @@ def main():
     print(f"rendered: {counts['combinations']} combinations, {counts['refusals']} refusals checked")
     if not shutil.which("shellcheck"):
         print("shellcheck: skipped (not installed; scripts/install-deps.sh installs it)")
-    for k in ["bash -n", "shellcheck", "k3 --dry-run", "path chains", "cleanup failure runs", "used-folder runs"]:
+    for k in ["bash -n", "shellcheck", "k3 --dry-run", "path chains", "k3 lint", "cleanup failure runs",
+              "used-folder runs"]:
         print(f"  {k}: {counts.get(k, 0)}")
     print(f"cloud CLI invocations recorded: {len(invocations)}; distinct ones checked by the real CLI, per CLI:")
     for cli in CLOUD_CLIS + ["not checked (no offline CLI)"]:
