@@ -22,7 +22,7 @@ using testing::ServingContainer;
 
 using Files = std::map<std::string, std::string>;
 
-Result<Files> TryRender(const RenderOptions& options) {
+Result<Files> TryRenderFiles(const RenderOptions& options) {
   K3_ASSIGN_OR_RETURN(std::vector<RenderedFile> files, Render(testing::TestCatalog(), options));
   Files out;
   for (const RenderedFile& f : files) out[f.path] = f.content;
@@ -30,18 +30,18 @@ Result<Files> TryRender(const RenderOptions& options) {
 }
 
 Files MustRender(const RenderOptions& options) {
-  auto files = TryRender(options);
+  auto files = TryRenderFiles(options);
   EXPECT_TRUE(files.ok()) << files.status().ToString();
   return files.ok() ? *files : Files{};
 }
 
-std::string Joined(const Json& argv) {
+std::string JoinedArgs(const Json& argv) {
   std::string out;
   for (const Json& a : argv) out += (out.empty() ? "" : " ") + a.get<std::string>();
   return out;
 }
 
-std::string Flag(const std::string& cmd, const std::string& flag) {
+std::string FlagOf(const std::string& cmd, const std::string& flag) {
   std::smatch m;
   if (std::regex_search(cmd, m, std::regex(flag + "[ =]+\"?([^ \\\\\n;\"]+)"))) return m[1];
   return "";
@@ -71,7 +71,7 @@ std::vector<Json> PodTemplates(const Files& files) {
 }
 
 void ExpectRefused(const RenderOptions& o, const std::string& names) {
-  auto r = TryRender(o);
+  auto r = TryRenderFiles(o);
   ASSERT_FALSE(r.ok()) << o.target << " " << o.weights << " rendered";
   EXPECT_NE(r.status().message().find(names), std::string::npos) << r.status().message();
 }
@@ -81,7 +81,8 @@ TEST(DryRun2Defects, Defect201HyperPodVllmServesWhatTheOperatorMounts) {
     Files files = testing::RenderFiles("aws-hyperpod", Engine::kVllm, weights);
     const Json iec = testing::YamlDocsAsJson(files["kimi-k3.yaml"], "hp")[0];
     const Json& worker = iec["spec"]["worker"];
-    EXPECT_EQ(Flag(Joined(worker["args"]), "--model"), worker["modelVolumeMount"]["mountPath"]) << weights;
+    EXPECT_EQ(FlagOf(JoinedArgs(worker["args"]), "--model"), worker["modelVolumeMount"]["mountPath"])
+        << weights;
     EXPECT_NE(worker["environmentVariables"].dump().find("HF_HUB_OFFLINE"), std::string::npos);
   }
 }

@@ -74,7 +74,7 @@ void AddEnv(Json& container, const std::string& name, const std::string& value) 
   container["env"].push_back({{"name", name}, {"value", value}});
 }
 
-void Replace(std::string& text, const std::string& from, const std::string& to) {
+void ReplaceOnce(std::string& text, const std::string& from, const std::string& to) {
   const size_t at = text.find(from);
   ASSERT_NE(at, std::string::npos) << from;
   text.replace(at, from.size(), to);
@@ -142,14 +142,14 @@ std::vector<Break> Corpus() {
                nullptr, "K3-ENV-001"});
   // K3-PH-001
   c.push_back({"ack: OSS endpoint region left open", Opts("alibaba-ack", vllm), "weights.yaml", nullptr,
-               [](std::string& t) { Replace(t, "oss-cn-hangzhou-internal", "oss-<REGION>-internal"); },
+               [](std::string& t) { ReplaceOnce(t, "oss-cn-hangzhou-internal", "oss-<REGION>-internal"); },
                "K3-PH-001"});
   c.push_back({"hyperpod: bucket region left open", Opts("aws-hyperpod", vllm, "s3://my-bucket/kimi-k3"),
-               "kimi-k3.yaml", nullptr, [](std::string& t) { Replace(t, "us-east-1", "<AWS_REGION>"); },
+               "kimi-k3.yaml", nullptr, [](std::string& t) { ReplaceOnce(t, "us-east-1", "<AWS_REGION>"); },
                "K3-PH-001"});
   c.push_back({"vertex: project id left open", Opts("gcp-vertex", vllm), "deploy-vertex.sh", nullptr,
                [](std::string& t) {
-                 Replace(t, "PROJECT_ID=${PROJECT_ID:?set PROJECT_ID}", "PROJECT_ID=<PROJECT_ID>");
+                 ReplaceOnce(t, "PROJECT_ID=${PROJECT_ID:?set PROJECT_ID}", "PROJECT_ID=<PROJECT_ID>");
                },
                "K3-PH-001"});
   // K3-CRD-001 (strict)
