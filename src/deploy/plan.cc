@@ -45,6 +45,14 @@ void AddTargetNotes(TargetPlan& tp) {
         "quota of its family ({} vCPUs per node) before creating the node pool.",
         tp.instance.id, tp.instance.vcpu));
     tp.notes.push_back("Cleanup: the CPU node pool bills per hour until deleted (cleanup.sh deletes it).");
+  } else if (tp.instance.id != tp.target.default_instance) {
+    // The target's capacity notes are the guide's, for its default instance: another instance gets its
+    // own (`k3 plan --target T` without --instance shows the guide's).
+    tp.notes.push_back(fmt::format(
+        "Capacity: {} ({} x {} GPUs): request the vCPU quota of its family ({} vCPUs per node) and reserve "
+        "it (reservation, capacity block or training plan) before creating the node pool.",
+        tp.instance.id, tp.instance.gpu_count, tp.instance.gpu, tp.instance.vcpu));
+    for (const std::string& c : tp.target.cleanup) tp.notes.push_back("Cleanup: " + c);
   } else {
     tp.notes = tp.target.capacity;
     for (const std::string& c : tp.target.cleanup) tp.notes.push_back("Cleanup: " + c);
@@ -226,7 +234,8 @@ Result<TargetPlan> PlanTarget(const Catalog& catalog, const ModelSpec& model, co
                                       group_nodes, target.node_pool_max));
   }
   int billed = group_nodes;
-  if (target.min_replicas > 0 && billed < target.min_replicas) {
+  // The replica minimum is rack-unit purchasing (Vertex A4X): it binds rack-bound instances only.
+  if (target.min_replicas > 0 && instance->rack_vms > 0 && billed < target.min_replicas) {
     tp.warnings.push_back(
         fmt::format("{} bills at least {} replicas (rack-unit purchasing): {} needed, {} paid", target.id,
                     target.min_replicas, group_nodes, target.min_replicas));

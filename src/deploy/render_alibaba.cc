@@ -123,9 +123,11 @@ Result<std::vector<RenderedFile>> RenderAck(const RenderContext& ctx) {
   }
   const std::string pvc_name = ctx.app_name + "-pvc";
   // OSS static volume through the ACK OSS CSI driver, mounted read-only by every serving pod.
+  Doc pv_meta = ObjectMeta(ctx, ctx.app_name + "-pv", "weights");
+  pv_meta.erase("namespace");  // a PersistentVolume is cluster-scoped
   Doc pv = {{"apiVersion", "v1"},
             {"kind", "PersistentVolume"},
-            {"metadata", ObjectMeta(ctx, ctx.app_name + "-pv", "weights")},
+            {"metadata", pv_meta},
             {"spec",
              {{"capacity", {{"storage", std::to_string(ctx.model.weight_bytes / 1000000000 * 5 / 4) + "G"}}},
               {"accessModes", Doc::array({"ReadOnlyMany"})},

@@ -28,7 +28,10 @@ std::vector<std::string> EngineArgv(const RenderContext& ctx) {
 
 std::vector<std::string> Warnings(const RenderContext& ctx) {
   std::vector<std::string> w = ctx.plan.warnings;
-  for (const std::string& n : ctx.plan.target.capacity) w.push_back(n);
+  // The plan's notes: the guide's capacity notes for the default instance, or the instance's own.
+  for (const std::string& n : ctx.plan.notes) {
+    if (n.rfind("Cleanup: ", 0) != 0) w.push_back(n);
+  }
   return w;
 }
 
@@ -105,10 +108,11 @@ Result<std::vector<RenderedFile>> RenderVertex(const RenderContext& ctx) {
                   " (rendered by k3 render; review before running).\n";
   for (const std::string& w : Warnings(ctx)) s += "# WARNING: " + w + "\n";
   s += fmt::format("# Cost at the {}-replica minimum: {} per hour, {} per month (730 h).\n",
-                   std::max(p.target.min_replicas, p.replicas), FormatCostPerHour(p.cost),
+                   std::max(p.cost.billed_instances, p.replicas), FormatCostPerHour(p.cost),
                    FormatCostPerMonth(p.cost));
   if (!p.cost.known) s += "#   (" + p.cost.unknown_reason + ")\n";
-  const int min_replicas = std::max(p.target.min_replicas, p.replicas);
+  // Rack-unit purchasing (A4X: 18) binds rack-bound instances only; the plan billed what applies.
+  const int min_replicas = std::max(p.cost.billed_instances, p.replicas);
   std::string args;
   const std::vector<std::string> argv = EngineArgv(ctx);
   for (size_t i = 1; i < argv.size(); ++i) args += (i > 1 ? "," : "") + argv[i];

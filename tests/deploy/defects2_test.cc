@@ -262,6 +262,9 @@ TEST(DryRun2Defects, Defect209InstanceDecidesEveryGpuString) {
   vertex.plan.instance = "a3-ultragpu-8g";
   Files v = MustRender(vertex);
   EXPECT_NE(v["deploy-vertex.sh"].find("--accelerator=type=nvidia-h200-141gb,count=8"), std::string::npos);
+  // The guide's A4X notes and its 18-replica rack minimum belong to A4X, not to an H200 instance.
+  EXPECT_EQ(v["deploy-vertex.sh"].find("A4X"), std::string::npos) << v["deploy-vertex.sh"];
+  EXPECT_NE(v["deploy-vertex.sh"].find("--min-replica-count=1 "), std::string::npos);
   RenderOptions aks = testing::TestRenderOptions("azure-aks", Engine::kVllm);
   aks.plan.instance = "Standard_ND96isr_H200_v5";
   Files a = MustRender(aks);
@@ -270,6 +273,7 @@ TEST(DryRun2Defects, Defect209InstanceDecidesEveryGpuString) {
       EXPECT_EQ(pod["spec"]["nodeSelector"]["agentpool"], "h200pool");
     }
   }
+  EXPECT_EQ(a["NOTES.md"].find("GB300"), std::string::npos) << a["NOTES.md"];
   for (const char* f : {"setup-cluster.sh", "cleanup.sh"}) {
     EXPECT_NE(a[f].find("--name h200pool"), std::string::npos) << f;
     EXPECT_EQ(a[f].find("gb300"), std::string::npos) << f;

@@ -654,6 +654,28 @@ def check_lint(label, d, counts):
         fail(f"{label}: k3 lint reports errors on the render: {errors[:3]}")
 
 
+def check_instance_strings(label, argv, d):
+    """--instance decides every GPU string: a render for an amd64 H200 / B200 instance names no GB300,
+    A4X flag or pool anywhere; a --namespace render puts every object in it and says -n on kubectl lines."""
+    texts = {n: open(os.path.join(d, n)).read() for n in os.listdir(d) if os.path.isfile(os.path.join(d, n))}
+    if "--instance" in argv and argv[argv.index("--instance") + 1] in (
+            "a3-ultragpu-8g", "a4-highgpu-8g", "Standard_ND96isr_H200_v5"):
+        for name, text in texts.items():
+            for word in ("gb300", "a4x", "GB300", "--placement-policy", "WORKLOAD_POLICY"):
+                if word in text:
+                    fail(f"{label}: {name} says {word} on a {argv[argv.index('--instance') + 1]} render")
+    if "--namespace" in argv:
+        ns = argv[argv.index("--namespace") + 1]
+        for name, doc in all_docs(d):
+            if doc.get("kind") in (None, "Namespace", "PersistentVolume", "StorageClass"):
+                continue  # not a Kubernetes object (Azure ML YAML), or cluster-scoped
+            if (doc.get("metadata") or {}).get("namespace") != ns:
+                fail(f"{label}: {name} {doc.get('kind')} {doc.get('metadata', {}).get('name')} is not in {ns}")
+        for line in texts.get("NOTES.md", "").splitlines():
+            if re.search(r"kubectl (get|wait) ", line) and f"-n {ns}" not in line:
+                fail(f"{label}: NOTES.md line without -n {ns}: {line}")
+
+
 def check_identity(label, d):
     """Bucket weights read through a workload identity: the ServiceAccount setup-cluster.sh federates
     (AKS subject / GKE principal) is the one every pod that touches the bucket runs as."""
@@ -702,6 +724,7 @@ def check_combination(d, label, argv, stub_dir):
     check_k3_command_lines(label, d, counts)
     check_path_chain(label, target, argv, d, counts)
     check_identity(label, d)
+    check_instance_strings(label, argv, d)
     check_lint(label, d, counts)
     scratch = d + "-logs"
     os.makedirs(scratch)
