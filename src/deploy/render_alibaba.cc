@@ -1,6 +1,6 @@
 // Alibaba targets: alibaba-pai-eas (EAS service JSON with an OSS mount and autoscaler; field notes in
 // spec/pai-eas-service-json.md) and alibaba-ack (arena command + KServe InferenceService in
-// RawDeployment mode over an OSS-backed PVC).
+// RawDeployment mode over an OSS-backed PVC, one node per group). Both read oss:// weights only.
 #include <cmath>
 
 #include "src/deploy/render_k8s_common.h"

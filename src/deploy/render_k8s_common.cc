@@ -209,8 +209,8 @@ struct PresyncContainer {
 // skips what is there, resumes a partial copy after a pod restart, logs progress lines, and writes
 // k3-manifest.json last (the engine's directory is complete only then). Credentials are the pod's cloud
 // identity: on AWS the credential chain (IRSA, EKS Pod Identity, the node's instance profile); on AKS the
-// kubelet's managed identity (K3_AZURE_MANAGED_IDENTITY=1, what `az login --identity` uses); on GKE the
-// metadata server.
+// workload identity webhook's AZURE_FEDERATED_TOKEN_FILE; on GKE the metadata server under Workload
+// Identity Federation (render_identity.h); on a generic cluster the keys of a Secret (s3:// only).
 PresyncContainer K3Presync(const RenderContext& ctx) {
   const WeightsSource& w = ctx.weights;
   PresyncContainer p;
