@@ -24,7 +24,10 @@ void RegisterPlanCommand(CLI::App& app) {
   cmd->add_option("--model", flags->options.model, "kimi-k3 | kimi-linear-48b | checkpoint DIR | config.json")
       ->capture_default_str();
   cmd->add_option("--target", flags->options.target, "one target (default: all)");
-  cmd->add_option("--instance", flags->options.instance, "instance type (default: the target's)");
+  const auto& instances = deploy::EmbeddedCatalog();
+  cmd->add_option("--instance", flags->options.instance,
+                  "instance type (default: the target's): " +
+                      (instances.ok() ? instances->InstancesByCloud() : instances.status().ToString()));
   cmd->add_option("--max-model-len", flags->options.max_model_len,
                   "tokens per sequence (default: model context)");
   cmd->add_option("--concurrency", flags->options.concurrency, "sequences at max-model-len")

@@ -8,6 +8,7 @@
 #include "apps/k3/commands.h"
 #include "src/base/file.h"
 #include "src/deploy/render.h"
+#include "src/deploy/render_output.h"
 
 namespace k3::app {
 
@@ -17,6 +18,7 @@ void RegisterRenderCommand(CLI::App& app) {
     std::string engine = "vllm";
     std::string out;
     std::string parallel = "tp";
+    bool force = false;
   };
   auto flags = std::make_shared<Flags>();
   CLI::App* cmd = app.add_subcommand("render", "Manifests and scripts for a deployment target");
@@ -26,10 +28,14 @@ void RegisterRenderCommand(CLI::App& app) {
       ->required();
   cmd->add_option("--engine", flags->engine, "vllm | k3")->capture_default_str();
   cmd->add_option("--out", flags->out, "output directory (default k3-deploy-TARGET; '-' = stdout)");
+  cmd->add_flag("--force", flags->force,
+                "delete files in --out that this render does not write (else such a folder is refused)");
   cmd->add_option("--image", flags->options.image, "container image (default vllm/vllm-openai:kimi-k3)");
   cmd->add_option("--replicas", flags->options.replicas, "serving groups")->capture_default_str();
   cmd->add_option("--weights", flags->options.weights, "hf://ORG/NAME | s3:// | az:// | gs:// | oss:// URI");
   cmd->add_option("--namespace", flags->options.name_space, "Kubernetes namespace written into metadata");
+  cmd->add_option("--region", flags->options.region,
+                  "the bucket's region where a file names it (aws-hyperpod with s3://, alibaba-ack)");
   cmd->add_flag("--gateway", flags->options.gateway,
                 "Inference Gateway (Kubernetes targets): endpoint picker, InferencePool, InferenceObjective, "
                 "Gateway, HTTPRoute");
@@ -37,7 +43,10 @@ void RegisterRenderCommand(CLI::App& app) {
                   "gateway implementation: kgateway (default) | istio; gcp-gke uses GKE's managed gateway");
   cmd->add_option("--model", flags->options.plan.model, "kimi-k3 | kimi-linear-48b | checkpoint DIR")
       ->capture_default_str();
-  cmd->add_option("--instance", flags->options.plan.instance, "instance type (default: the target's)");
+  const auto& instances = deploy::EmbeddedCatalog();
+  cmd->add_option("--instance", flags->options.plan.instance,
+                  "instance type (default: the target's): " +
+                      (instances.ok() ? instances->InstancesByCloud() : instances.status().ToString()));
   cmd->add_option("--max-model-len", flags->options.plan.max_model_len, "passed to the engine when set");
   cmd->add_option("--concurrency", flags->options.plan.concurrency, "sequences at max-model-len (sizing)");
   cmd->add_option("--weights-bandwidth", flags->options.plan.weights_bandwidth,
@@ -66,9 +75,11 @@ void RegisterRenderCommand(CLI::App& app) {
       return;
     }
     const std::string dir = flags->out.empty() ? "k3-deploy-" + flags->options.target : flags->out;
+    auto removed = deploy::PrepareOutputDir(dir, *files, flags->force);
+    if (!removed.ok()) return FailCommand("render", removed.status().message(), 2);
+    for (const std::string& name : *removed)
+      std::fprintf(stderr, "deleted %s/%s\n", dir.c_str(), name.c_str());
     std::error_code ec;
-    std::filesystem::create_directories(dir, ec);
-    if (ec) return FailCommand("render", dir + ": cannot create the directory: " + ec.message());
     for (const auto& f : *files) {
       const std::string path = (std::filesystem::path(dir) / f.path).string();
       Status status = WriteFileAtomic(path, f.content);

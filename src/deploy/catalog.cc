@@ -166,6 +166,7 @@ Status ParseInstances(const Json& root, Catalog& catalog) {
     in.ram_gib = static_cast<int>(r.Int("ram_gib"));
     in.interconnect = r.String("interconnect");
     in.rack_vms = static_cast<int>(r.Int("rack_vms", false));
+    in.gcp_accelerator = r.String("gcp_accelerator", in.cloud == "gcp" && in.gpu_count > 0);
     in.sources = r.Strings("sources");
     in.price_note = r.String("price_note", false);
     const Json* prices = r.Array("prices");
@@ -318,6 +319,17 @@ const Target* Catalog::FindTarget(std::string_view id) const { return FindById(t
 std::string Catalog::TargetIds() const { return JoinIds(targets); }
 std::string Catalog::ModelIds() const { return JoinIds(models); }
 std::string Catalog::InstanceIds() const { return JoinIds(instances); }
+
+std::string Catalog::InstancesByCloud() const {
+  std::map<std::string, std::string> by_cloud;
+  for (const Instance& in : instances) {
+    std::string& list = by_cloud[in.cloud];
+    list += (list.empty() ? "" : ", ") + in.id + (in.CpuOnly() ? " (CPU)" : "");
+  }
+  std::string out;
+  for (const auto& [cloud, list] : by_cloud) out += (out.empty() ? "" : "; ") + cloud + ": " + list;
+  return out;
+}
 
 Result<Catalog> ParseCatalog(const std::map<std::string, std::string>& files) {
   Catalog catalog;

@@ -98,6 +98,9 @@ struct Instance {
   int ram_gib = 0;
   std::string interconnect;
   int rack_vms = 0;  // VMs per NVLink rack (0: not rack-bound)
+  // GCP GPU instances: the accelerator type GKE's node label cloud.google.com/gke-accelerator, node pools'
+  // --accelerator=type= and Vertex's deploy-model take ("nvidia-gb300", "nvidia-h200-141gb").
+  std::string gcp_accelerator;
   std::vector<std::string> sources;
   std::vector<Price> prices;
   std::string price_note;
@@ -143,6 +146,8 @@ struct Catalog {
   std::string TargetIds() const;
   std::string ModelIds() const;
   std::string InstanceIds() const;
+  // "aws: a, b; azure: c; ...": the instances per cloud, for --help.
+  std::string InstancesByCloud() const;
 };
 
 // Parses catalog files given by name -> JSON text. Errors name the file and the field.

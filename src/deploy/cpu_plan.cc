@@ -51,6 +51,8 @@ DecodeEstimate EstimateDecode(const ModelSpec& m, const Instance& instance, int 
   const int tp = nodes * ranks_per_node;
   DecodeBytes(m, d);
   d.bytes_per_rank = static_cast<double>(d.routed_bytes_per_token + d.dense_bytes_per_token) / tp;
+  // A GPU instance's host (k3 ranks on it) has no memory system in the catalog: no estimate.
+  if (instance.cpu.MemoryBandwidthGbs() <= 0 || instance.cpu.network_gbps <= 0) return d;
   // Ranks of a node share its sockets' bandwidth.
   d.bandwidth_per_rank_gbs = instance.cpu.MemoryBandwidthGbs() / ranks_per_node;
   d.memory_seconds = d.bytes_per_rank / (d.bandwidth_per_rank_gbs * kGb * c.memory_efficiency);
@@ -105,9 +107,10 @@ std::string CpuPlanFormula(const ModelSpec& model, const Instance& instance, con
   std::string s;
   s += prefix + fmt::format("ranks: {} node(s) x {} rank(s) per node ({}) = TP {}\n", p.nodes,
                             p.ranks_per_node,
-                            c.tensor_parallel_size > 0
-                                ? "--tensor-parallel-size"
-                                : fmt::format("one per NUMA node, {} per node", instance.cpu.numa_nodes),
+                            c.tensor_parallel_size > 0 ? "--tensor-parallel-size"
+                            : instance.cpu.numa_nodes > 0
+                                ? fmt::format("one per NUMA node, {} per node", instance.cpu.numa_nodes)
+                                : std::string("one per node: the host's NUMA layout is not in the catalog"),
                             p.tp());
   s += prefix +
        fmt::format(
@@ -124,6 +127,11 @@ std::string CpuPlanFormula(const ModelSpec& model, const Instance& instance, con
        fmt::format("decode bytes per token = {:.2f} GB routed + {:.2f} GB non-expert = {:.2f} GB ({})\n",
                    d.routed_bytes_per_token / 1e9, d.dense_bytes_per_token / 1e9,
                    (d.routed_bytes_per_token + d.dense_bytes_per_token) / 1e9, d.bytes_basis);
+  if (d.tokens_per_second <= 0) {
+    s += prefix + "decode: unknown (the catalog has no host memory bandwidth / network figures for " +
+         instance.id + ")\n";
+    return s;
+  }
   s += prefix + fmt::format(
                     "t_memory = {:.2f} GB per rank / ({:.1f} GB/s per rank x {:.2f} efficiency) = {:.1f} ms "
                     "({}: {} x {:.1f} GB/s, {})\n",

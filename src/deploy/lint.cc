@@ -42,6 +42,7 @@ std::vector<Finding> LintDocuments(const std::vector<YamlDocument>& docs, const 
   lint::CheckServices(docs, sink);
   lint::CheckVolumes(docs, sink);
   lint::CheckGatewayClasses(docs, options, sink);
+  lint::CheckGatewayReferences(docs, sink);
   if (!options.schema_dir.empty()) lint::CheckAgainstCrds(docs, options.schema_dir, sink);
   std::stable_sort(findings.begin(), findings.end(), [](const Finding& a, const Finding& b) {
     return std::tie(a.file, a.line, a.rule) < std::tie(b.file, b.line, b.rule);

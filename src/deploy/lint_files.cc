@@ -115,6 +115,7 @@ bool IsArtifactRegistry(const std::string& image) {
 
 void CheckTextFile(const std::string& text, const std::string& file, Sink& sink) {
   CheckDownloadCommand(text, file, sink);
+  CheckPlaceholders(text, file, sink);
 }
 
 void CheckShellScript(const std::string& text, const std::string& file, Sink& sink) {
@@ -162,7 +163,8 @@ void CheckShellScript(const std::string& text, const std::string& file, Sink& si
       if (!image.empty() && !IsArtifactRegistry(image)) {
         sink.Add(file, l.line, "K3-IMG-001",
                  "Vertex AI serves images from Artifact Registry only: " + image + " will not be pulled",
-                 "copy the image to REGION-docker.pkg.dev/PROJECT/REPOSITORY (docker pull / tag / push) and "
+                 "copy the image to REGION-docker.pkg.dev/PROJECT/REPOSITORY (docker buildx imagetools "
+                 "create --tag IMAGE SOURCE: every platform) and "
                  "pass that to --container-image-uri");
       }
     }

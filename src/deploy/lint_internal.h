@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "src/deploy/lint.h"
 
 namespace k3::deploy::lint {
@@ -80,8 +82,20 @@ void CheckDockerfiles(const std::vector<YamlDocument>& docs,
                       const std::vector<std::pair<std::string, std::string>>& dockerfiles,
                       const LintOptions& options, Sink& sink);
 
+// Dry run 2 rules (lint_groups.cc): K3-GROUP-001 (ranks of one LWS group disagree), K3-SECRET-001
+// (secrets in plain env values), K3-ENV-001 (env names the engine never reads); K3-GW-002 (gateway objects
+// that match nothing in the same set of files); K3-PH-001 (unfilled <PLACEHOLDER>s).
+void CheckGroupAndEnv(const WorkloadView& w, Sink& sink);
+void CheckGatewayReferences(const std::vector<YamlDocument>& docs, Sink& sink);
+void CheckPlaceholders(const std::string& text, const std::string& file, Sink& sink);
+
 // Built-in knowledge of the kinds k3 renders: required fields, types and enums.
 void CheckKnownKind(const YamlDocument& doc, Sink& sink);
+
+// kubectl's strict field validation on a CRD's openAPIV3Schema: every object schema that lists its
+// properties and neither sets additionalProperties nor x-kubernetes-preserve-unknown-fields gets
+// additionalProperties: false, so an unknown field is an error (as `kubectl apply` reports it).
+void MakeStrict(nlohmann::json& schema);
 
 // --schema-dir: validation against user-provided CRD files.
 void CheckAgainstCrds(const std::vector<YamlDocument>& docs, const std::string& schema_dir, Sink& sink);

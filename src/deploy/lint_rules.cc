@@ -42,6 +42,14 @@ const std::vector<RuleInfo>& LintRules() {
       {"K3-IMG-001", Severity::kError, "a Vertex AI serving image outside Artifact Registry"},
       {"K3-SCRIPT-001", Severity::kError, "a cleanup script that stops at the first failing command"},
       {"K3-SCRIPT-002", Severity::kError, "a cleanup script that leaves a reservation to a comment"},
+      {"K3-GROUP-001", Severity::kError,
+       "ranks of one group disagree (TP, master port, model between leader and worker; TP vs group size)"},
+      {"K3-SECRET-001", Severity::kError, "a secret (key, token, password) as a plain env value"},
+      {"K3-ENV-001", Severity::kError, "an environment variable the engine's loaders never read"},
+      {"K3-GW-002", Severity::kError,
+       "a gateway object that matches nothing in the same files (pool selector / target port, picker "
+       "Service, route or objective pool)"},
+      {"K3-PH-001", Severity::kError, "an unfilled <PLACEHOLDER> in a file that is applied or run"},
   };
   return kRules;
 }
@@ -313,6 +321,7 @@ void CheckWorkload(const WorkloadView& w, const LintOptions& options, Sink& sink
   for (const ContainerView& c : w.worker_containers)
     CheckContainerResources(w, c, w.worker_volumes_shm, sink);
   CheckArch(w, options, sink);
+  CheckGroupAndEnv(w, sink);
   if (w.kind == "LeaderWorkerSet") {
     const YamlNode* policy = w.doc->root.Path("spec.leaderWorkerTemplate.restartPolicy");
     if (policy != nullptr && policy->Text() != "RecreateGroupOnPodRestart") {

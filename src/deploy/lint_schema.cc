@@ -48,6 +48,23 @@ int LineOf(const YamlNode& root, const std::vector<std::string>& context) {
 
 }  // namespace
 
+void MakeStrict(nlohmann::json& schema) {
+  if (!schema.is_object()) return;
+  const bool preserve = schema.value("x-kubernetes-preserve-unknown-fields", false);
+  if (schema.contains("properties") && schema["properties"].is_object()) {
+    if (!preserve && !schema.contains("additionalProperties")) schema["additionalProperties"] = false;
+    for (auto& [name, property] : schema["properties"].items()) MakeStrict(property);
+  }
+  for (const char* key : {"items", "additionalProperties"}) {
+    if (schema.contains(key)) MakeStrict(schema[key]);
+  }
+  for (const char* key : {"allOf", "anyOf", "oneOf"}) {
+    if (schema.contains(key) && schema[key].is_array()) {
+      for (nlohmann::json& s : schema[key]) MakeStrict(s);
+    }
+  }
+}
+
 void CheckAgainstCrds(const std::vector<YamlDocument>& docs, const std::string& schema_dir, Sink& sink) {
   namespace fs = std::filesystem;
   std::map<std::string, LoadedSchema> schemas;  // "group/version/Kind"
@@ -88,6 +105,7 @@ void CheckAgainstCrds(const std::vector<YamlDocument>& docs, const std::string& 
         LoadedSchema loaded;
         loaded.file = path.string();
         loaded.json = std::make_unique<nlohmann::json>(v["schema"]["openAPIV3Schema"]);
+        MakeStrict(*loaded.json);
         loaded.schema = std::make_unique<valijson::Schema>();
         try {
           valijson::SchemaParser parser;

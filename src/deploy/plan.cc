@@ -45,6 +45,14 @@ void AddTargetNotes(TargetPlan& tp) {
         "quota of its family ({} vCPUs per node) before creating the node pool.",
         tp.instance.id, tp.instance.vcpu));
     tp.notes.push_back("Cleanup: the CPU node pool bills per hour until deleted (cleanup.sh deletes it).");
+  } else if (tp.instance.id != tp.target.default_instance) {
+    // The target's capacity notes are the guide's, for its default instance: another instance gets its
+    // own (`k3 plan --target T` without --instance shows the guide's).
+    tp.notes.push_back(fmt::format(
+        "Capacity: {} ({} x {} GPUs): request the vCPU quota of its family ({} vCPUs per node) and reserve "
+        "it (reservation, capacity block or training plan) before creating the node pool.",
+        tp.instance.id, tp.instance.gpu_count, tp.instance.gpu, tp.instance.vcpu));
+    for (const std::string& c : tp.target.cleanup) tp.notes.push_back("Cleanup: " + c);
   } else {
     tp.notes = tp.target.capacity;
     for (const std::string& c : tp.target.cleanup) tp.notes.push_back("Cleanup: " + c);
@@ -97,6 +105,12 @@ Result<TargetPlan> PlanCpuTarget(const ModelSpec& model, const PlanOptions& opti
   if (target.one_instance_per_replica && tp.layout.nodes > 1) {
     tp.warnings.push_back(fmt::format("{} serves one instance per replica, but the model needs {} x {}",
                                       target.id, tp.layout.nodes, instance.id));
+  }
+  if (!instance.CpuOnly()) {
+    tp.warnings.push_back(fmt::format(
+        "--engine k3 runs on CPUs: the {} x {} GPUs of each {} stay idle (the pods request none); a "
+        "CPU-only --instance costs less",
+        instance.gpu_count, instance.gpu, instance.id));
   }
   tp.cost = CostFor(instance, tp.layout.nodes * tp.replicas);
   tp.probes = DeriveProbeBudget(model.weight_bytes, bandwidth_bps);
@@ -168,11 +182,15 @@ Result<TargetPlan> PlanTarget(const Catalog& catalog, const ModelSpec& model, co
                            instance_id, catalog.InstanceIds());
   }
   if (!target.cloud.empty() && instance->cloud != target.cloud) {
-    return InvalidArgument("--instance '{}' is a {} instance; target {} runs on {}", instance_id,
+    return InvalidArgument("--instance '{}' is an instance of {}; target {} runs on {}", instance_id,
                            instance->cloud, target.id, target.cloud);
   }
   tp.instance = *instance;
-  if (instance->CpuOnly()) return PlanCpuTarget(model, options, assumptions, bandwidth_bps, std::move(tp));
+  // The k3 engine computes on CPUs (src/kernels): on a GPU instance its ranks live in host RAM and the GPUs
+  // stay idle, so it is planned (RAM per rank, nodes) and rendered (no GPU request) as a CPU plan.
+  if (instance->CpuOnly() || options.engine == Engine::kK3) {
+    return PlanCpuTarget(model, options, assumptions, bandwidth_bps, std::move(tp));
+  }
   if (options.cpu.tensor_parallel_size > 0) {
     tp.warnings.push_back(fmt::format(
         "--tensor-parallel-size {} applies to CPU-only instances; on {} GPUs the layout follows --parallel",
@@ -216,7 +234,8 @@ Result<TargetPlan> PlanTarget(const Catalog& catalog, const ModelSpec& model, co
                                       group_nodes, target.node_pool_max));
   }
   int billed = group_nodes;
-  if (target.min_replicas > 0 && billed < target.min_replicas) {
+  // The replica minimum is rack-unit purchasing (Vertex A4X): it binds rack-bound instances only.
+  if (target.min_replicas > 0 && instance->rack_vms > 0 && billed < target.min_replicas) {
     tp.warnings.push_back(
         fmt::format("{} bills at least {} replicas (rack-unit purchasing): {} needed, {} paid", target.id,
                     target.min_replicas, group_nodes, target.min_replicas));

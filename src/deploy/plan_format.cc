@@ -63,8 +63,11 @@ Rows TargetRows(const Plan& plan) {
   Rows rows = {{"Target", "Instance", "GPUs", "Arch", "Nodes", "Layout", "Need / GPU", "Cost / hour",
                 "Cost / month (730 h)", "Load", "Startup budget"}};
   for (const TargetPlan& t : plan.targets) {
-    const std::string hardware = t.cpu_only ? fmt::format("CPU, {} NUMA", t.instance.cpu.numa_nodes)
-                                            : fmt::format("{}x {}", t.instance.gpu_count, t.instance.gpu);
+    std::string hardware = fmt::format("{}x {}", t.instance.gpu_count, t.instance.gpu);
+    if (t.cpu_only) {
+      hardware = t.instance.CpuOnly() ? fmt::format("CPU, {} NUMA", t.instance.cpu.numa_nodes)
+                                      : hardware + " unused (k3: CPU)";
+    }
     const std::string need = t.cpu_only ? Gb(t.cpu.ram.need_gb) + " / rank" : Gb(t.per_gpu.need_gb);
     rows.push_back({t.target.id, t.instance.id, hardware, t.instance.cpu_arch,
                     t.fits ? std::to_string(t.layout.nodes) : "does not fit", LayoutText(t.layout), need,
@@ -136,7 +139,14 @@ std::string Details(const Plan& plan, bool markdown) {
     out += markdown ? fmt::format("\n### {} ({})\n\n", t.target.id, t.target.platform)
                     : fmt::format("\n{} ({})\n", t.target.id, t.target.platform);
     const std::string bullet = markdown ? "- " : "  - ";
-    if (t.cpu_only) {
+    if (t.cpu_only && !t.instance.CpuOnly()) {
+      out += bullet + fmt::format(
+                          "{} x {}: k3 runs its ranks on the host CPUs ({}, {} vCPU, {} GiB RAM); the {} "
+                          "GPUs per node are not used (the pods request none)\n",
+                          t.layout.nodes * t.replicas, t.instance.id, t.instance.cpu_arch, t.instance.vcpu,
+                          t.instance.ram_gib, t.instance.gpu_count);
+      out += CpuPlanFormula(plan.model, t.instance, t.cpu, bullet);
+    } else if (t.cpu_only) {
       out +=
           bullet + fmt::format(
                        "{} x {}: CPU-only, {}, {} socket(s), {} NUMA node(s), {} vCPU, {} GiB RAM, "

@@ -2,10 +2,12 @@
 // renderer. Also the shared YAML file framing and the per-target NOTES.md.
 #include "src/deploy/render.h"
 
+#include <algorithm>
 #include <map>
 
 #include "src/deploy/plan_format.h"
 #include "src/deploy/render_gateway.h"
+#include "src/deploy/render_k8s_common.h"
 
 namespace k3::deploy {
 namespace {
@@ -21,6 +23,41 @@ bool ValidBucketPart(const std::string& s) {
   return true;
 }
 
+// The weights schemes each target reads, with the identity that reads them: its own cloud's bucket
+// through the pods' cloud identity (render_identity.h), the hub, or on Alibaba the OSS mount. A bucket of
+// another cloud has no credentials there, and a scheme the target cannot read would be ignored.
+Status CheckWeightsScheme(const RenderContext& ctx) {
+  static const std::map<std::string, std::vector<std::string>> kSchemes = {
+      {"aws-hyperpod", {"hf", "s3"}}, {"aws-eks", {"hf", "s3"}},    {"azure-aks", {"hf", "az"}},
+      {"gcp-gke", {"hf", "gs"}},      {"k8s", {"hf", "s3"}},        {"azure-ml", {"hf"}},
+      {"gcp-vertex", {"hf"}},         {"alibaba-pai-eas", {"oss"}}, {"alibaba-ack", {"oss"}}};
+  const std::string& t = ctx.plan.target.id;
+  auto it = kSchemes.find(t);
+  if (it == kSchemes.end()) return OkStatus();
+  const std::vector<std::string>& ok = it->second;
+  if (std::find(ok.begin(), ok.end(), ctx.weights.scheme) != ok.end()) return OkStatus();
+  std::string list;
+  for (const std::string& s : ok) list += (list.empty() ? "" : ", ") + s + "://";
+  std::string why;
+  if (t == "alibaba-pai-eas" || t == "alibaba-ack") {
+    why = fmt::format(
+        "the service mounts its weights from OSS: copy them there first (`k3 weights sync hf://{} "
+        "oss://BUCKET/PREFIX`) and pass --weights oss://BUCKET/PREFIX",
+        ctx.model.hf_id);
+  } else if (t == "azure-ml" || t == "gcp-vertex") {
+    why = "the managed endpoint pulls the hub id at start; a bucket would be ignored";
+  } else if (t == "k8s") {
+    why =
+        "a generic cluster has no cloud identity: s3:// reads the keys of a Secret (NOTES.md); for az:// "
+        "or gs:// use --target azure-aks or gcp-gke (workload identity)";
+  } else {
+    why =
+        "a bucket of another cloud has no credentials in this cluster (the pods' identity is the "
+        "target cloud's)";
+  }
+  return InvalidArgument("--weights {}: --target {} reads {} ({})", ctx.weights.uri, t, list, why);
+}
+
 // Refuses what the target cannot run as rendered: a managed endpoint or PAI-EAS service is one instance
 // per replica, and `k3 serve` runs on one node until multi-node k3 serving lands.
 Status CheckServable(const RenderContext& ctx) {
@@ -29,41 +66,63 @@ Status CheckServable(const RenderContext& ctx) {
   const std::string& t = p.target.id;
   if (p.layout.nodes > 1 && (t == "azure-ml" || t == "gcp-vertex" || t == "alibaba-pai-eas")) {
     return InvalidArgument(
-        "--target {}: {} needs {} (TP={} x PP={}) but a {} replica is one instance of {} GPUs; a TP of {} "
+        "--target {}: {} needs {} (TP={} x PP={}) but each replica of {} is one instance of {} GPUs; a TP of "
+        "{} "
         "would not fit its {} GPUs: use a Kubernetes target (azure-aks, gcp-gke, alibaba-ack), or a smaller "
         "--model / --max-model-len, or an --instance whose GPUs hold the model",
         t, ctx.model.id, group, p.layout.tp, p.layout.pp, t, p.instance.gpu_count, p.layout.tp * p.layout.pp,
         p.instance.gpu_count);
   }
-  const bool pvc_target = t == "aws-eks" || t == "azure-aks" || t == "gcp-gke" || t == "k8s";
-  if (pvc_target && ctx.weights.scheme == "oss") {
-    return InvalidArgument(
-        "--weights {}: oss:// is mounted by the Alibaba OSS CSI driver; on --target {} use hf://, s3://, "
-        "az:// or gs:// (the pre-sync Job copies them), or --target alibaba-ack",
-        ctx.weights.uri, t);
-  }
-  if (p.cpu_only && (t == "aws-hyperpod" || t == "azure-ml" || t == "gcp-vertex" || t == "alibaba-pai-eas")) {
+  K3_RETURN_IF_ERROR(CheckWeightsScheme(ctx));
+  if (p.instance.CpuOnly() &&
+      (t == "aws-hyperpod" || t == "azure-ml" || t == "gcp-vertex" || t == "alibaba-pai-eas")) {
     return InvalidArgument(
         "--instance {} is CPU-only, and --target {} serves GPU endpoints: render CPU plans for a Kubernetes "
         "target (aws-eks, azure-aks, gcp-gke, alibaba-ack, k8s)",
         p.instance.id, t);
   }
+  // KServe's multi-node predictors need a ServingRuntime with a worker spec (raw predictor containers +
+  // workerSpec are rejected by KServe 0.15-0.20), and its workers carry no node rank for `k3 serve
+  // --headless`: a group of several nodes on ACK runs as a LeaderWorkerSet (--target k8s).
+  if (p.layout.nodes > 1 && t == "alibaba-ack") {
+    return InvalidArgument(
+        "--target alibaba-ack: {} needs {}, and a KServe InferenceService of several nodes needs a "
+        "ServingRuntime with a worker spec that k3 does not render: use --target k8s (LeaderWorkerSet, the "
+        "LWS controller on the ACK cluster) with --instance {}, or an --instance whose GPUs hold the model",
+        ctx.model.id, group, p.instance.id);
+  }
   if (ctx.options.engine == Engine::kK3) {
-    // A k3 group spans nodes through LeaderWorkerSet's environment; KServe's multi-node workers have no
-    // node index to start a rank with.
-    if (p.layout.nodes > 1 && t == "alibaba-ack") {
-      return InvalidArgument(
-          "--engine k3 on --target alibaba-ack: {} needs {}, and KServe's multi-node workers carry no node "
-          "rank for `k3 serve --headless`: use --target k8s (LeaderWorkerSet) on the ACK cluster, or "
-          "--engine vllm",
-          ctx.model.id, group);
-    }
     if (t == "azure-ml" || t == "gcp-vertex") {
       return InvalidArgument(
           "--engine k3 needs a model directory, but {} has no weights volume (it pulls from the hub): use "
           "--engine vllm, or a Kubernetes target",
           t);
     }
+  }
+  return OkStatus();
+}
+
+// A namespace name is a DNS-1123 label (RFC 1123): lowercase letters, digits and '-', at most 63
+// characters, starting and ending with a letter or digit.
+bool Dns1123Label(const std::string& s) {
+  if (s.empty() || s.size() > 63) return false;
+  for (char c : s) {
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-')) return false;
+  }
+  return s.front() != '-' && s.back() != '-';
+}
+
+Status CheckNamespace(const RenderOptions& o) {
+  if (o.name_space.empty()) return OkStatus();
+  if (o.target == "azure-ml" || o.target == "gcp-vertex" || o.target == "alibaba-pai-eas") {
+    return InvalidArgument("--namespace {}: --target {} renders no Kubernetes objects; drop --namespace",
+                           o.name_space, o.target);
+  }
+  if (!Dns1123Label(o.name_space)) {
+    return InvalidArgument(
+        "--namespace '{}': a Kubernetes namespace is a DNS-1123 label (lowercase letters, digits and '-', "
+        "at most 63 characters, starting and ending with a letter or digit), e.g. '{}'",
+        o.name_space, "kimi-k3");
   }
   return OkStatus();
 }
@@ -126,6 +185,68 @@ std::string YamlFile(const std::vector<std::string>& header, const std::vector<D
   return out;
 }
 
+namespace {
+
+// How a user reaches the served model on each target: the address comes from the platform (Service or
+// Gateway status, KServe's URL, the managed endpoint's CLI), never from a placeholder to fill in.
+std::vector<std::string> VerifyCommands(const RenderContext& ctx) {
+  const std::string& t = ctx.plan.target.id;
+  const std::string ns = ctx.options.name_space.empty() ? "" : " -n " + ctx.options.name_space;
+  const std::string port = std::to_string(ctx.serve.port);
+  const std::string chat = "'{\"model\": \"" + ctx.model.served_name +
+                           "\", \"messages\": [{\"role\": \"user\", \"content\": \"Hello\"}], "
+                           "\"max_tokens\": 16}'";
+  if (t == "aws-eks" || t == "azure-aks" || t == "gcp-gke" || t == "k8s") {
+    if (ctx.options.gateway) {
+      return {"ENDPOINT=$(kubectl get gateway" + ns + " " + ctx.app_name +
+                  "-gateway -o jsonpath='{.status.addresses[0].value}')",
+              "curl \"http://$ENDPOINT/v1/models\"   # through the Inference Gateway (port 80)"};
+    }
+    return {"ENDPOINT=$(kubectl get svc" + ns + " " + ctx.app_name +
+                "-svc -o "
+                "jsonpath='{.status.loadBalancer.ingress[0].ip}{.status.loadBalancer.ingress[0].hostname}')",
+            "curl \"http://$ENDPOINT:" + port + "/v1/models\"",
+            "curl \"http://$ENDPOINT:" + port + "/health\""};
+  }
+  if (t == "alibaba-ack") {
+    return {"URL=$(kubectl get inferenceservice" + ns + " " + ctx.app_name + " -o jsonpath='{.status.url}')",
+            "curl \"$URL/v1/models\""};
+  }
+  if (t == "aws-hyperpod") {
+    std::string name;
+    for (char c : ctx.app_name) {
+      if (c != '-') name += c;
+    }
+    // The operator records the SageMaker endpoint it created (CRD status.endpoints.sagemaker.endpointArn).
+    return {"ARN=$(kubectl get inferenceendpointconfig" + ns + " " + name +
+                " -o jsonpath='{.status.endpoints.sagemaker.endpointArn}')",
+            "aws sagemaker-runtime invoke-endpoint --endpoint-name \"${ARN##*/}\" --content-type "
+            "application/json --body " +
+                chat + " --cli-binary-format raw-in-base64-out /dev/stdout"};
+  }
+  if (t == "azure-ml") {
+    return {
+        "az ml online-endpoint invoke --name " + ctx.app_name +
+        " --resource-group \"$RESOURCE_GROUP\" --workspace-name \"$WORKSPACE\" --request-file request.json"};
+  }
+  if (t == "gcp-vertex") {
+    return {
+        "ENDPOINT_ID=$(gcloud ai endpoints list --project=\"$PROJECT_ID\" --region=\"$REGION\" "
+        "--filter=display_name=" +
+            ctx.app_name + " --format='value(name.basename())' | head -n 1)",
+        "gcloud ai endpoints raw-predict \"$ENDPOINT_ID\" --project=\"$PROJECT_ID\" --region=\"$REGION\" "
+        "--request=" +
+            chat};
+  }
+  std::string service = ctx.app_name;
+  for (char& c : service) c = c == '-' ? '_' : c;  // EAS names: letters, digits, underscores
+  return {"eascmd desc " + service +
+          "   # the service's endpoint and token; then curl -H \"Authorization: $TOKEN\" "
+          "\"$ENDPOINT/v1/models\""};
+}
+
+}  // namespace
+
 RenderedFile RenderNotes(const RenderContext& ctx, const std::vector<std::string>& apply_commands) {
   const TargetPlan& p = ctx.plan;
   std::string s = fmt::format("# {} on {} ({}) with {}\n\n", ctx.model.served_name, p.target.id,
@@ -168,13 +289,17 @@ RenderedFile RenderNotes(const RenderContext& ctx, const std::vector<std::string
         ctx.serve.expert_parallel ? "; expert parallel, so each rank reads only its own experts" : "",
         ctx.model.hf_id, ctx.weights.uri);
   }
+  if (!ctx.volume_rate_note.empty()) s += "- Weights volume: " + ctx.volume_rate_note + "\n";
   for (const std::string& w : p.warnings) s += "- WARNING: " + w + "\n";
   s += "\n## Capacity and cleanup\n\n";
   for (const std::string& n : p.notes) s += "- " + n + "\n";
   s += "\n## Apply\n\n```sh\n";
   for (const std::string& c : apply_commands) s += c + "\n";
-  s += "```\n\n## Verify\n\n```sh\nk3 lint .\ncurl http://<ENDPOINT>:" + std::to_string(ctx.serve.port) +
-       "/v1/models\ncurl http://<ENDPOINT>:" + std::to_string(ctx.serve.port) + "/health\n```\n";
+  s += "```\n\n## Verify\n\n```sh\nk3 lint .\n";
+  for (const std::string& line : VerifyCommands(ctx)) s += line + "\n";
+  s += "```\n\n## Cleanup\n\nbash cleanup.sh: deletes what these files and scripts created, continues past "
+       "failures "
+       "and names what may still bill.\n";
   return {"NOTES.md", s};
 }
 
@@ -185,6 +310,7 @@ Result<std::vector<RenderedFile>> Render(const Catalog& catalog, const RenderOpt
   auto renderer = Renderers().find(target->id);
   if (renderer == Renderers().end()) return Internal("no renderer for target {}", target->id);
   if (options.replicas < 1) return InvalidArgument("--replicas {}: must be at least 1", options.replicas);
+  K3_RETURN_IF_ERROR(CheckNamespace(options));
 
   RenderContext ctx;
   ctx.options = options;
@@ -199,6 +325,13 @@ Result<std::vector<RenderedFile>> Render(const Catalog& catalog, const RenderOpt
         "{} does not fit on {} (see `k3 plan --target {}`): lower --max-model-len or "
         "--concurrency, or pick a larger --instance",
         ctx.model.id, ctx.plan.instance.id, target->id);
+  }
+  const bool alibaba = target->id == "alibaba-pai-eas" || target->id == "alibaba-ack";
+  if (alibaba && options.weights.empty()) {
+    return InvalidArgument(
+        "--target {} mounts the weights from OSS: copy them there first (`k3 weights sync hf://{} "
+        "oss://BUCKET/PREFIX`, from a machine in the region) and pass --weights oss://BUCKET/PREFIX",
+        target->id, ctx.model.hf_id);
   }
   const std::string weights = options.weights.empty() ? "hf://" + ctx.model.hf_id : options.weights;
   K3_ASSIGN_OR_RETURN(ctx.weights, ParseWeightsUri(weights));
@@ -257,6 +390,14 @@ Result<std::vector<RenderedFile>> Render(const Catalog& catalog, const RenderOpt
     }
   }
   K3_RETURN_IF_ERROR(CheckServable(ctx));
+  // The probes wait for the slowest link: a volume that reads slower than the planned bandwidth sets them.
+  std::string why;
+  const double volume_bps = WeightsVolumeReadBps(ctx, why);
+  if (volume_bps > 0 && volume_bps < plan.bandwidth_bps) {
+    ctx.plan.probes = DeriveProbeBudget(ctx.model.weight_bytes, volume_bps);
+    ctx.volume_rate_note = fmt::format("{}, below the planned {}: the probes allow {} to load", why,
+                                       plan.bandwidth_text, FormatDuration(ctx.plan.probes.load_seconds));
+  }
   if (options.gateway) {
     const std::string& t = target->id;
     if (t != "aws-eks" && t != "azure-aks" && t != "gcp-gke" && t != "k8s") {

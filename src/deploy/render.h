@@ -21,7 +21,10 @@ struct RenderOptions {
   int replicas = 1;
   std::string
       weights;  // hf://org/name (default: the model's hub id) | s3:// | az://ACCOUNT/.. | gs:// | oss://
-  std::string name_space;    // --namespace ("" = none written)
+  std::string name_space;  // --namespace ("" = none written)
+  // --region: the bucket's region where a file names it (HyperPod s3Storage.region, the ACK OSS endpoint
+  // oss-REGION-internal.aliyuncs.com); required there, refused nowhere.
+  std::string region;
   bool gateway = false;      // Inference Gateway stack (render_gateway.h)
   std::string gateway_impl;  // --gateway-impl: kgateway | istio (gke on gcp-gke); "" = the target's default
   PlanOptions plan;          // model, instance, max-model-len, bandwidth, prefer_pp
@@ -58,6 +61,9 @@ struct RenderContext {
   // weights.yaml holds a pre-sync Job (and, without streaming, the PVC it fills).
   bool presync_job() const { return !stream_weights || options.engine == Engine::kK3; }
   std::string version;  // app.kubernetes.io/version
+  // Where the rendered weights volume reads slower than --weights-bandwidth: why, and the probes are sized
+  // from the volume's rate ("" = the plan's bandwidth holds).
+  std::string volume_rate_note;
 };
 
 Result<WeightsSource> ParseWeightsUri(const std::string& uri);

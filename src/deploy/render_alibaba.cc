@@ -1,17 +1,19 @@
 // Alibaba targets: alibaba-pai-eas (EAS service JSON with an OSS mount and autoscaler; field notes in
 // spec/pai-eas-service-json.md) and alibaba-ack (arena command + KServe InferenceService in
-// RawDeployment mode over an OSS-backed PVC).
+// RawDeployment mode over an OSS-backed PVC, one node per group). Both read oss:// weights only.
+#include <cmath>
+
 #include "src/deploy/render_k8s_common.h"
+#include "src/deploy/render_scripts.h"
 
 namespace k3::deploy {
 namespace {
 
 constexpr const char* kModelMount = "/mnt/models";
-constexpr const char* kRayHead = "ray start --head --port=6379 --disable-usage-stats;\n";
 
+// Render refuses every other scheme on the Alibaba targets (CheckWeightsScheme): the URI is oss://.
 std::string OssPath(const RenderContext& ctx) {
-  if (ctx.weights.scheme == "oss") return "oss://" + ctx.weights.bucket + "/" + ctx.weights.path + "/";
-  return "oss://<BUCKET>/" + ctx.model.served_name + "/";
+  return "oss://" + ctx.weights.bucket + "/" + (ctx.weights.path.empty() ? "" : ctx.weights.path + "/");
 }
 
 // The Secret with the OSS AccessKey the CSI driver mounts the bucket with (created by the apply steps).
@@ -67,9 +69,12 @@ Result<std::vector<RenderedFile>> RenderPaiEas(const RenderContext& ctx) {
        {{"name", service_name},
         {"instance", ctx.plan.replicas},
         {"resource", "${EAS_RESOURCE_ID}"},
-        {"gpu", ctx.plan.instance.gpu_count},
+        // k3 computes on the host CPUs: no GPU, and the memory its ranks need (MB); vLLM the GPUs.
+        {"gpu", ctx.plan.cpu_only ? 0 : ctx.plan.instance.gpu_count},
         {"cpu", ctx.plan.instance.vcpu},
-        {"memory", static_cast<int64_t>(ctx.plan.instance.ram_gib) * 1024 * 9 / 10},
+        {"memory", ctx.plan.cpu_only
+                       ? static_cast<int64_t>(std::ceil(ctx.plan.cpu.ram.node_need_gb * 1e9 / (1 << 20)))
+                       : static_cast<int64_t>(ctx.plan.instance.ram_gib) * 1024 * 9 / 10},
         {"shm_size", 16 * ctx.plan.instance.gpu_count},
         {"rpc", {{"keepalive", 600000}}}}},
       {"cloud",
@@ -100,6 +105,10 @@ Result<std::vector<RenderedFile>> RenderPaiEas(const RenderContext& ctx) {
       "${EAS_GPU_DRIVER_VERSION}' <service.json >service.filled.json\n"
       "eascmd create service.filled.json\n";
   std::vector<RenderedFile> files = {{"service.json", service.dump(2) + "\n"}, {"deploy-eas.sh", deploy}};
+  files.push_back(
+      CleanupScript(ctx, "run \"EAS service " + service_name + "\" eascmd delete " + service_name + "\n",
+                    {"the EAS dedicated resource group (quota) until released per contract",
+                     "the weights in " + ctx.weights.uri + " (OSS storage)"}));
   std::vector<std::string> apply = {"bash deploy-eas.sh"};
   apply.push_back("# autoscaler min stays >= 1: scale-to-zero reloads the weights on every cold start");
   files.push_back(RenderNotes(ctx, apply));
@@ -107,11 +116,18 @@ Result<std::vector<RenderedFile>> RenderPaiEas(const RenderContext& ctx) {
 }
 
 Result<std::vector<RenderedFile>> RenderAck(const RenderContext& ctx) {
+  if (!ValidRegion(ctx.options.region)) {
+    return InvalidArgument(
+        "--target alibaba-ack: the OSS volume reads the bucket through its region's internal endpoint "
+        "(oss-REGION-internal.aliyuncs.com): pass --region (e.g. cn-hangzhou)");
+  }
   const std::string pvc_name = ctx.app_name + "-pvc";
   // OSS static volume through the ACK OSS CSI driver, mounted read-only by every serving pod.
+  Doc pv_meta = ObjectMeta(ctx, ctx.app_name + "-pv", "weights");
+  pv_meta.erase("namespace");  // a PersistentVolume is cluster-scoped
   Doc pv = {{"apiVersion", "v1"},
             {"kind", "PersistentVolume"},
-            {"metadata", ObjectMeta(ctx, ctx.app_name + "-pv", "weights")},
+            {"metadata", pv_meta},
             {"spec",
              {{"capacity", {{"storage", std::to_string(ctx.model.weight_bytes / 1000000000 * 5 / 4) + "G"}}},
               {"accessModes", Doc::array({"ReadOnlyMany"})},
@@ -121,9 +137,9 @@ Result<std::vector<RenderedFile>> RenderAck(const RenderContext& ctx) {
                 {"volumeHandle", ctx.app_name + "-pv"},
                 {"nodePublishSecretRef", {{"name", OssSecretName(ctx)}, {"namespace", Namespace(ctx)}}},
                 {"volumeAttributes",
-                 {{"bucket", ctx.weights.scheme == "oss" ? ctx.weights.bucket : "<BUCKET>"},
-                  {"path", "/" + (ctx.weights.scheme == "oss" ? ctx.weights.path : ctx.model.served_name)},
-                  {"url", "oss-<REGION>-internal.aliyuncs.com"}}}}}}}};
+                 {{"bucket", ctx.weights.bucket},
+                  {"path", "/" + ctx.weights.path},
+                  {"url", "oss-" + ctx.options.region + "-internal.aliyuncs.com"}}}}}}}};
   Doc pvc = {{"apiVersion", "v1"},
              {"kind", "PersistentVolumeClaim"},
              {"metadata", ObjectMeta(ctx, pvc_name, "weights")},
@@ -133,46 +149,25 @@ Result<std::vector<RenderedFile>> RenderAck(const RenderContext& ctx) {
                {"storageClassName", ""},
                {"resources", {{"requests", {{"storage", pv["spec"]["capacity"]["storage"]}}}}}}}};
   const int gpus = ctx.plan.instance.gpu_count;
-  const bool multi = ctx.plan.layout.nodes > 1;
-  Doc env = EngineEnvList(ctx, multi);
+  Doc env = EngineEnvList(ctx, false);  // one node: Render refuses multi-node groups on ACK
   Doc mounts = Doc::array(
       {Doc{{"name", "model-cache"}, {"mountPath", std::string(kModelMount) + "/" + ctx.model.served_name}},
        Doc{{"name", "dshm"}, {"mountPath", "/dev/shm"}}});
-  Doc container = {
-      {"name", "kserve-container"},
-      {"image", ctx.image},
-      {"command", Doc::array({"/bin/bash", "-c"})},
-      {"args", Doc::array({(multi ? std::string(kRayHead) : std::string()) + ServeShell(ctx) + "\n"})},
-      {"env", env},
-      {"ports", Doc::array({Doc{{"containerPort", ctx.serve.port}, {"protocol", "TCP"}}})},
-      {"resources", ServingResources(ctx)},
-      {"startupProbe", StartupProbe(ctx)},
-      {"readinessProbe", ReadinessProbe(ctx)},
-      {"volumeMounts", mounts}};
+  Doc container = {{"name", "kserve-container"},
+                   {"image", ctx.image},
+                   {"command", Doc::array({"/bin/bash", "-c"})},
+                   {"args", Doc::array({ServeShell(ctx) + "\n"})},
+                   {"env", env},
+                   {"ports", Doc::array({Doc{{"containerPort", ctx.serve.port}, {"protocol", "TCP"}}})},
+                   {"resources", ServingResources(ctx)},
+                   {"startupProbe", StartupProbe(ctx)},
+                   {"readinessProbe", ReadinessProbe(ctx)},
+                   {"volumeMounts", mounts}};
   Doc volumes = Doc::array(
       {Doc{{"name", "model-cache"}, {"persistentVolumeClaim", {{"claimName", pvc_name}}}}, ShmVolume(gpus)});
   Doc predictor = {{"containers", Doc::array({container})}, {"volumes", volumes}};
   if (ctx.plan.cpu_only) {
     predictor["nodeSelector"] = {{"node.kubernetes.io/instance-type", ctx.plan.instance.id}};
-  }
-  if (ctx.plan.layout.nodes > 1) {
-    // KServe injects HEAD_SVC (the head pod's Service) into multi-node predictors; the worker joins the
-    // head's Ray cluster and blocks.
-    Doc worker_env = env;
-    worker_env.push_back(
-        Doc{{"name", "POD_NAMESPACE"}, {"valueFrom", {{"fieldRef", {{"fieldPath", "metadata.namespace"}}}}}});
-    Doc worker = {
-        {"name", "worker-container"},
-        {"image", ctx.image},
-        {"command", Doc::array({"/bin/bash", "-c"})},
-        {"args", Doc::array({"ray start --address=\"${HEAD_SVC}.${POD_NAMESPACE}.svc.cluster.local:6379\" "
-                             "--block\n"})},
-        {"env", worker_env},
-        {"resources", GpuResources(gpus)},
-        {"volumeMounts", mounts}};
-    predictor["workerSpec"] = {{"tensorParallelSize", ctx.plan.layout.tp},
-                               {"pipelineParallelSize", ctx.plan.layout.pp},
-                               {"containers", Doc::array({worker})}};
   }
   Doc meta = ObjectMeta(ctx, ctx.app_name, "serving");
   meta["annotations"] = {{"serving.kserve.io/deploymentMode", "RawDeployment"}};
@@ -189,9 +184,9 @@ Result<std::vector<RenderedFile>> RenderAck(const RenderContext& ctx) {
       ctx.app_name, gpus, ctx.plan.replicas, ctx.serve.port, ctx.image, pvc_name, kModelMount,
       ctx.model.served_name, OneLine(ServeShell(ctx)));
   std::vector<RenderedFile> files = {
-      {"weights.yaml", YamlFile({"OSS-backed weights volume (ACK OSS CSI driver); upload the weights first: "
-                                 "ossutil cp -r <LOCAL_DIR> " +
-                                 OssPath(ctx)},
+      {"weights.yaml", YamlFile({"OSS-backed weights volume (ACK OSS CSI driver); fill the bucket first: "
+                                 "k3 weights sync hf://" +
+                                 ctx.model.hf_id + " " + ctx.weights.uri},
                                 {pv, pvc})},
       {"inferenceservice.yaml",
        YamlFile({"KServe InferenceService (ack-kserve), RawDeployment mode",
@@ -199,15 +194,34 @@ Result<std::vector<RenderedFile>> RenderAck(const RenderContext& ctx) {
                              ctx.plan.layout.tp, ctx.plan.layout.pp)},
                 {isvc})},
   };
-  // arena serve custom runs one pod: only for groups that fit one node.
   // arena's --gpus / --cpu flags size a GPU pod: CPU plans use inferenceservice.yaml.
-  if (!multi && !ctx.plan.cpu_only) files.push_back({"arena.sh", arena});
-  files.push_back(RenderNotes(
-      ctx,
-      {"kubectl create secret generic " + OssSecretName(ctx) + " --namespace " + Namespace(ctx) +
-           " --from-literal=akId=\"$OSS_ACCESS_KEY_ID\" --from-literal=akSecret=\"$OSS_ACCESS_KEY_SECRET\"",
-       "kubectl apply -f weights.yaml", "kubectl apply -f inferenceservice.yaml",
-       "kubectl get inferenceservice " + ctx.app_name + " -w"}));
+  if (!ctx.plan.cpu_only) files.push_back({"arena.sh", arena});
+  std::string cleanup =
+      "run \"inferenceservice.yaml objects\" kubectl delete -f inferenceservice.yaml --ignore-not-found\n"
+      "run \"weights.yaml objects (PV, PVC; the bucket keeps the weights)\" kubectl delete -f weights.yaml "
+      "--ignore-not-found\n"
+      "run \"Secret " +
+      OssSecretName(ctx) + "\" kubectl delete secret " + OssSecretName(ctx) + " --namespace " +
+      Namespace(ctx) + " --ignore-not-found\n";
+  if (!ctx.options.name_space.empty()) {
+    cleanup += "run \"namespace " + ctx.options.name_space +
+               "\" kubectl delete -f namespace.yaml --ignore-not-found\n";
+  }
+  files.push_back(CleanupScript(ctx, cleanup,
+                                {"the ACK node pool and cluster (delete the node pool first, guide §6.4)",
+                                 "the weights in " + ctx.weights.uri + " (OSS storage)"}));
+  std::vector<std::string> apply;
+  for (RenderedFile& f : NamespaceFile(ctx)) {
+    apply.push_back("kubectl apply -f " + f.path);
+    files.push_back(std::move(f));
+  }
+  apply.push_back(
+      "kubectl create secret generic " + OssSecretName(ctx) + " --namespace " + Namespace(ctx) +
+      " --from-literal=akId=\"$OSS_ACCESS_KEY_ID\" --from-literal=akSecret=\"$OSS_ACCESS_KEY_SECRET\"");
+  apply.push_back("kubectl apply -f weights.yaml");
+  apply.push_back("kubectl apply -f inferenceservice.yaml");
+  apply.push_back("kubectl get inferenceservice" + KubectlNamespace(ctx) + " " + ctx.app_name + " -w");
+  files.push_back(RenderNotes(ctx, apply));
   return files;
 }
 

@@ -11,6 +11,7 @@ namespace {
 constexpr int kPickerGrpcPort = 9002;
 constexpr int kPickerHealthPort = 9003;
 constexpr int kPickerMetricsPort = 9090;
+constexpr int kGkeBackendTimeoutSeconds = 3600;  // a 1M-token request may generate for many minutes
 
 std::string PickerName(const RenderContext& ctx) { return ctx.app_name + "-epp"; }
 
@@ -44,18 +45,21 @@ const char* kPluginsConfig =
 std::vector<Doc> PickerObjects(const RenderContext& ctx) {
   const std::string name = PickerName(ctx);
   Doc sa = {{"apiVersion", "v1"}, {"kind", "ServiceAccount"}, {"metadata", ObjectMeta(ctx, name, "gateway")}};
-  Doc role = {{"apiVersion", "rbac.authorization.k8s.io/v1"},
-              {"kind", "Role"},
-              {"metadata", ObjectMeta(ctx, name, "gateway")},
-              {"rules", Doc::array({Doc{{"apiGroups", Doc::array({"inference.networking.x-k8s.io"})},
-                                        {"resources", Doc::array({"inferenceobjectives"})},
-                                        {"verbs", Doc::array({"get", "watch", "list"})}},
-                                    Doc{{"apiGroups", Doc::array({"inference.networking.k8s.io"})},
-                                        {"resources", Doc::array({"inferencepools"})},
-                                        {"verbs", Doc::array({"get", "watch", "list"})}},
-                                    Doc{{"apiGroups", Doc::array({""})},
-                                        {"resources", Doc::array({"pods"})},
-                                        {"verbs", Doc::array({"get", "watch", "list"})}}})}};
+  Doc role = {
+      {"apiVersion", "rbac.authorization.k8s.io/v1"},
+      {"kind", "Role"},
+      {"metadata", ObjectMeta(ctx, name, "gateway")},
+      // The picker's reconcilers watch every GAIE kind the installed CRD bundle defines: at v1.5.0
+      // InferenceObjective and InferenceModelRewrite (the upstream chart grants both).
+      {"rules", Doc::array({Doc{{"apiGroups", Doc::array({"inference.networking.x-k8s.io"})},
+                                {"resources", Doc::array({"inferenceobjectives", "inferencemodelrewrites"})},
+                                {"verbs", Doc::array({"get", "watch", "list"})}},
+                            Doc{{"apiGroups", Doc::array({"inference.networking.k8s.io"})},
+                                {"resources", Doc::array({"inferencepools"})},
+                                {"verbs", Doc::array({"get", "watch", "list"})}},
+                            Doc{{"apiGroups", Doc::array({""})},
+                                {"resources", Doc::array({"pods"})},
+                                {"verbs", Doc::array({"get", "watch", "list"})}}})}};
   Doc binding = {{"apiVersion", "rbac.authorization.k8s.io/v1"},
                  {"kind", "RoleBinding"},
                  {"metadata", ObjectMeta(ctx, name, "gateway")},
@@ -149,6 +153,28 @@ std::vector<Doc> GatewayObjects(const RenderContext& ctx) {
         {{"selector", {{"matchLabels", PoolSelector(ctx)}}},
          {"targetPorts", Doc::array({Doc{{"number", ctx.serve.port}}})},
          {"endpointPickerRef", {{"name", PickerName(ctx)}, {"port", {{"number", kPickerGrpcPort}}}}}}}});
+  if (impl == "gke") {
+    // GKE's load balancer health-checks each backend and times requests out after 30 s by default: probe
+    // the serving port's /health, and allow long generations (the GAIE chart's GKE objects).
+    const Doc pool_ref = {
+        {"group", "inference.networking.k8s.io"}, {"kind", "InferencePool"}, {"name", ctx.app_name}};
+    docs.push_back({{"apiVersion", "networking.gke.io/v1"},
+                    {"kind", "HealthCheckPolicy"},
+                    {"metadata", ObjectMeta(ctx, ctx.app_name, "gateway")},
+                    {"spec",
+                     {{"targetRef", pool_ref},
+                      {"default",
+                       {{"config",
+                         {{"type", "HTTP"},
+                          {"httpHealthCheck", {{"requestPath", "/health"}, {"port", ctx.serve.port}}}}}}}}}});
+    docs.push_back(
+        {{"apiVersion", "networking.gke.io/v1"},
+         {"kind", "GCPBackendPolicy"},
+         {"metadata", ObjectMeta(ctx, ctx.app_name, "gateway")},
+         {"spec",
+          {{"targetRef", pool_ref},
+           {"default", {{"timeoutSec", kGkeBackendTimeoutSeconds}, {"logging", {{"enabled", true}}}}}}}});
+  }
   docs.push_back(
       {{"apiVersion", "inference.networking.x-k8s.io/v1alpha2"},
        {"kind", "InferenceObjective"},
@@ -185,7 +211,16 @@ std::vector<std::string> GatewayInstallCommands(const RenderContext& ctx) {
                                "kubectl apply -f https://github.com/kubernetes-sigs/"
                                "gateway-api-inference-extension/releases/download/") +
                            kGaieVersion + "/manifests.yaml";
-  if (impl == "gke") return {gaie};  // GKE serves the Gateway API itself (--gateway-api=standard)
+  if (impl == "gke") {
+    // GKE serves the Gateway API itself (--gateway-api=standard); its regional external managed class
+    // needs a proxy-only subnet in the region's network (REGIONAL_MANAGED_PROXY, one per region and VPC).
+    return {
+        "gcloud compute networks subnets describe k3-proxy-only --project=\"$PROJECT_ID\" "
+        "--region=\"$REGION\" >/dev/null 2>&1 ||\n  gcloud compute networks subnets create k3-proxy-only "
+        "--project=\"$PROJECT_ID\" --region=\"$REGION\" --network=\"$NETWORK\" "
+        "--purpose=REGIONAL_MANAGED_PROXY --role=ACTIVE --range=\"$PROXY_SUBNET_RANGE\"",
+        gaie};
+  }
   std::vector<std::string> out = {
       "kubectl apply -f https://github.com/kubernetes-sigs/gateway-api/releases/download/v1.3.0/"
       "standard-install.yaml",

@@ -1,6 +1,7 @@
 // Target aws-hyperpod: the SageMaker HyperPod Inference Operator's InferenceEndpointConfig (v1), as in the
 // guide's §3.1, with probes and the deploy timeout taken from the plan.
 #include "src/deploy/render_k8s_common.h"
+#include "src/deploy/render_scripts.h"
 
 namespace k3::deploy {
 namespace {
@@ -11,7 +12,7 @@ constexpr const char* kOperatorMount = "/opt/ml/model";  // where the operator m
 Doc ModelSource(const RenderContext& ctx) {
   const WeightsSource& w = ctx.weights;
   if (w.scheme == "s3") {
-    Doc s3 = {{"s3Storage", {{"bucketName", w.bucket}, {"region", "<AWS_REGION>"}}}};
+    Doc s3 = {{"s3Storage", {{"bucketName", w.bucket}, {"region", ctx.options.region}}}};
     if (!w.path.empty()) s3["modelLocation"] = w.path;
     s3["modelSourceType"] = "s3";
     return s3;
@@ -34,6 +35,11 @@ Result<std::vector<RenderedFile>> RenderHyperPod(const RenderContext& ctx) {
         "--weights {}: aws-hyperpod loads from hf:// or s3:// (modelSourceType huggingface or s3)",
         ctx.weights.uri);
   }
+  if (ctx.weights.scheme == "s3" && !ValidRegion(ctx.options.region)) {
+    return InvalidArgument(
+        "--weights {}: the operator's s3Storage names the bucket's region: pass --region (e.g. us-east-1)",
+        ctx.weights.uri);
+  }
   if (ctx.plan.layout.nodes != 1) {
     return InvalidArgument(
         "aws-hyperpod serves one instance per replica, but {} needs {} x {}: pass an --instance "
@@ -46,12 +52,15 @@ Result<std::vector<RenderedFile>> RenderHyperPod(const RenderContext& ctx) {
   worker["image"] = ctx.image;
   worker["modelInvocationPort"] = {{"containerPort", ctx.serve.port}, {"name", "http"}};
   worker["modelVolumeMount"] = {{"mountPath", kOperatorMount}, {"name", "model-weights"}};
-  // The engine reads what the operator mounts. vLLM with hub weights keeps the guide's repo id (the
-  // operator's huggingface source); s3 weights and `k3 serve` (which takes a directory only) read the mount.
+  // The engine reads what the operator mounts, whatever the source: the operator downloads a huggingface
+  // model (or mounts the s3 prefix) at /opt/ml/model, and a repo id would make vLLM download 1.56 TB
+  // again at every start (dry run 2, defect 1).
   ServeSpec serve = ctx.serve;
-  const bool hub_id = ctx.weights.scheme == "hf" && ctx.options.engine == Engine::kVllm;
-  serve.model_ref = hub_id ? ctx.weights.bucket + "/" + ctx.weights.path : kOperatorMount;
-  worker["resources"] = {{"limits", {{"nvidia.com/gpu", gpus}}}, {"requests", {{"nvidia.com/gpu", gpus}}}};
+  serve.model_ref = kOperatorMount;
+  // k3 computes on the host CPUs: its rank asks for the planned RAM, no GPU (render_k8s_common.h).
+  worker["resources"] = ctx.plan.cpu_only ? CpuResources(ctx)
+                                          : Doc{{"limits", {{"nvidia.com/gpu", gpus}}},
+                                                {"requests", {{"nvidia.com/gpu", gpus}}}};
   if (ctx.options.engine == Engine::kVllm) {
     worker["args"] = VllmArgv(serve);
   } else {
@@ -62,6 +71,8 @@ Result<std::vector<RenderedFile>> RenderHyperPod(const RenderContext& ctx) {
   for (const auto& [name, value] : EngineEnv(ctx.model, ctx.options.engine)) {
     env.push_back(Doc{{"name", name}, {"value", value}});
   }
+  // A missing file under the mount is an error, never a second download.
+  if (ctx.options.engine == Engine::kVllm) env.push_back(Doc{{"name", "HF_HUB_OFFLINE"}, {"value", "1"}});
   if (!env.empty()) worker["environmentVariables"] = env;
   worker["probes"] = {
       {"startupProbe", Probe(ctx, p.startup_period_seconds, p.startup_failure_threshold)},
@@ -93,8 +104,24 @@ Result<std::vector<RenderedFile>> RenderHyperPod(const RenderContext& ctx) {
       fmt::format("startup budget {} s = 2 x planned load {:.0f} s + 600 s (k3 plan)",
                   p.startup_budget_seconds, p.load_seconds)};
   std::vector<RenderedFile> files = {{ctx.app_name + ".yaml", YamlFile(header, {iec})}};
-  files.push_back(RenderNotes(ctx, {"kubectl apply -f " + ctx.app_name + ".yaml",
-                                    "kubectl get inferenceendpointconfig " + name + " -w"}));
+  std::vector<std::string> apply;
+  for (RenderedFile& f : NamespaceFile(ctx)) {
+    apply.push_back("kubectl apply -f " + f.path);
+    files.push_back(std::move(f));
+  }
+  apply.push_back("kubectl apply -f " + ctx.app_name + ".yaml");
+  apply.push_back("kubectl get inferenceendpointconfig" + KubectlNamespace(ctx) + " " + name + " -w");
+  std::string cleanup = "run \"InferenceEndpointConfig " + name +
+                        " (its SageMaker endpoint and pods)\" "
+                        "kubectl delete -f " +
+                        ctx.app_name + ".yaml --ignore-not-found\n";
+  if (!ctx.options.name_space.empty()) {
+    cleanup += "run \"namespace " + ctx.options.name_space +
+               "\" kubectl delete -f namespace.yaml --ignore-not-found\n";
+  }
+  files.push_back(CleanupScript(
+      ctx, cleanup, {"the Flexible Training Plan (billed for its whole term) and the HyperPod cluster"}));
+  files.push_back(RenderNotes(ctx, apply));
   return files;
 }
 

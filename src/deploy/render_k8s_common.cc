@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "src/deploy/render_identity.h"
 #include "src/deploy/units.h"
 
 namespace k3::deploy {
@@ -27,6 +28,28 @@ Doc ObjectMeta(const RenderContext& ctx, const std::string& name, const std::str
   if (!ctx.options.name_space.empty()) meta["namespace"] = ctx.options.name_space;
   meta["labels"] = StandardLabels(ctx, component);
   return meta;
+}
+
+bool ValidRegion(const std::string& region) {
+  if (region.empty() || region.size() > 40) return false;
+  for (char c : region) {
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-')) return false;
+  }
+  return true;
+}
+
+std::string KubectlNamespace(const RenderContext& ctx) {
+  return ctx.options.name_space.empty() ? "" : " -n " + ctx.options.name_space;
+}
+
+std::vector<RenderedFile> NamespaceFile(const RenderContext& ctx) {
+  if (ctx.options.name_space.empty()) return {};
+  Doc meta = Doc::object();
+  meta["name"] = ctx.options.name_space;
+  meta["labels"] = StandardLabels(ctx, "namespace");
+  Doc ns = {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", meta}};
+  return {{"namespace.yaml",
+           YamlFile({"The namespace every other file's objects live in: apply first, delete last"}, {ns})}};
 }
 
 static Doc HealthGet(const RenderContext& ctx) { return Doc{{"path", "/health"}, {"port", ctx.serve.port}}; }
@@ -100,15 +123,13 @@ Doc EngineEnvList(const RenderContext& ctx, bool multi_node) {
   for (const auto& [name, value] : EngineEnv(ctx.model, ctx.options.engine)) {
     env.push_back(Doc{{"name", name}, {"value", value}});
   }
-  // The engine reads the pre-synced directory; offline, a missing file is an error instead of a second
-  // 1.56 TB download into a volume sized for one copy.
-  env.push_back(Doc{{"name", "HF_HUB_OFFLINE"}, {"value", "1"}});
-  if (ctx.stream_weights && ctx.weights.scheme == "az" && ctx.options.engine == Engine::kK3) {
-    // k3 reads az://ACCOUNT/CONTAINER/PREFIX with the node's managed identity (as the pre-sync Job does).
-    env.push_back(Doc{{"name", "K3_AZURE_MANAGED_IDENTITY"}, {"value", "1"}});
-  } else if (ctx.stream_weights && ctx.weights.scheme == "az") {
+  // vLLM reads the pre-synced directory; offline, a missing file is an error instead of a second
+  // 1.56 TB download into a volume sized for one copy. (`k3 serve` never downloads and reads no HF_*.)
+  if (ctx.options.engine == Engine::kVllm) env.push_back(Doc{{"name", "HF_HUB_OFFLINE"}, {"value", "1"}});
+  if (ctx.stream_weights && ctx.weights.scheme == "az" && ctx.options.engine == Engine::kVllm) {
     // RunAI Model Streamer's az:// names the container; the account comes from here, the credentials
-    // from the pod's identity (DefaultAzureCredential: workload or managed identity).
+    // from the pod's workload identity (DefaultAzureCredential; render_identity.h). k3 reads the account
+    // from its URI and the workload identity webhook's AZURE_FEDERATED_TOKEN_FILE.
     env.push_back(Doc{{"name", "AZURE_STORAGE_ACCOUNT_NAME"}, {"value", ctx.weights.account}});
   }
   if (multi_node) {
@@ -120,9 +141,48 @@ Doc EngineEnvList(const RenderContext& ctx, bool multi_node) {
   return env;
 }
 
+std::string BucketCredentialsSecret(const RenderContext& ctx) { return ctx.app_name + "-bucket-credentials"; }
+
+Doc BucketCredentialsEnvFrom(const RenderContext& ctx) {
+  if (!ctx.stream_weights || ctx.plan.target.id != "k8s") return Doc::array();
+  return Doc::array({Doc{{"secretRef", {{"name", BucketCredentialsSecret(ctx)}}}}});
+}
+
+Doc WeightsPodSecurityContext(const RenderContext& ctx) {
+  if (ctx.options.engine != Engine::kK3 || ctx.stream_weights) return Doc::object();
+  return Doc{{"fsGroup", kK3ImageUid}, {"fsGroupChangePolicy", "OnRootMismatch"}};
+}
+
+int64_t WeightsPvcGib(const RenderContext& ctx) {
+  return static_cast<int64_t>(std::ceil(static_cast<double>(ctx.model.weight_bytes) * kPvcHeadroom / kGiB));
+}
+
+double WeightsVolumeReadBps(const RenderContext& ctx, std::string& why) {
+  const std::string& t = ctx.plan.target.id;
+  if (ctx.stream_weights) return 0;
+  constexpr double kMiB = 1024.0 * 1024.0;
+  const int64_t gib = WeightsPvcGib(ctx);
+  if (t == "azure-aks") {
+    const int64_t mib_s = 100 + static_cast<int64_t>(std::ceil(0.04 * static_cast<double>(gib))) +
+                          static_cast<int64_t>(std::ceil(0.06 * static_cast<double>(gib)));
+    why = fmt::format(
+        "an Azure Files premium share of {} GiB gives 100 + ceil(0.04 x {}) + ceil(0.06 x {}) = {} MiB/s "
+        "(Microsoft Learn, Azure Files scalability targets, provisioned v1)",
+        gib, gib, gib, mib_s);
+    return static_cast<double>(mib_s) * kMiB * 8;
+  }
+  const bool shared = ctx.plan.layout.nodes * ctx.plan.replicas > 1;
+  if (t == "aws-eks" && !shared) {
+    why =
+        "an EBS volume of the cluster's default StorageClass reads at most 125 MiB/s (gp3 baseline; gp2 "
+        "tops out at 250 MiB/s)";
+    return 125 * kMiB * 8;
+  }
+  return 0;
+}
+
 Doc WeightsPvc(const RenderContext& ctx, const std::string& storage_class) {
-  const long long gib =
-      static_cast<long long>(std::ceil(static_cast<double>(ctx.model.weight_bytes) * kPvcHeadroom / kGiB));
+  const long long gib = WeightsPvcGib(ctx);
   Doc spec = Doc::object();
   // More than one pod (nodes of a group, or replicas) mounts the volume: ReadWriteMany.
   const bool shared = ctx.plan.layout.nodes * ctx.plan.replicas > 1;
@@ -149,8 +209,8 @@ struct PresyncContainer {
 // skips what is there, resumes a partial copy after a pod restart, logs progress lines, and writes
 // k3-manifest.json last (the engine's directory is complete only then). Credentials are the pod's cloud
 // identity: on AWS the credential chain (IRSA, EKS Pod Identity, the node's instance profile); on AKS the
-// kubelet's managed identity (K3_AZURE_MANAGED_IDENTITY=1, what `az login --identity` uses); on GKE the
-// metadata server.
+// workload identity webhook's AZURE_FEDERATED_TOKEN_FILE; on GKE the metadata server under Workload
+// Identity Federation (render_identity.h); on a generic cluster the keys of a Secret (s3:// only).
 PresyncContainer K3Presync(const RenderContext& ctx) {
   const WeightsSource& w = ctx.weights;
   PresyncContainer p;
@@ -163,7 +223,6 @@ PresyncContainer K3Presync(const RenderContext& ctx) {
     const std::string source = w.scheme == "hf" ? "hf://" + w.bucket + "/" + w.path : w.uri;
     p.args = {"weights", "sync", source, ctx.model_dir, "--progress", "log"};
   }
-  if (w.scheme == "az") p.env.push_back({"K3_AZURE_MANAGED_IDENTITY", "1"});
   return p;
 }
 
@@ -194,12 +253,18 @@ Doc PresyncJob(const RenderContext& ctx) {
     container["env"] = Doc::array();
     for (const auto& [name, value] : p.env) container["env"].push_back(Doc{{"name", name}, {"value", value}});
   }
+  if (Doc creds = BucketCredentialsEnvFrom(ctx); !creds.empty()) container["envFrom"] = creds;
   Doc pod = {{"restartPolicy", "OnFailure"}, {"containers", Doc::array({container})}};
+  if (Doc sc = WeightsPodSecurityContext(ctx); !sc.empty()) pod["securityContext"] = sc;
   if (!ctx.stream_weights) pod["volumes"] = Doc::array({WeightsVolume(ctx)});
+  Doc labels = Doc::object();
+  AddWorkloadIdentity(ctx, pod, labels);
+  Doc tmpl = {{"spec", pod}};
+  if (!labels.empty()) tmpl["metadata"] = {{"labels", labels}};
   return Doc{{"apiVersion", "batch/v1"},
              {"kind", "Job"},
              {"metadata", ObjectMeta(ctx, ctx.app_name + "-weights-presync", "weights")},
-             {"spec", {{"backoffLimit", 3}, {"template", {{"spec", pod}}}}}};
+             {"spec", {{"backoffLimit", 3}, {"template", tmpl}}}};
 }
 
 Doc ServingService(const RenderContext& ctx, const Doc& selector) {

@@ -60,6 +60,7 @@ Result<std::vector<RenderedFile>> RenderLwsTarget(const RenderContext& ctx) {
                                               GatewayObjects(ctx))});
   }
   for (RenderedFile& f : ClusterScripts(ctx, manifest)) files.push_back(std::move(f));
+  for (RenderedFile& f : NamespaceFile(ctx)) files.push_back(std::move(f));
   std::vector<std::string> apply;
   if (std::any_of(files.begin(), files.end(),
                   [](const RenderedFile& f) { return f.path == "setup-cluster.sh"; })) {
@@ -73,14 +74,21 @@ Result<std::vector<RenderedFile>> RenderLwsTarget(const RenderContext& ctx) {
         "kubectl apply --server-side -f https://github.com/kubernetes-sigs/lws/releases/download/v0.10.0/"
         "manifests.yaml");  // the release whose CRD ../shared/schemas validates against
   }
+  if (!ctx.options.name_space.empty()) apply.push_back("kubectl apply -f namespace.yaml");
+  const std::string ns = KubectlNamespace(ctx);
+  if (!BucketCredentialsEnvFrom(ctx).empty()) {
+    // A generic cluster has no cloud identity: the pods read the bucket's keys from this Secret.
+    apply.push_back("kubectl create secret generic " + BucketCredentialsSecret(ctx) + ns +
+                    " --from-literal=AWS_ACCESS_KEY_ID=\"$AWS_ACCESS_KEY_ID\" "
+                    "--from-literal=AWS_SECRET_ACCESS_KEY=\"$AWS_SECRET_ACCESS_KEY\"");
+  }
   if (ctx.presync_job()) {
-    apply.push_back(
-        "kubectl apply -f weights.yaml && kubectl wait --for=condition=complete --timeout=24h job/" +
-        ctx.app_name + "-weights-presync");
+    apply.push_back("kubectl apply -f weights.yaml && kubectl wait" + ns +
+                    " --for=condition=complete --timeout=24h job/" + ctx.app_name + "-weights-presync");
   }
   apply.push_back("kubectl apply -f " + manifest);
   if (ctx.options.gateway) apply.push_back("kubectl apply -f gateway.yaml");
-  apply.push_back("kubectl get svc " + ctx.app_name + "-svc -w");
+  apply.push_back("kubectl get svc" + ns + " " + ctx.app_name + "-svc -w");
   files.push_back(RenderNotes(ctx, apply));
   return files;
 }

@@ -3,6 +3,7 @@
 // Both carry the guide's warnings: GB300 SKU availability on AML, Vertex A4X's 18-replica minimum.
 #include "src/deploy/plan_format.h"
 #include "src/deploy/render_k8s_common.h"
+#include "src/deploy/render_scripts.h"
 
 namespace k3::deploy {
 namespace {
@@ -27,7 +28,10 @@ std::vector<std::string> EngineArgv(const RenderContext& ctx) {
 
 std::vector<std::string> Warnings(const RenderContext& ctx) {
   std::vector<std::string> w = ctx.plan.warnings;
-  for (const std::string& n : ctx.plan.target.capacity) w.push_back(n);
+  // The plan's notes: the guide's capacity notes for the default instance, or the instance's own.
+  for (const std::string& n : ctx.plan.notes) {
+    if (n.rfind("Cleanup: ", 0) != 0) w.push_back(n);
+  }
   return w;
 }
 
@@ -74,11 +78,23 @@ Result<std::vector<RenderedFile>> RenderAzureMl(const RenderContext& ctx) {
   std::string dockerfile =
       "# The managed deployment takes no container args: bake the engine command.\nFROM " + ctx.image +
       "\nENTRYPOINT " + JsonArray(EngineArgv(ctx)) + "\n";
+  // A chat request for `az ml online-endpoint invoke --request-file` (NOTES.md, Verify).
+  const Doc request = {{"model", ctx.model.served_name},
+                       {"messages", Doc::array({Doc{{"role", "user"}, {"content", "Hello"}}})},
+                       {"max_tokens", 16}};
   std::vector<RenderedFile> files = {{"endpoint.yml", YamlFile(header, {endpoint})},
                                      {"deployment.yml", YamlFile(header, {deployment})},
-                                     {"Dockerfile", dockerfile}};
+                                     {"Dockerfile", dockerfile},
+                                     {"request.json", request.dump(2) + "\n"}};
   // Azure ML's v2 commands are the `ml` extension of the Azure CLI; the workspace is named on each command.
   const std::string where = " --resource-group \"$RESOURCE_GROUP\" --workspace-name \"$WORKSPACE\"";
+  files.push_back(CleanupScript(
+      ctx,
+      "RESOURCE_GROUP=${RESOURCE_GROUP:?set RESOURCE_GROUP}\nWORKSPACE=${WORKSPACE:?set WORKSPACE}\n\n"
+      "run \"online endpoint " +
+          ctx.app_name + " (and its deployments)\" az ml online-endpoint delete --name " + ctx.app_name +
+          where + " --yes\n",
+      {"any capacity reservation group for " + ctx.plan.instance.id + " (delete it separately)"}));
   files.push_back(RenderNotes(
       ctx,
       {"az extension add --name ml --upgrade --yes", "az ml online-endpoint create -f endpoint.yml" + where,
@@ -92,10 +108,11 @@ Result<std::vector<RenderedFile>> RenderVertex(const RenderContext& ctx) {
                   " (rendered by k3 render; review before running).\n";
   for (const std::string& w : Warnings(ctx)) s += "# WARNING: " + w + "\n";
   s += fmt::format("# Cost at the {}-replica minimum: {} per hour, {} per month (730 h).\n",
-                   std::max(p.target.min_replicas, p.replicas), FormatCostPerHour(p.cost),
+                   std::max(p.cost.billed_instances, p.replicas), FormatCostPerHour(p.cost),
                    FormatCostPerMonth(p.cost));
   if (!p.cost.known) s += "#   (" + p.cost.unknown_reason + ")\n";
-  const int min_replicas = std::max(p.target.min_replicas, p.replicas);
+  // Rack-unit purchasing (A4X: 18) binds rack-bound instances only; the plan billed what applies.
+  const int min_replicas = std::max(p.cost.billed_instances, p.replicas);
   std::string args;
   const std::vector<std::string> argv = EngineArgv(ctx);
   for (size_t i = 1; i < argv.size(); ++i) args += (i > 1 ? "," : "") + argv[i];
@@ -115,7 +132,10 @@ Result<std::vector<RenderedFile>> RenderVertex(const RenderContext& ctx) {
       "  gcloud artifacts repositories create \"$REPOSITORY\" --project=\"$PROJECT_ID\" "
       "--location=\"$REGION\" --repository-format=docker\n"
       "gcloud auth configure-docker \"$REGION-docker.pkg.dev\" --quiet\n"
-      "docker pull \"$SOURCE_IMAGE\"\ndocker tag \"$SOURCE_IMAGE\" \"$IMAGE\"\ndocker push \"$IMAGE\"\n\n"
+      "# Every platform of the source (a manifest list: arm64 for Grace hosts, amd64), registry to "
+      "registry;\n"
+      "# pulling, tagging and pushing would copy only this machine's platform.\n"
+      "docker buildx imagetools create --tag \"$IMAGE\" \"$SOURCE_IMAGE\"\n\n"
       "# 2. Model, endpoint, deployment. The ids come from gcloud, never from hand-edited placeholders.\n"
       "gcloud ai models upload --project=\"$PROJECT_ID\" --region=\"$REGION\" \\\n"
       "  --display-name={0} \\\n  --container-image-uri=\"$IMAGE\" \\\n  --container-command={2} \\\n"
@@ -130,11 +150,42 @@ Result<std::vector<RenderedFile>> RenderVertex(const RenderContext& ctx) {
       "# deploy-model bills min-replica-count x {6} from the moment it starts.\n"
       "gcloud ai endpoints deploy-model \"$ENDPOINT_ID\" --project=\"$PROJECT_ID\" --region=\"$REGION\" "
       "\\\n  --model=\"$MODEL_ID\" --display-name={0} \\\n  --machine-type={6} \\\n"
-      "  --accelerator=type=nvidia-gb300,count={7} \\\n  --min-replica-count={8} --max-replica-count={8}\n"
+      "  --accelerator=type={10},count={7} \\\n  --min-replica-count={8} --max-replica-count={8}\n"
       "echo \"endpoint $ENDPOINT_ID serves model $MODEL_ID\"\n",
       ctx.app_name, ctx.image, argv[0], args, env.empty() ? "" : "  --container-env-vars=" + env + " \\\n",
-      ctx.serve.port, p.instance.id, p.instance.gpu_count, min_replicas, image_name);
+      ctx.serve.port, p.instance.id, p.instance.gpu_count, min_replicas, image_name,
+      p.instance.gcp_accelerator);
   std::vector<RenderedFile> files = {{"deploy-vertex.sh", s}};
+  // Undeploy every model of the endpoint (each deployed model bills its replicas), then the endpoint and
+  // the model; the ids come from gcloud as in deploy-vertex.sh.
+  const std::string where = " --project=\"$PROJECT_ID\" --region=\"$REGION\"";
+  std::string cleanup =
+      "PROJECT_ID=${PROJECT_ID:?set PROJECT_ID}\nREGION=${REGION:?set REGION}\n"
+      "ENDPOINT_ID=${ENDPOINT_ID:-$(gcloud ai endpoints list" +
+      where + " --filter=display_name=" + ctx.app_name +
+      " --format='value(name.basename())' 2>/dev/null | head -n 1)}\n"
+      "MODEL_ID=$(gcloud ai models list" +
+      where + " --filter=display_name=" + ctx.app_name +
+      " --format='value(name.basename())' 2>/dev/null | head -n 1)\n\n"
+      "if [[ -n \"$ENDPOINT_ID\" ]]; then\n"
+      "  for d in $(gcloud ai endpoints describe \"$ENDPOINT_ID\"" +
+      where +
+      " --format='value(deployedModels.id)' 2>/dev/null | tr ';' ' '); do\n"
+      "    run \"deployed model $d\" gcloud ai endpoints undeploy-model \"$ENDPOINT_ID\"" +
+      where +
+      " --deployed-model-id=\"$d\" --quiet\n  done\n"
+      "  run \"endpoint $ENDPOINT_ID\" gcloud ai endpoints delete \"$ENDPOINT_ID\"" +
+      where +
+      " --quiet\n"
+      "else\n  echo \"no endpoint named " +
+      ctx.app_name +
+      ": none to delete\"\nfi\n"
+      "if [[ -n \"$MODEL_ID\" ]]; then\n  run \"model $MODEL_ID\" gcloud ai models delete \"$MODEL_ID\"" +
+      where + " --quiet\nfi\n";
+  files.push_back(
+      CleanupScript(ctx, cleanup,
+                    {"the " + p.instance.id + " reservation (release it separately)",
+                     "the serving image in Artifact Registry (repository REPOSITORY of deploy-vertex.sh)"}));
   files.push_back(RenderNotes(ctx, {"bash deploy-vertex.sh"}));
   return files;
 }

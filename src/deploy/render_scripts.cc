@@ -5,6 +5,7 @@
 #include "src/deploy/render_scripts.h"
 
 #include "src/deploy/render_gateway.h"
+#include "src/deploy/render_identity.h"
 #include "src/deploy/render_k8s_common.h"
 #include "src/deploy/render_workload.h"
 
@@ -58,6 +59,10 @@ std::string KubectlDeletes(const RenderContext& ctx, const std::string& manifest
     s += "run \"weights.yaml objects (Job; the bucket keeps the weights)\" kubectl delete -f weights.yaml "
          "--ignore-not-found\n";
   }
+  if (!ctx.options.name_space.empty()) {
+    s += "run \"namespace " + ctx.options.name_space +
+         "\" kubectl delete -f namespace.yaml --ignore-not-found\n";
+  }
   return s;
 }
 
@@ -71,78 +76,156 @@ std::string GatewaySetup(const RenderContext& ctx) {
 int PoolNodes(const RenderContext& ctx) { return ctx.plan.layout.nodes * ctx.plan.replicas; }
 
 std::vector<RenderedFile> AzureScripts(const RenderContext& ctx, const std::string& manifest) {
-  std::string setup = Header(ctx, "AKS cluster and GB300 node pool");
+  const std::string pool = AksGpuPoolName(ctx);
+  const bool identity = UsesWorkloadIdentity(ctx);
+  std::string setup = Header(ctx, "AKS cluster and " + ctx.plan.instance.gpu + " node pool");
   setup += fmt::format(
-      "RESOURCE_GROUP=${{RESOURCE_GROUP:-rg-{0}}}\nLOCATION=${{LOCATION:?set LOCATION to a region with ND "
-      "GB300 v6}}\n"
-      "CLUSTER=${{CLUSTER:-aks-{0}}}\n\n"
-      "# Capacity first (several business days): ND GB300 v6 has a default quota of 0. Request\n"
-      "# 'Standard NDGB300v6 Family vCPUs' ({1} vCPUs for {2} VMs) under Quotas > Compute, and for "
-      "persistent\n"
-      "# workloads create a Capacity Reservation Group (cleanup.sh deletes $CAPACITY_RESERVATION_GROUP).\n"
-      "# Talk to your account team: the SKU may not be in your region.\n\n"
+      "RESOURCE_GROUP=${{RESOURCE_GROUP:-rg-{0}}}\nLOCATION=${{LOCATION:?set LOCATION to a region with "
+      "{3}}}\nCLUSTER=${{CLUSTER:-aks-{0}}}\n"
+      "# The resource id of a Capacity Reservation Group holding {2} x {3} (optional; without it the pool\n"
+      "# runs on on-demand capacity): /subscriptions/SUB/resourceGroups/RG/providers/Microsoft.Compute/"
+      "capacityReservationGroups/NAME\n"
+      "CAPACITY_RESERVATION_GROUP_ID=${{CAPACITY_RESERVATION_GROUP_ID:-}}\n\n"
+      "# Capacity first (several business days): GPU VM families have a default quota of 0. Request\n"
+      "# {1} vCPUs of the {3} family for {2} VMs under Quotas > Compute. Talk to your account team: the\n"
+      "# SKU may not be in your region.\n\n"
       "az group create --name \"$RESOURCE_GROUP\" --location \"$LOCATION\"\n\n"
+      "# A capacity reservation group is attached to a node pool at creation (--crg-id; az >= 2.56), through "
+      "a\n"
+      "# user-assigned cluster identity with Contributor on the group's resource group (Microsoft Learn,\n"
+      "# \"Assign capacity reservation groups to AKS node pools\"). Unattached, it bills beside on-demand "
+      "VMs.\n"
+      "IDENTITY_ARGS=()\nCRG_ARGS=()\nif [[ -n \"$CAPACITY_RESERVATION_GROUP_ID\" ]]; then\n"
+      "  az identity create --name \"id-$CLUSTER\" --resource-group \"$RESOURCE_GROUP\" --location "
+      "\"$LOCATION\"\n"
+      "  IDENTITY_ID=$(az identity show --name \"id-$CLUSTER\" --resource-group \"$RESOURCE_GROUP\" --query "
+      "id "
+      "--output tsv)\n"
+      "  IDENTITY_PRINCIPAL=$(az identity show --name \"id-$CLUSTER\" --resource-group \"$RESOURCE_GROUP\" "
+      "--query principalId --output tsv)\n"
+      "  az role assignment create --assignee-object-id \"$IDENTITY_PRINCIPAL\" --assignee-principal-type "
+      "ServicePrincipal --role Contributor --scope \"${{CAPACITY_RESERVATION_GROUP_ID%%/providers/*}}\"\n"
+      "  IDENTITY_ARGS=(--assign-identity \"$IDENTITY_ID\")\n"
+      "  CRG_ARGS=(--crg-id \"$CAPACITY_RESERVATION_GROUP_ID\")\nelse\n"
+      "  echo \"CAPACITY_RESERVATION_GROUP_ID not set: the {5} pool runs on on-demand capacity\" >&2\nfi\n\n"
       "az aks create \\\n  --resource-group \"$RESOURCE_GROUP\" \\\n  --name \"$CLUSTER\" \\\n  --node-count "
-      "2 \\\n"
-      "  --node-vm-size Standard_D8s_v5 \\\n  --enable-managed-identity \\\n  --generate-ssh-keys\n\n"
-      "# GPU node pool: {2} x {3} (one NVL72 rack holds at most 18 VMs).\n"
+      "2 \\\n  --node-vm-size Standard_D8s_v5 \\\n  --enable-managed-identity \\\n  "
+      "\"${{IDENTITY_ARGS[@]}}\" "
+      "\\\n{4}  --generate-ssh-keys\n\n"
+      "# GPU node pool: {2} x {3}{6}.\n"
       "az aks nodepool add \\\n  --resource-group \"$RESOURCE_GROUP\" \\\n  --cluster-name \"$CLUSTER\" \\\n"
-      "  --name gb300pool \\\n  --node-count {2} \\\n  --node-vm-size {3} \\\n"
-      "  --node-taints nvidia.com/gpu=present:NoSchedule\n\n"
+      "  --name {5} \\\n  --node-count {2} \\\n  --node-vm-size {3} \\\n"
+      "  --node-taints nvidia.com/gpu=present:NoSchedule \\\n  \"${{CRG_ARGS[@]}}\"\n\n"
       "az aks get-credentials --resource-group \"$RESOURCE_GROUP\" --name \"$CLUSTER\"\n",
-      ctx.app_name, ctx.plan.instance.vcpu * PoolNodes(ctx), PoolNodes(ctx), ctx.plan.instance.id);
+      ctx.app_name, ctx.plan.instance.vcpu * PoolNodes(ctx), PoolNodes(ctx), ctx.plan.instance.id,
+      identity ? "  --enable-oidc-issuer \\\n  --enable-workload-identity \\\n" : "", pool,
+      ctx.plan.instance.rack_vms > 0
+          ? fmt::format(" (one NVL72 rack holds at most {} VMs)", ctx.plan.instance.rack_vms)
+          : "");
+  setup += WorkloadIdentitySetup(ctx);
   setup += GatewaySetup(ctx);
   std::string cleanup = CleanupHeader(ctx);
   cleanup += fmt::format(
       "RESOURCE_GROUP=${{RESOURCE_GROUP:-rg-{0}}}\nCLUSTER=${{CLUSTER:-aks-{0}}}\n"
-      "CAPACITY_RESERVATION_GROUP=${{CAPACITY_RESERVATION_GROUP:-crg-{0}}}\n\n",
-      ctx.app_name);
+      "# The capacity reservation group setup-cluster.sh attached, read from the node pool before it goes.\n"
+      "CAPACITY_RESERVATION_GROUP_ID=${{CAPACITY_RESERVATION_GROUP_ID:-$(az aks nodepool show "
+      "--resource-group "
+      "\"$RESOURCE_GROUP\" --cluster-name \"$CLUSTER\" --name {1} --query capacityReservationGroupId "
+      "--output "
+      "tsv 2>/dev/null)}}\n\n",
+      ctx.app_name, pool);
   cleanup += KubectlDeletes(ctx, manifest);
-  cleanup +=
-      "run \"node pool gb300pool\" az aks nodepool delete --resource-group \"$RESOURCE_GROUP\" "
-      "--cluster-name \"$CLUSTER\" --name gb300pool\n"
+  cleanup += WorkloadIdentityCleanup(ctx);
+  cleanup += fmt::format(
+      "run \"node pool {0}\" az aks nodepool delete --resource-group \"$RESOURCE_GROUP\" "
+      "--cluster-name \"$CLUSTER\" --name {0}\n"
       "run \"AKS cluster $CLUSTER\" az aks delete --resource-group \"$RESOURCE_GROUP\" --name \"$CLUSTER\" "
-      "--yes\n"
+      "--yes\n",
+      pool);
+  cleanup +=
       "# Capacity reservations bill until deleted, whether or not a VM uses them.\n"
-      "for r in $(az capacity reservation list --resource-group \"$RESOURCE_GROUP\" "
-      "--capacity-reservation-group "
-      "\"$CAPACITY_RESERVATION_GROUP\" --query '[].name' --output tsv 2>/dev/null); do\n"
-      "  run \"capacity reservation $r\" az capacity reservation delete --resource-group \"$RESOURCE_GROUP\" "
-      "--capacity-reservation-group \"$CAPACITY_RESERVATION_GROUP\" --capacity-reservation-name \"$r\" "
-      "--yes\ndone\n"
-      "run \"capacity reservation group $CAPACITY_RESERVATION_GROUP\" az capacity reservation group delete "
-      "--resource-group \"$RESOURCE_GROUP\" --capacity-reservation-group \"$CAPACITY_RESERVATION_GROUP\" "
-      "--yes\n"
+      "if [[ -n \"$CAPACITY_RESERVATION_GROUP_ID\" ]]; then\n"
+      "  crg_rg=${CAPACITY_RESERVATION_GROUP_ID#*/resourceGroups/}\n  crg_rg=${crg_rg%%/*}\n"
+      "  crg=${CAPACITY_RESERVATION_GROUP_ID##*/}\n"
+      "  if reservations=$(az capacity reservation list --resource-group \"$crg_rg\" "
+      "--capacity-reservation-group \"$crg\" --query '[].name' --output tsv 2>&1); then\n"
+      "    for r in $reservations; do\n"
+      "      run \"capacity reservation $r\" az capacity reservation delete --resource-group \"$crg_rg\" "
+      "--capacity-reservation-group \"$crg\" --capacity-reservation-name \"$r\" --yes\n    done\n"
+      "  else\n    echo \"$reservations\"\n"
+      "    failed+=(\"capacity reservations of $crg (could not list them: they may still bill)\")\n  fi\n"
+      "  run \"capacity reservation group $crg\" az capacity reservation group delete --resource-group "
+      "\"$crg_rg\" --capacity-reservation-group \"$crg\" --yes\n"
+      "else\n  echo \"no capacity reservation group attached to the node pool and none given "
+      "(CAPACITY_RESERVATION_GROUP_ID): none deleted\"\nfi\n"
       "run \"resource group $RESOURCE_GROUP\" az group delete --name \"$RESOURCE_GROUP\" --yes\n";
   cleanup += CleanupSummary({});
   return {{"setup-cluster.sh", setup}, {"cleanup.sh", cleanup}};
 }
 
+// GKE pool of the plan's GPU instance. A4X Max (rack-bound GB300, rack_vms > 0) nodes also need the
+// workload placement policy, the accelerator network profile and the DRA networking labels (guide §5.2);
+// other GPU machines (A3 Ultra, A4) take the accelerator and the reservation only.
+std::string GcpGpuPoolName(const RenderContext& ctx) {
+  return ctx.plan.instance.rack_vms > 0 ? "a4x-max-pool" : "gpu-pool";
+}
+
+std::string GcpGatewayVariables(const RenderContext& ctx) {
+  if (!ctx.options.gateway) return "";
+  return "NETWORK=${NETWORK:-default}\n"
+         "# The proxy-only subnet GKE's regional external gateway needs: an unused /23 of $NETWORK.\n"
+         "PROXY_SUBNET_RANGE=${PROXY_SUBNET_RANGE:-10.129.0.0/23}\n";
+}
+
+std::string GcpClusterFlags(const RenderContext& ctx) {
+  std::string f;
+  if (ctx.options.gateway) f += " \\\n  --gateway-api=standard";
+  // The weights PVC's StorageClass (premium-rwx, Filestore) needs the Filestore CSI driver add-on.
+  if (!ctx.stream_weights) f += " \\\n  --addons=GcpFilestoreCsiDriver";
+  if (UsesWorkloadIdentity(ctx)) f += " \\\n  --workload-pool=\"$PROJECT_ID.svc.id.goog\"";
+  return f;
+}
+
+std::string GcpGatewayCleanup(const RenderContext& ctx) {
+  if (!ctx.options.gateway) return "";
+  return "run \"proxy-only subnet k3-proxy-only\" gcloud compute networks subnets delete k3-proxy-only "
+         "--project=\"$PROJECT_ID\" --region=\"$REGION\" --quiet\n";
+}
+
 std::vector<RenderedFile> GcpScripts(const RenderContext& ctx, const std::string& manifest) {
-  std::string setup = Header(ctx, "GKE cluster and A4X Max node pool");
+  const Instance& in = ctx.plan.instance;
+  const bool a4x = in.rack_vms > 0;
+  const std::string pool = GcpGpuPoolName(ctx);
+  std::string setup = Header(ctx, "GKE cluster and " + in.id + " node pool");
   setup += fmt::format(
       "PROJECT_ID=${{PROJECT_ID:?set PROJECT_ID}}\nREGION=${{REGION:?set REGION}}\nZONE=${{ZONE:?set ZONE}}\n"
       "CLUSTER_NAME=${{CLUSTER_NAME:-gke-{0}}}\n"
-      "RESERVATION=${{RESERVATION:?set RESERVATION to RESERVATION_NAME/reservationBlocks/BLOCK/"
-      "reservationSubBlocks/SUB_BLOCK}}\n"
-      "WORKLOAD_POLICY=${{WORKLOAD_POLICY:?set WORKLOAD_POLICY to the placement policy name}}\n\n"
-      "# Capacity first: A4X Max cannot be created without a reservation (sales representative or\n"
-      "# Compute Engine > Reservations), organised in blocks / sub-blocks. A node pool holds at most 18 "
-      "nodes.\n\n"
+      "RESERVATION=${{RESERVATION:?set RESERVATION to the reservation of {1} x {2}{3}}}\n{4}{5}\n"
+      "# Capacity first: {2} is created from a reservation (sales representative or Compute Engine >\n"
+      "# Reservations){6}.\n\n"
       "gcloud container clusters create \"$CLUSTER_NAME\" \\\n  --project=\"$PROJECT_ID\" \\\n"
       "  --location=\"$REGION\" \\\n  --node-locations=\"$ZONE\" \\\n  --num-nodes=2 \\\n"
-      "  --machine-type=e2-standard-8 \\\n  --enable-dataplane-v2 \\\n  --enable-ip-alias{4}\n\n"
-      "gcloud container node-pools create a4x-max-pool \\\n  --cluster=\"$CLUSTER_NAME\" \\\n"
+      "  --machine-type=e2-standard-8 \\\n  --enable-dataplane-v2 \\\n  --enable-ip-alias{7}\n\n"
+      "gcloud container node-pools create {8} \\\n  --cluster=\"$CLUSTER_NAME\" \\\n"
       "  --project=\"$PROJECT_ID\" \\\n  --location=\"$REGION\" \\\n  --node-locations=\"$ZONE\" \\\n"
-      "  --num-nodes={1} \\\n"
-      "  --machine-type={2} \\\n  --accelerator=type=nvidia-gb300,count={3},gpu-driver-version=latest \\\n"
-      "  --placement-policy=\"$WORKLOAD_POLICY\" \\\n  --accelerator-network-profile=auto \\\n"
-      "  --node-labels=cloud.google.com/gke-networking-dra-driver=true,cloud.google.com/gke-dpv2-unified-cni="
-      "cni-migration \\\n  --reservation-affinity=specific \\\n  --reservation=\"$RESERVATION\"\n\n"
+      "  --num-nodes={1} \\\n  --machine-type={2} \\\n"
+      "  --accelerator=type={9},count={10},gpu-driver-version=latest \\\n{11}{12}"
+      "  --reservation-affinity=specific \\\n  --reservation=\"$RESERVATION\"\n\n"
       "gcloud container clusters get-credentials \"$CLUSTER_NAME\" --project=\"$PROJECT_ID\" "
       "--location=\"$REGION\"\n",
-      ctx.app_name, PoolNodes(ctx), ctx.plan.instance.id, ctx.plan.instance.gpu_count,
-      ctx.options.gateway ? " \\\n  --gateway-api=standard" : "");
+      ctx.app_name, PoolNodes(ctx), in.id,
+      a4x ? " (RESERVATION_NAME/reservationBlocks/BLOCK/reservationSubBlocks/SUB_BLOCK)" : "",
+      a4x ? "WORKLOAD_POLICY=${WORKLOAD_POLICY:?set WORKLOAD_POLICY to the placement policy name}\n" : "",
+      GcpGatewayVariables(ctx),
+      a4x ? fmt::format(", organised in blocks / sub-blocks; a node pool holds at most {} nodes", in.rack_vms)
+          : "",
+      GcpClusterFlags(ctx), pool, in.gcp_accelerator, in.gpu_count,
+      a4x ? "  --placement-policy=\"$WORKLOAD_POLICY\" \\\n  --accelerator-network-profile=auto \\\n"
+            "  --node-labels=cloud.google.com/gke-networking-dra-driver=true,cloud.google.com/"
+            "gke-dpv2-unified-cni=cni-migration \\\n"
+          : "",
+      UsesWorkloadIdentity(ctx) ? "  --workload-metadata=GKE_METADATA \\\n" : "");
+  setup += WorkloadIdentitySetup(ctx);
   setup += GatewaySetup(ctx);
   std::string cleanup = CleanupHeader(ctx);
   cleanup += fmt::format(
@@ -152,11 +235,15 @@ std::vector<RenderedFile> GcpScripts(const RenderContext& ctx, const std::string
       "deleted)}}\n\n",
       ctx.app_name);
   cleanup += KubectlDeletes(ctx, manifest);
-  cleanup +=
-      "run \"node pool a4x-max-pool\" gcloud container node-pools delete a4x-max-pool "
+  cleanup += WorkloadIdentityCleanup(ctx);
+  cleanup += fmt::format(
+      "run \"node pool {0}\" gcloud container node-pools delete {0} "
       "--cluster=\"$CLUSTER_NAME\" --project=\"$PROJECT_ID\" --location=\"$REGION\" --quiet\n"
       "run \"GKE cluster $CLUSTER_NAME\" gcloud container clusters delete \"$CLUSTER_NAME\" "
-      "--project=\"$PROJECT_ID\" --location=\"$REGION\" --quiet\n"
+      "--project=\"$PROJECT_ID\" --location=\"$REGION\" --quiet\n",
+      pool);
+  cleanup += GcpGatewayCleanup(ctx);
+  cleanup +=
       "run \"reservation ${RESERVATION%%/*}\" gcloud compute reservations delete \"${RESERVATION%%/*}\" "
       "--project=\"$PROJECT_ID\" --zone=\"$ZONE\" --quiet\n";
   cleanup += CleanupSummary({});
@@ -225,17 +312,20 @@ std::vector<RenderedFile> AzureCpuScripts(const RenderContext& ctx, const std::s
       "az group create --name \"$RESOURCE_GROUP\" --location \"$LOCATION\"\n\n"
       "az aks create \\\n  --resource-group \"$RESOURCE_GROUP\" \\\n  --name \"$CLUSTER\" \\\n  --node-count "
       "2 \\\n"
-      "  --node-vm-size Standard_D8s_v5 \\\n  --enable-managed-identity \\\n  --generate-ssh-keys\n\n"
+      "  --node-vm-size Standard_D8s_v5 \\\n  --enable-managed-identity \\\n{5}  --generate-ssh-keys\n\n"
       "# CPU node pool: {2} x {3} (k3 ranks, one per NUMA node).\n"
       "az aks nodepool add \\\n  --resource-group \"$RESOURCE_GROUP\" \\\n  --cluster-name \"$CLUSTER\" \\\n"
       "  --name {4} \\\n  --node-count {2} \\\n  --node-vm-size {3}\n\n"
       "az aks get-credentials --resource-group \"$RESOURCE_GROUP\" --name \"$CLUSTER\"\n",
-      ctx.app_name, ctx.plan.instance.vcpu * PoolNodes(ctx), PoolNodes(ctx), ctx.plan.instance.id, kCpuPool);
+      ctx.app_name, ctx.plan.instance.vcpu * PoolNodes(ctx), PoolNodes(ctx), ctx.plan.instance.id, kCpuPool,
+      UsesWorkloadIdentity(ctx) ? "  --enable-oidc-issuer \\\n  --enable-workload-identity \\\n" : "");
+  setup += WorkloadIdentitySetup(ctx);
   setup += GatewaySetup(ctx);
   std::string cleanup = CleanupHeader(ctx);
   cleanup += fmt::format("RESOURCE_GROUP=${{RESOURCE_GROUP:-rg-{0}}}\nCLUSTER=${{CLUSTER:-aks-{0}}}\n\n",
                          ctx.app_name);
   cleanup += KubectlDeletes(ctx, manifest);
+  cleanup += WorkloadIdentityCleanup(ctx);
   cleanup += fmt::format(
       "run \"node pool {0}\" az aks nodepool delete --resource-group \"$RESOURCE_GROUP\" "
       "--cluster-name \"$CLUSTER\" --name {0}\n"
@@ -252,7 +342,7 @@ std::vector<RenderedFile> GcpCpuScripts(const RenderContext& ctx, const std::str
   setup += fmt::format(
       "PROJECT_ID=${{PROJECT_ID:?set PROJECT_ID}}\nREGION=${{REGION:?set REGION}}\nZONE=${{ZONE:?set ZONE "
       "(one offering {2})}}\n"
-      "CLUSTER_NAME=${{CLUSTER_NAME:-gke-{0}}}\n\n"
+      "CLUSTER_NAME=${{CLUSTER_NAME:-gke-{0}}}\n{6}\n"
       "# Quota first: {3} vCPUs of {2} in $REGION (IAM & Admin > Quotas).\n\n"
       "gcloud container clusters create \"$CLUSTER_NAME\" \\\n  --project=\"$PROJECT_ID\" \\\n"
       "  --location=\"$REGION\" \\\n  --node-locations=\"$ZONE\" \\\n  --num-nodes=2 \\\n"
@@ -260,11 +350,13 @@ std::vector<RenderedFile> GcpCpuScripts(const RenderContext& ctx, const std::str
       "# CPU node pool: {1} x {2} (k3 ranks, one per NUMA node).\n"
       "gcloud container node-pools create {5} \\\n  --cluster=\"$CLUSTER_NAME\" \\\n"
       "  --project=\"$PROJECT_ID\" \\\n  --location=\"$REGION\" \\\n  --node-locations=\"$ZONE\" \\\n"
-      "  --num-nodes={1} \\\n  --machine-type={2}\n\n"
+      "  --num-nodes={1} \\\n{7}  --machine-type={2}\n\n"
       "gcloud container clusters get-credentials \"$CLUSTER_NAME\" --project=\"$PROJECT_ID\" "
       "--location=\"$REGION\"\n",
       ctx.app_name, PoolNodes(ctx), ctx.plan.instance.id, ctx.plan.instance.vcpu * PoolNodes(ctx),
-      ctx.options.gateway ? " \\\n  --gateway-api=standard" : "", kCpuPool);
+      GcpClusterFlags(ctx), kCpuPool, GcpGatewayVariables(ctx),
+      UsesWorkloadIdentity(ctx) ? "  --workload-metadata=GKE_METADATA \\\n" : "");
+  setup += WorkloadIdentitySetup(ctx);
   setup += GatewaySetup(ctx);
   std::string cleanup = CleanupHeader(ctx);
   cleanup += fmt::format(
@@ -272,12 +364,14 @@ std::vector<RenderedFile> GcpCpuScripts(const RenderContext& ctx, const std::str
       "CLUSTER_NAME=${{CLUSTER_NAME:-gke-{0}}}\n\n",
       ctx.app_name);
   cleanup += KubectlDeletes(ctx, manifest);
+  cleanup += WorkloadIdentityCleanup(ctx);
   cleanup += fmt::format(
       "run \"node pool {0}\" gcloud container node-pools delete {0} --cluster=\"$CLUSTER_NAME\" "
       "--project=\"$PROJECT_ID\" --location=\"$REGION\" --quiet\n"
       "run \"GKE cluster $CLUSTER_NAME\" gcloud container clusters delete \"$CLUSTER_NAME\" "
       "--project=\"$PROJECT_ID\" --location=\"$REGION\" --quiet\n",
       kCpuPool);
+  cleanup += GcpGatewayCleanup(ctx);
   cleanup += CleanupSummary({});
   return {{"setup-cluster.sh", setup}, {"cleanup.sh", cleanup}};
 }
@@ -329,20 +423,36 @@ std::vector<RenderedFile> EksCpuScripts(const RenderContext& ctx, const std::str
   return {{"setup-cluster.sh", setup}, {"cleanup.sh", cleanup}};
 }
 
+// Any Kubernetes (--target k8s): the rendered objects only; the cluster and its nodes are the user's.
+RenderedFile K8sCleanup(const RenderContext& ctx, const std::string& manifest) {
+  std::string body = KubectlDeletes(ctx, manifest);
+  if (!BucketCredentialsEnvFrom(ctx).empty()) {
+    body += "run \"Secret " + BucketCredentialsSecret(ctx) + "\" kubectl delete secret " +
+            BucketCredentialsSecret(ctx) + KubectlNamespace(ctx) + " --ignore-not-found\n";
+  }
+  return {"cleanup.sh",
+          CleanupHeader(ctx) + body + CleanupSummary({"the cluster and its nodes (not created here)"})};
+}
+
 }  // namespace
+
+RenderedFile CleanupScript(const RenderContext& ctx, const std::string& body,
+                           const std::vector<std::string>& still_billing) {
+  return {"cleanup.sh", CleanupHeader(ctx) + body + CleanupSummary(still_billing)};
+}
 
 std::vector<RenderedFile> ClusterScripts(const RenderContext& ctx, const std::string& manifest_file) {
   const std::string& t = ctx.plan.target.id;
-  if (ctx.plan.cpu_only) {
+  if (ctx.plan.instance.CpuOnly()) {
     if (t == "azure-aks") return AzureCpuScripts(ctx, manifest_file);
     if (t == "gcp-gke") return GcpCpuScripts(ctx, manifest_file);
     if (t == "aws-eks") return EksCpuScripts(ctx, manifest_file);
-    return {};
+    return {K8sCleanup(ctx, manifest_file)};
   }
   if (t == "azure-aks") return AzureScripts(ctx, manifest_file);
   if (t == "gcp-gke") return GcpScripts(ctx, manifest_file);
   if (t == "aws-eks") return EksScripts(ctx, manifest_file);
-  return {};
+  return {K8sCleanup(ctx, manifest_file)};
 }
 
 }  // namespace k3::deploy

@@ -1,6 +1,9 @@
 // Deployment / LeaderWorkerSet + Service (see render_workload.h).
 #include "src/deploy/render_workload.h"
 
+#include <cctype>
+
+#include "src/deploy/render_identity.h"
 #include "src/deploy/render_k8s_common.h"
 
 namespace k3::deploy {
@@ -27,6 +30,7 @@ Doc ServingContainer(const RenderContext& ctx, const std::string& name, bool mul
     c["args"] = K3ServeArgv(ctx.serve);
   }
   c["env"] = EngineEnvList(ctx, multi_node);
+  if (Doc creds = BucketCredentialsEnvFrom(ctx); !creds.empty()) c["envFrom"] = creds;
   c["resources"] = ServingResources(ctx);
   c["ports"] = Doc::array({Doc{{"containerPort", ctx.serve.port}}});
   c["startupProbe"] = StartupProbe(ctx);
@@ -48,6 +52,7 @@ Doc WorkerContainer(const RenderContext& ctx) {
     c["args"] = K3ServeArgv(ctx.serve, K3Role::kWorker);
   }
   c["env"] = EngineEnvList(ctx, true);
+  if (Doc creds = BucketCredentialsEnvFrom(ctx); !creds.empty()) c["envFrom"] = creds;
   c["resources"] = ServingResources(ctx);
   c["volumeMounts"] = WeightsAndShmMounts(ctx);
   return c;
@@ -57,6 +62,7 @@ Doc PodSpec(const RenderContext& ctx, const CloudOverlay& overlay, Doc container
   Doc spec = Doc::object();
   if (!overlay.node_selector.empty()) spec["nodeSelector"] = overlay.node_selector;
   if (!overlay.tolerations.empty()) spec["tolerations"] = overlay.tolerations;
+  if (Doc sc = WeightsPodSecurityContext(ctx); !sc.empty()) spec["securityContext"] = sc;
   spec["containers"] = Doc::array({std::move(container)});
   spec["volumes"] = Doc::array();
   if (!ctx.stream_weights) spec["volumes"].push_back(WeightsVolume(ctx));
@@ -71,12 +77,12 @@ std::string ContainerPrefix(const RenderContext& ctx) {
 Doc Deployment(const RenderContext& ctx, const CloudOverlay& overlay) {
   Doc selector = {{"app.kubernetes.io/name", ctx.app_name}, {"app.kubernetes.io/component", "serving"}};
   Doc pod_labels = StandardLabels(ctx, "serving");
+  Doc pod = PodSpec(ctx, overlay, ServingContainer(ctx, ContainerPrefix(ctx), false));
+  AddWorkloadIdentity(ctx, pod, pod_labels);
   Doc spec = {{"replicas", ctx.plan.replicas},
               {"strategy", {{"type", "Recreate"}}},
               {"selector", {{"matchLabels", selector}}},
-              {"template",
-               {{"metadata", {{"labels", pod_labels}}},
-                {"spec", PodSpec(ctx, overlay, ServingContainer(ctx, ContainerPrefix(ctx), false))}}}};
+              {"template", {{"metadata", {{"labels", pod_labels}}}, {"spec", pod}}}};
   return Doc{{"apiVersion", "apps/v1"},
              {"kind", "Deployment"},
              {"metadata", ObjectMeta(ctx, WorkloadName(ctx), "serving")},
@@ -90,11 +96,12 @@ Doc LeaderWorkerSet(const RenderContext& ctx, const CloudOverlay& overlay) {
   Doc lwt = Doc::object();
   lwt["size"] = ctx.plan.layout.nodes;
   lwt["restartPolicy"] = "RecreateGroupOnPodRestart";
-  lwt["leaderTemplate"] = {
-      {"metadata", {{"labels", leader_labels}}},
-      {"spec", PodSpec(ctx, overlay, ServingContainer(ctx, ContainerPrefix(ctx) + "-leader", true))}};
-  lwt["workerTemplate"] = {{"metadata", {{"labels", worker_labels}}},
-                           {"spec", PodSpec(ctx, overlay, WorkerContainer(ctx))}};
+  Doc leader = PodSpec(ctx, overlay, ServingContainer(ctx, ContainerPrefix(ctx) + "-leader", true));
+  Doc worker = PodSpec(ctx, overlay, WorkerContainer(ctx));
+  AddWorkloadIdentity(ctx, leader, leader_labels);
+  AddWorkloadIdentity(ctx, worker, worker_labels);
+  lwt["leaderTemplate"] = {{"metadata", {{"labels", leader_labels}}}, {"spec", leader}};
+  lwt["workerTemplate"] = {{"metadata", {{"labels", worker_labels}}}, {"spec", worker}};
   return Doc{{"apiVersion", "leaderworkerset.x-k8s.io/v1"},
              {"kind", "LeaderWorkerSet"},
              {"metadata", ObjectMeta(ctx, WorkloadName(ctx), "serving")},
@@ -105,10 +112,19 @@ Doc LeaderWorkerSet(const RenderContext& ctx, const CloudOverlay& overlay) {
 
 std::string WorkloadName(const RenderContext& ctx) { return ctx.app_name; }
 
+std::string AksGpuPoolName(const RenderContext& ctx) {
+  std::string name;
+  for (char c : ctx.plan.instance.gpu) {
+    if (std::isalnum(static_cast<unsigned char>(c))) name += static_cast<char>(std::tolower(c));
+  }
+  name = name.substr(0, 8) + "pool";
+  return name;
+}
+
 CloudOverlay OverlayFor(const RenderContext& ctx) {
   CloudOverlay o;
   const std::string& target = ctx.plan.target.id;
-  if (ctx.plan.cpu_only) {
+  if (ctx.plan.instance.CpuOnly()) {
     // CPU nodes: the well-known instance-type label every cloud's nodes carry; no GPU taint to tolerate.
     o.node_selector["node.kubernetes.io/instance-type"] = ctx.plan.instance.id;
     const bool shared = ctx.plan.layout.nodes * ctx.plan.replicas > 1;
@@ -119,10 +135,10 @@ CloudOverlay OverlayFor(const RenderContext& ctx) {
   }
   o.tolerations.push_back(GpuToleration());
   if (target == "azure-aks") {
-    o.node_selector["agentpool"] = "gb300pool";
+    o.node_selector["agentpool"] = AksGpuPoolName(ctx);
     o.storage_class = "azurefile-csi-premium";
   } else if (target == "gcp-gke") {
-    o.node_selector["cloud.google.com/gke-accelerator"] = "nvidia-gb300";
+    o.node_selector["cloud.google.com/gke-accelerator"] = ctx.plan.instance.gcp_accelerator;
     o.storage_class = "premium-rwx";
   } else if (target == "aws-eks") {
     o.node_selector["node.kubernetes.io/instance-type"] = ctx.plan.instance.id;

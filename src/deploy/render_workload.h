@@ -21,6 +21,10 @@ inline constexpr const char* kEksSharedStorageClass = "efs-sc";
 
 CloudOverlay OverlayFor(const RenderContext& ctx);
 
+// The AKS GPU node pool of the plan's instance: its GPU in lowercase + "pool" ("gb300pool", "h200pool";
+// AKS pool names are lowercase letters and digits, at most 12).
+std::string AksGpuPoolName(const RenderContext& ctx);
+
 // Deployment or LeaderWorkerSet, then the Service. LWS uses the vLLM multi-node (Ray) bootstrap for
 // --engine vllm and the LWS environment (SPMD ranks) for --engine k3.
 std::vector<Doc> ServingWorkload(const RenderContext& ctx, const CloudOverlay& overlay);

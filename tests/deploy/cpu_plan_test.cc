@@ -205,6 +205,10 @@ RenderOptions CpuRenderOptions(const CpuRenderCase& c) {
   o.engine = Engine::kK3;
   o.image = "registry.example/k3:test";
   o.plan.instance = c.instance;
+  if (c.target == "alibaba-ack" || c.target == "alibaba-pai-eas") {
+    o.weights = "oss://kimi/Kimi-K3";
+    o.region = "cn-hangzhou";
+  }
   return o;
 }
 

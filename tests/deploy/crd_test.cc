@@ -11,6 +11,7 @@
 #include <valijson/validation_results.hpp>
 #include <valijson/validator.hpp>
 
+#include "src/deploy/lint_internal.h"
 #include "tests/deploy/deploy_test_util.h"
 
 namespace k3::deploy {
@@ -32,8 +33,11 @@ std::vector<Crd> LoadCrds(const std::string& file) {
   for (const Json& doc : testing::YamlDocsAsJson(testing::ReadTestFile(SchemaDir() + file), file)) {
     const Json& spec = doc["spec"];
     for (const Json& version : spec["versions"]) {
+      // Unknown fields are errors, as kubectl's strict field validation reports them.
+      Json schema = version["schema"]["openAPIV3Schema"];
+      lint::MakeStrict(schema);
       out.push_back({spec["group"].get<std::string>() + "/" + version["name"].get<std::string>(),
-                     spec["names"]["kind"].get<std::string>(), version["schema"]["openAPIV3Schema"]});
+                     spec["names"]["kind"].get<std::string>(), schema});
     }
   }
   return out;

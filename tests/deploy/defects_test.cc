@@ -102,6 +102,8 @@ TEST(DryRunDefects, Defect03K3EngineGetsADirectoryAndOneGroupAcrossNodes) {
   o.target = "alibaba-ack";
   o.engine = Engine::kK3;
   o.image = "registry.example/k3:test";
+  o.weights = "oss://kimi/Kimi-K3";
+  o.region = "cn-hangzhou";
   auto r = TryRender(o);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("--target k8s"), std::string::npos) << r.status().message();
@@ -142,10 +144,12 @@ TEST(DryRunDefects, Defect05AzureBlobSyncLandsWhereTheServerReads) {
   EXPECT_EQ(Flag(job, "sync hf://moonshotai/Kimi-K3"), model) << job;
   EXPECT_FALSE(job_pod.contains("volumes")) << job_pod.dump();
   EXPECT_EQ(k3["weights.yaml"].find("PersistentVolumeClaim"), std::string::npos);
-  bool identity = false;
-  for (const Json& e : k3_server["env"])
-    identity |= e["name"] == "K3_AZURE_MANAGED_IDENTITY" && e["value"] == "1";
-  EXPECT_TRUE(identity) << k3_server["env"].dump();
+  // Both read through the pods' workload identity (defects2_test.cc Defect205 checks the wiring).
+  EXPECT_EQ(
+      FindDoc(
+          k3,
+          "LeaderWorkerSet")["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["spec"]["serviceAccountName"],
+      "kimi-k3");
 }
 
 TEST(DryRunDefects, Defect06VertexScriptHasNoAngleBracketPlaceholders) {
@@ -158,7 +162,10 @@ TEST(DryRunDefects, Defect06VertexScriptHasNoAngleBracketPlaceholders) {
   for (const RenderedFile& f : *r) {
     if (f.path.size() < 3 || f.path.substr(f.path.size() - 3) != ".sh") continue;
     EXPECT_FALSE(std::regex_search(f.content, std::regex("<[A-Z_]+>"))) << f.path << "\n" << f.content;
-    EXPECT_NE(f.content.find("ENDPOINT_ID=$("), std::string::npos) << f.content;
+    // The ids come from gcloud: deploy-vertex.sh reads them back, cleanup.sh looks them up by name.
+    EXPECT_NE(f.content.find(f.path == "cleanup.sh" ? "ENDPOINT_ID=${ENDPOINT_ID:-$(" : "ENDPOINT_ID=$("),
+              std::string::npos)
+        << f.content;
   }
 }
 
@@ -203,6 +210,7 @@ TEST(DryRunDefects, Defect08ManagedEndpointsRefuseTpAboveTheInstanceGpus) {
 TEST(DryRunDefects, Defect09PaiEasRefusesMultiNodeAndHasDriverVpcQuota) {
   RenderOptions o;
   o.target = "alibaba-pai-eas";
+  o.weights = "oss://kimi/Kimi-K3";
   auto r = TryRender(o);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("3 x ecs.ebmgn8v.48xlarge"), std::string::npos) << r.status().message();
@@ -221,13 +229,15 @@ TEST(DryRunDefects, Defect09PaiEasRefusesMultiNodeAndHasDriverVpcQuota) {
 }
 
 TEST(DryRunDefects, Defect10AckMultiNodeIsConsistent) {
+  // Dry run 2 (defect 2): KServe rejects raw predictor containers + workerSpec, so a 3-node group is
+  // refused with the LeaderWorkerSet target instead; the OSS volume still carries its credentials.
+  RenderOptions o = testing::TestRenderOptions("alibaba-ack", Engine::kVllm, "oss://kimi/Kimi-K3");
+  o.plan.model = "kimi-k3";
+  o.plan.max_model_len = 0;
+  auto r = TryRender(o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("--target k8s"), std::string::npos) << r.status().message();
   auto files = testing::RenderFiles("alibaba-ack", Engine::kVllm, "oss://kimi/Kimi-K3");
-  // arena serve custom is one pod: not rendered for a 3-node group.
-  EXPECT_EQ(files.count("arena.sh"), 0u);
-  const Json isvc = FindDoc(files, "InferenceService");
-  const Json& worker = isvc["spec"]["predictor"]["workerSpec"]["containers"][0];
-  EXPECT_TRUE(worker.contains("command")) << worker.dump(1);
-  EXPECT_NE(Joined(worker["args"]).find("ray start"), std::string::npos) << worker.dump(1);
   const Json pv = FindDoc(files, "PersistentVolume");
   EXPECT_TRUE(pv["spec"]["csi"].contains("nodePublishSecretRef")) << pv.dump(1);
 }
@@ -286,7 +296,7 @@ TEST(DryRunDefects, Defect14VertexServesFromArtifactRegistry) {
   EXPECT_NE(image[1].str().find("-docker.pkg.dev/"), std::string::npos) << image[1];
   EXPECT_NE(s.find("--container-image-uri=\"$IMAGE\""), std::string::npos) << s;
   EXPECT_NE(s.find("gcloud artifacts repositories create"), std::string::npos) << s;
-  EXPECT_NE(s.find("docker push"), std::string::npos) << s;
+  EXPECT_NE(s.find("docker buildx imagetools create --tag \"$IMAGE\""), std::string::npos) << s;
 }
 
 TEST(DryRunDefects, Defect15PlanRefusesContextAndTpBeyondTheModel) {

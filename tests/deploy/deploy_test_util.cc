@@ -27,10 +27,14 @@ RenderOptions TestRenderOptions(const std::string& target, Engine engine, const 
   options.weights = weights;
   options.gateway = gateway;
   if (engine == Engine::kK3) options.image = "registry.example/k3:test";
-  // Where one serving group of kimi-k3 cannot run as rendered (a one-instance replica; k3 under KServe's
-  // multi-node workers), the model that fits one node.
+  // The Alibaba targets mount OSS (no hub default), and name the bucket's region like HyperPod's s3.
+  const bool alibaba = target == "alibaba-ack" || target == "alibaba-pai-eas";
+  if (alibaba && weights.empty()) options.weights = "oss://kimi/Kimi-K3";
+  if (alibaba || target == "aws-hyperpod") options.region = alibaba ? "cn-hangzhou" : "us-east-1";
+  // Where one serving group of kimi-k3 cannot run as rendered (a one-instance replica; KServe's
+  // multi-node predictors), the model that fits one node.
   const bool one_instance = target == "azure-ml" || target == "gcp-vertex" || target == "alibaba-pai-eas";
-  if (one_instance || (engine == Engine::kK3 && target == "alibaba-ack")) {
+  if (one_instance || target == "alibaba-ack") {
     options.plan.model = "kimi-linear-48b";
     options.plan.max_model_len = 131072;
   }
@@ -44,8 +48,11 @@ bool Renders(const std::string& target, Engine engine) {
 std::vector<std::string> WeightSchemes(const std::string& target) {
   if (target == "aws-hyperpod") return {"", "s3://my-bucket/kimi-k3"};
   if (target == "azure-ml" || target == "gcp-vertex") return {""};
-  if (target == "alibaba-ack" || target == "alibaba-pai-eas") return {"", "oss://kimi/Kimi-K3"};
-  return {"", "s3://my-bucket/kimi-k3", "az://kimi/models/Kimi-K3", "gs://my-bucket/Kimi-K3"};
+  if (target == "alibaba-ack" || target == "alibaba-pai-eas") return {"oss://kimi/Kimi-K3"};
+  // Each cloud's own bucket (its pods' identity reads it); a generic cluster reads s3:// with keys.
+  if (target == "azure-aks") return {"", "az://kimi/models/Kimi-K3"};
+  if (target == "gcp-gke") return {"", "gs://my-bucket/Kimi-K3"};
+  return {"", "s3://my-bucket/kimi-k3"};
 }
 
 std::vector<Combination> AllCombinations() {

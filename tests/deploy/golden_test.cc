@@ -146,7 +146,12 @@ TEST(GoldenTest, HyperPodMatchesGuide) {
       Compare("aws-hyperpod.yaml", files["kimi-k3.yaml"]),
       {{"added " + w + ".worker.probes", std::string(kStartup) + "; readiness and liveness on /health"},
        {"added " + w + ".maxDeployTimeInSeconds",
-        "the operator's default 3600 s deploy timeout is shorter than the planned startup budget + 600 s"}});
+        "the operator's default 3600 s deploy timeout is shorter than the planned startup budget + 600 s"},
+       {"changed " + w + ".worker.args[1]: \"moonshotai/Kimi-K3\" -> \"/opt/ml/model\"",
+        "the operator puts the model at its mount /opt/ml/model; a repo id makes vLLM download 1.56 TB at "
+        "every start (dry run 2, defect 1)"},
+       {"added " + w + ".worker.environmentVariables[HF_HUB_OFFLINE]",
+        "a file missing under the mount is an error, never a second download"}});
 }
 
 TEST(GoldenTest, AzureAksMatchesGuide) {

@@ -59,13 +59,24 @@ def fail(what):
 
 
 def weight_schemes(target):
-    if target == "aws-hyperpod":
-        return ["", "s3://my-bucket/kimi-k3"]
+    """Each target's own bucket (its pods' cloud identity reads it), the hub, or OSS on Alibaba."""
     if target in ("azure-ml", "gcp-vertex"):
         return [""]
     if target in ("alibaba-ack", "alibaba-pai-eas"):
-        return ["", "oss://kimi/Kimi-K3"]
-    return ["", "s3://my-bucket/kimi-k3", "az://kimi/models/Kimi-K3", "gs://my-bucket/Kimi-K3"]
+        return ["oss://kimi/Kimi-K3"]
+    if target == "azure-aks":
+        return ["", "az://kimi/models/Kimi-K3"]
+    if target == "gcp-gke":
+        return ["", "gs://my-bucket/Kimi-K3"]
+    return ["", "s3://my-bucket/kimi-k3"]
+
+
+def region_args(target):
+    if target == "aws-hyperpod":
+        return ["--region", "us-east-1"]
+    if target in ("alibaba-ack", "alibaba-pai-eas"):
+        return ["--region", "cn-hangzhou"]
+    return []
 
 
 def combinations():
@@ -73,10 +84,10 @@ def combinations():
     accepted, refused = [], []
     for target in TARGETS:
         for engine in ["vllm", "k3"]:
-            base = ["--target", target, "--engine", engine]
+            base = ["--target", target, "--engine", engine] + region_args(target)
             if engine == "k3":
                 base += ["--image", "registry.example/k3:test"]
-            if target in ONE_INSTANCE or (engine == "k3" and target == "alibaba-ack"):
+            if target in ONE_INSTANCE or target == "alibaba-ack":
                 base += SMALL_MODEL
             if engine == "k3" and target in ("azure-ml", "gcp-vertex"):
                 refused.append((" ".join(base), base))
@@ -87,17 +98,45 @@ def combinations():
                     accepted.append((" ".join(argv), argv))
     for target, instance in CPU_PLANS:
         base = ["--target", target, "--engine", "k3", "--image", "registry.example/k3:test", "--instance", instance]
+        base += region_args(target)
         for weights in weight_schemes(target)[:2]:
             argv = base + (["--weights", weights] if weights else [])
             accepted.append((" ".join(argv), argv))
+    # Dry run 2: GPU instances other than the default (every GPU string follows --instance), namespaces,
+    # replicas, and the k3 engine on GPU instances (a CPU plan: RAM requested, no GPU).
+    k3 = ["--engine", "k3", "--image", "registry.example/k3:test"]
+    extra = [["--target", "azure-aks", "--namespace", "team-a", "--gateway"],
+             ["--target", "gcp-gke", "--instance", "a3-ultragpu-8g", "--weights", "gs://my-bucket/Kimi-K3"],
+             ["--target", "gcp-gke", "--instance", "a4-highgpu-8g", "--gateway", "--namespace", "team-a"],
+             ["--target", "azure-aks", "--instance", "Standard_ND96isr_H200_v5", "--replicas", "2"],
+             ["--target", "aws-eks", "--replicas", "2", "--namespace", "team-a"],
+             ["--target", "aws-hyperpod", "--namespace", "team-a", "--region", "us-east-1", "--weights", "s3://b/k"],
+             ["--target", "alibaba-ack", "--namespace", "team-a", "--weights", "oss://kimi/Kimi-K3", "--region",
+              "cn-hangzhou"] + SMALL_MODEL,
+             ["--target", "gcp-vertex", "--instance", "a3-ultragpu-8g"] + SMALL_MODEL,
+             ["--target", "k8s", "--namespace", "team-a", "--weights", "s3://my-bucket/kimi-k3"] + k3,
+             ["--target", "gcp-gke", "--instance", "a3-ultragpu-8g"] + k3,
+             ["--target", "aws-hyperpod"] + k3]
+    for argv in extra:
+        accepted.append((" ".join(argv), argv))
     refused.append(("aws-eks --engine vllm on a CPU instance", ["--target", "aws-eks", "--instance", "x2iedn.32xlarge"]))
     refused.append(("alibaba-pai-eas on a CPU instance", ["--target", "alibaba-pai-eas", "--engine", "k3", "--image",
                                                           "r/k3:t", "--instance", "ecs.re6.52xlarge"]))
     # What a plan cannot run as rendered is refused with a message, not rendered.
-    refused.append(("alibaba-pai-eas kimi-k3 (3 instances)", ["--target", "alibaba-pai-eas"]))
+    refused.append(("alibaba-pai-eas kimi-k3 (3 instances)", ["--target", "alibaba-pai-eas", "--weights", "oss://k/K"]))
     refused.append(("gcp-vertex kimi-k3 (2 instances)", ["--target", "gcp-vertex"]))
     refused.append(("alibaba-ack --engine k3 kimi-k3 (KServe workers)",
-                    ["--target", "alibaba-ack", "--engine", "k3", "--image", "r/k3:t"]))
+                    ["--target", "alibaba-ack", "--engine", "k3", "--image", "r/k3:t", "--weights", "oss://k/K",
+                     "--region", "cn-hangzhou"]))
+    refused.append(("alibaba-ack kimi-k3 (a multi-node KServe predictor)",
+                    ["--target", "alibaba-ack", "--weights", "oss://k/K", "--region", "cn-hangzhou"]))
+    # Dry run 2: a bucket of another cloud, weights a target would ignore, placeholders, bad namespaces.
+    refused.append(("aws-eks az:// (no Azure identity on EKS)", ["--target", "aws-eks", "--weights", "az://a/c/p"]))
+    refused.append(("azure-aks s3:// (no AWS identity on AKS)", ["--target", "azure-aks", "--weights", "s3://b/p"]))
+    refused.append(("azure-ml az:// (the endpoint pulls the hub id)", ["--target", "azure-ml", "--weights", "az://a/c/p"]))
+    refused.append(("alibaba-pai-eas without oss:// weights", ["--target", "alibaba-pai-eas"]))
+    refused.append(("aws-hyperpod s3:// without --region", ["--target", "aws-hyperpod", "--weights", "s3://b/p"]))
+    refused.append(("azure-aks --namespace Bad_NS", ["--target", "azure-aks", "--namespace", "Bad_NS"]))
     refused.append(("aws-hyperpod --gateway", ["--target", "aws-hyperpod", "--gateway"]))
     return accepted, refused
 
@@ -258,8 +297,8 @@ def check_streamed_weights(label, weights, docs, job, engine):
         env = {e["name"]: e.get("value") for e in c.get("env") or []}
         if engine == "vllm" and scheme == "az" and env.get("AZURE_STORAGE_ACCOUNT_NAME") != rest.split("/", 1)[0]:
             fail(f"{label}: AZURE_STORAGE_ACCOUNT_NAME is {env.get('AZURE_STORAGE_ACCOUNT_NAME')}")
-        if engine == "k3" and scheme == "az" and env.get("K3_AZURE_MANAGED_IDENTITY") != "1":
-            fail(f"{label}: k3 reads {read} without K3_AZURE_MANAGED_IDENTITY=1 (the node's identity)")
+        if scheme in ("az", "gs") and not pod.get("serviceAccountName"):
+            fail(f"{label}: the engine reads {read} with no ServiceAccount (no workload identity)")
         if engine == "k3" and "--tensor-parallel-size" in text and "--enable-expert-parallel" not in text:
             fail(f"{label}: several k3 ranks stream {read} without --enable-expert-parallel "
                  "(each would read every expert)")
@@ -331,8 +370,7 @@ def check_path_chain(label, target, argv, d, counts):
         worker = iec["spec"]["worker"]
         read = served_model(worker)
         mount = worker["modelVolumeMount"]["mountPath"]
-        hub = "--weights" not in argv and "--engine k3" not in " ".join(argv)
-        if not hub and read != mount:
+        if read != mount:
             fail(f"{label}: the operator mounts {mount} but the engine reads {read}")
     elif target == "alibaba-ack":
         isvc = next(doc for _, doc in docs if doc.get("kind") == "InferenceService")
@@ -371,7 +409,12 @@ fail = os.environ.get("STUB_FAIL", "")
 if fail and re.search(fail, name + " " + " ".join(argv)):
     print("ERROR: simulated failure of " + name, file=sys.stderr)
     sys.exit(1)
-if "describe" in argv:  # `X describe || X create`: let the create branch run too
+if name == "az" and "--query" in argv and argv[argv.index("--query") + 1:][:1] == ["id"]:
+    # An Azure resource id, which az validates at parse time where a later command takes it.
+    print("/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/rg-k3/providers/"
+          "Microsoft.ManagedIdentity/userAssignedIdentities/stub-1")
+    sys.exit(0)
+if "describe" in argv and "projects" not in argv:  # `X describe || X create`: the create branch runs too
     sys.exit(1)
 print("stub-1")
 '''
@@ -386,7 +429,10 @@ VALUES = {"PROJECT_ID": "k3-test-project", "REGION": "us-central1", "ZONE": "us-
           "EAS_RESOURCE_ID": "eas-r-1", "EAS_VPC_ID": "vpc-1", "EAS_VSWITCH_ID": "vsw-1",
           "EAS_SECURITY_GROUP_ID": "sg-1", "EAS_GPU_DRIVER_VERSION": "550.127.08",
           "OSS_ACCESS_KEY_ID": "LTAIxxxx", "OSS_ACCESS_KEY_SECRET": "secret-for-test",
-          "CAPACITY_RESERVATION_GROUP": "crg-k3", "REPOSITORY": "k3", "WORKSPACE": "k3-workspace"}
+          "CAPACITY_RESERVATION_GROUP_ID": "/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/"
+                                           "rg-crg/providers/Microsoft.Compute/capacityReservationGroups/crg-k3",
+          "REPOSITORY": "k3", "WORKSPACE": "k3-workspace",
+          "AWS_ACCESS_KEY_ID": "AKIAEXAMPLE", "AWS_SECRET_ACCESS_KEY": "secret-for-test"}
 
 
 def script_env(stub_dir, log, extra=None):
@@ -459,7 +505,11 @@ NEWER_THAN_INSTALLED = {
     ("aws", "purchase-capacity-block"): "EC2 Capacity Blocks need awscli >= 2.13.38",
     ("gcloud", "--accelerator-network-profile"): "A4X Max node pools' flag is newer than gcloud 528",
     ("az", "ml"): "Azure ML v2 is the `ml` extension (az extension add --name ml), not in Debian's azure-cli",
+    ("az", "--crg-id"): "AKS capacity reservation groups need az >= 2.56 (Debian ships 2.45)",
+    ("az", "--enable-workload-identity"): "AKS workload identity went GA after az 2.45",
 }
+
+VALUE_FLAGS = {"--crg-id"}  # flags above that take a separate value, removed with it
 
 
 def real_cli(cli):
@@ -503,6 +553,8 @@ def check_one_invocation(cli, argv, cwd, stdin, homes):
         if kind == "usage" and newer:
             for tok, why in newer:
                 if tok.startswith("--"):
+                    if tok in VALUE_FLAGS and tok in argv and argv.index(tok) + 1 < len(argv):
+                        del argv[argv.index(tok) + 1]  # the flag's value
                     argv = [a for a in argv if not (a == tok or a.startswith(tok + "="))]
                     kind, out = classify(cli, argv, cwd, stdin, home)
                     kind = kind if kind == "usage" else f"{kind} (without {tok}: {why})"
@@ -585,6 +637,79 @@ def check_cleanup_continues(label, d, stub_dir, work, fail_pattern, later):
     return len(ran)
 
 
+def check_lint(label, d, counts):
+    """`k3 lint DIR --schema-dir` (strict CRDs) passes every rendered folder: no error finding. Warnings
+    (an image whose arm64 variant is unknown) are allowed."""
+    schemas = os.environ.get("K3_SCHEMA_DIR") or os.path.join(
+        os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "shared", "schemas")
+    argv = [K3, "lint", d, "--format", "json"] + (["--schema-dir", schemas] if os.path.isdir(schemas) else [])
+    r = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    counts["k3 lint"] = counts.get("k3 lint", 0) + 1
+    try:
+        findings = json.loads(r.stdout or "[]")
+    except json.JSONDecodeError:
+        return fail(f"{label}: k3 lint printed no JSON: {r.stdout[:300]} {r.stderr[:300]}")
+    errors = [f for f in findings if f.get("severity") == "error"]
+    if errors or r.returncode not in (0, 1):
+        fail(f"{label}: k3 lint reports errors on the render: {errors[:3]}")
+
+
+def check_instance_strings(label, argv, d):
+    """--instance decides every GPU string: a render for an amd64 H200 / B200 instance names no GB300,
+    A4X flag or pool anywhere; a --namespace render puts every object in it and says -n on kubectl lines."""
+    texts = {n: open(os.path.join(d, n)).read() for n in os.listdir(d) if os.path.isfile(os.path.join(d, n))}
+    if "--instance" in argv and argv[argv.index("--instance") + 1] in (
+            "a3-ultragpu-8g", "a4-highgpu-8g", "Standard_ND96isr_H200_v5"):
+        for name, text in texts.items():
+            for word in ("gb300", "a4x", "GB300", "--placement-policy", "WORKLOAD_POLICY"):
+                if word in text:
+                    fail(f"{label}: {name} says {word} on a {argv[argv.index('--instance') + 1]} render")
+    if "--namespace" in argv:
+        ns = argv[argv.index("--namespace") + 1]
+        for name, doc in all_docs(d):
+            if doc.get("kind") in (None, "Namespace", "PersistentVolume", "StorageClass"):
+                continue  # not a Kubernetes object (Azure ML YAML), or cluster-scoped
+            if (doc.get("metadata") or {}).get("namespace") != ns:
+                fail(f"{label}: {name} {doc.get('kind')} {doc.get('metadata', {}).get('name')} is not in {ns}")
+        for line in texts.get("NOTES.md", "").splitlines():
+            if re.search(r"kubectl (get|wait) ", line) and f"-n {ns}" not in line:
+                fail(f"{label}: NOTES.md line without -n {ns}: {line}")
+
+
+def check_identity(label, d):
+    """Bucket weights read through a workload identity: the ServiceAccount setup-cluster.sh federates
+    (AKS subject / GKE principal) is the one every pod that touches the bucket runs as."""
+    setup = os.path.join(d, "setup-cluster.sh")
+    if not os.path.exists(setup):
+        return
+    text = open(setup).read()
+    m = re.search(r"system:serviceaccount:([a-z0-9-]+):([a-z0-9-]+)", text) or \
+        re.search(r"subject/ns/([a-z0-9-]+)/sa/([a-z0-9-]+)", text)
+    if not m:
+        return
+    for kind, pod in pod_specs([(n, doc) for n, doc in all_docs(d) if n != "gateway.yaml"]):
+        if pod.get("serviceAccountName") != m.group(2):
+            fail(f"{label}: setup federates {m.group(1)}/{m.group(2)} but a {kind} pod runs as "
+                 f"{pod.get('serviceAccountName')}")
+
+
+def check_used_folder(label, argv, d):
+    """Rendering another combination into the folder is refused (its files would linger); --force
+    deletes what the new render does not write."""
+    other = ["--target", "k8s", "--weights", "hf://moonshotai/Kimi-K3"]
+    r = render(other, d)
+    if r.returncode == 0:
+        fail(f"{label}: rendering k8s into its used folder was accepted")
+    r = subprocess.run([K3, "render", *other, "--out", d, "--force"], capture_output=True, text=True, timeout=60)
+    if r.returncode != 0:
+        fail(f"{label}: render --force into a used folder failed: {r.stderr.strip()}")
+    expected = set(subprocess.run([K3, "render", *other, "--out", "-"], capture_output=True, text=True,
+                                  timeout=60).stdout.split("# file: ")[1:])
+    names = {e.split("\n", 1)[0] for e in expected}
+    if set(os.listdir(d)) != names:
+        fail(f"{label}: after --force the folder holds {sorted(os.listdir(d))}, expected {sorted(names)}")
+
+
 def check_combination(d, label, argv, stub_dir):
     """Renders one accepted combination into `d` and runs every check on it; returns (counts, invocations)."""
     counts = {"combinations": 1}
@@ -598,6 +723,9 @@ def check_combination(d, label, argv, stub_dir):
     check_scripts(label, d, counts)
     check_k3_command_lines(label, d, counts)
     check_path_chain(label, target, argv, d, counts)
+    check_identity(label, d)
+    check_instance_strings(label, argv, d)
+    check_lint(label, d, counts)
     scratch = d + "-logs"
     os.makedirs(scratch)
     invocations = run_under_stubs(label, d, stub_dir, scratch)
@@ -612,6 +740,11 @@ def check_combination(d, label, argv, stub_dir):
         if os.path.exists(os.path.join(d, "cleanup.sh")):
             check_cleanup_continues(label, d, stub_dir, scratch, first, later)
             counts["cleanup failure runs"] += 1
+    if "--gateway" in argv:
+        used = d + "-used"
+        if render(argv, used).returncode == 0:
+            check_used_folder(label, argv, used)
+            counts["used-folder runs"] = counts.get("used-folder runs", 0) + 1
     return counts, invocations
 
 
@@ -665,8 +798,9 @@ def main():
     print(f"rendered: {counts['combinations']} combinations, {counts['refusals']} refusals checked")
     if not shutil.which("shellcheck"):
         print("shellcheck: skipped (not installed; scripts/install-deps.sh installs it)")
-    for k in ["bash -n", "shellcheck", "k3 --dry-run", "path chains", "cleanup failure runs"]:
-        print(f"  {k}: {counts[k]}")
+    for k in ["bash -n", "shellcheck", "k3 --dry-run", "path chains", "k3 lint", "cleanup failure runs",
+              "used-folder runs"]:
+        print(f"  {k}: {counts.get(k, 0)}")
     print(f"cloud CLI invocations recorded: {len(invocations)}; distinct ones checked by the real CLI, per CLI:")
     for cli in CLOUD_CLIS + ["not checked (no offline CLI)"]:
         outcomes = results.get(cli, {})

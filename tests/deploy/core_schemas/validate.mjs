@@ -18,6 +18,11 @@ const CUSTOM = new Set([
   "inference.sagemaker.aws.amazon.com/v1/InferenceEndpointConfig",
 ]);
 
+// GKE's gateway policies (HealthCheckPolicy, GCPBackendPolicy) are CRDs GKE installs; no schema of
+// them is pinned here, so they are counted as unvalidated instead of failing or passing silently.
+const NO_SCHEMA = new Set(["networking.gke.io/v1/HealthCheckPolicy", "networking.gke.io/v1/GCPBackendPolicy"]);
+let unvalidated = 0;
+
 async function modelClass(apiVersion, kind) {
   const pkg = apiVersion.startsWith(GATEWAY_GROUP) ? "@kubernetes-models/gateway-api" : "kubernetes-models";
   const mod = await import(`${pkg}/${apiVersion}/${kind}`);
@@ -54,6 +59,10 @@ for (const file of process.argv.slice(2)) {
     if (!o || !o.apiVersion || !o.kind) continue;  // not a Kubernetes object (Azure ML YAML)
     const key = `${o.apiVersion}/${o.kind}`;
     const targets = [];
+    if (NO_SCHEMA.has(key)) {
+      unvalidated += 1;
+      continue;
+    }
     if (CUSTOM.has(key)) {
       for (const [where, t] of podTemplates(o)) {
         targets.push([`${key} ${o.metadata.name} ${where} (as a Pod)`,
@@ -75,5 +84,6 @@ for (const file of process.argv.slice(2)) {
   }
 }
 const kinds = [...perKind.entries()].map(([k, n]) => `${n} ${k}`).join(", ");
-console.log(`core schemas: ${checked} objects valid (${kinds}), ${invalid} invalid`);
+console.log(`core schemas: ${checked} objects valid (${kinds}), ${invalid} invalid, ` +
+            `${unvalidated} GKE policy objects not validated (no schema pinned)`);
 process.exit(invalid > 0 ? 1 : 0);
