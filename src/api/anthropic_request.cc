@@ -17,7 +17,7 @@ namespace {
 using nlohmann::json;
 
 // Where a chat message came from: its Anthropic path, and per chat content part the block's path.
-struct Origin {
+struct MessageOrigin {
   std::string path;
   std::vector<std::string> parts;
 };
@@ -26,7 +26,7 @@ class AnthropicTranslator {
  public:
   AnthropicTranslator(const json& request, bool count_only) : request_(request), count_only_(count_only) {}
 
-  const std::vector<Origin>& origins() const { return origins_; }
+  const std::vector<MessageOrigin>& origins() const { return origins_; }
 
   std::optional<json> Run(ApiError* error) {
     json chat = json::object();
@@ -150,7 +150,7 @@ class AnthropicTranslator {
     auto id = block.find("tool_use_id");
     if (id == block.end() || !id->is_string()) return Fail(path + ".tool_use_id", "required (a string)");
     json content = "";
-    Origin origin{path + ".content", {}};
+    MessageOrigin origin{path + ".content", {}};
     if (auto it = block.find("content"); it != block.end() && !it->is_null()) {
       if (it->is_string()) {
         content = *it;
@@ -213,7 +213,7 @@ class AnthropicTranslator {
       return Fail(path + ".content", std::string("expected a string or an array of content blocks, got ") +
                                          JsonTypeName(*content));
     json parts = json::array();
-    Origin origin{path + ".content", {}};
+    MessageOrigin origin{path + ".content", {}};
     json tool_calls = json::array();
     std::string reasoning;
     bool images = false;
@@ -370,17 +370,17 @@ class AnthropicTranslator {
   const json& request_;
   bool count_only_;
   ApiError error_;
-  std::vector<Origin> origins_;
+  std::vector<MessageOrigin> origins_;
 };
 
 // A chat error naming "messages[k]..." names the Anthropic field it came from instead.
-void RenameChatPath(const std::vector<Origin>& origins, ApiError* error) {
+void RenameAnthropicPath(const std::vector<MessageOrigin>& origins, ApiError* error) {
   if (error->param.rfind("messages[", 0) != 0) return;
   const size_t close = error->param.find(']');
   if (close == std::string::npos) return;
   const size_t k = static_cast<size_t>(std::strtoul(error->param.c_str() + 9, nullptr, 10));
   if (k >= origins.size()) return;
-  const Origin& origin = origins[k];
+  const MessageOrigin& origin = origins[k];
   std::string rest = error->param.substr(close + 1);  // ".content[1].image_url"
   std::string renamed = origin.path;
   const std::string content = ".content";
@@ -410,7 +410,7 @@ std::optional<ChatPlan> Translate(std::string_view body, const ServerContext& ct
   std::optional<json> chat = translator.Run(error);
   if (!chat) return std::nullopt;
   auto plan = ParseChatCompletion(chat->dump(), ctx, error);
-  if (!plan) RenameChatPath(translator.origins(), error);
+  if (!plan) RenameAnthropicPath(translator.origins(), error);
   return plan;
 }
 

@@ -23,7 +23,7 @@ using testing::ByteTokenizer;
 using testing::Ev;
 using testing::TestContext;
 
-std::string PromptText(const AnthropicPlan& plan) {
+std::string AnthropicPromptText(const AnthropicPlan& plan) {
   const std::vector<tokenizer::TokenId> ids(plan.chat.request.prompt.begin(), plan.chat.request.prompt.end());
   auto text = ByteTokenizer().Decode(ids);
   return text.ok() ? *text : std::string();
@@ -54,7 +54,7 @@ TEST(AnthropicRequestTest, TranslatesToTheChatRequest) {
   EXPECT_FALSE(plan->chat.parser.thinking);           // thinking disabled
   EXPECT_NE(plan->chat.request.constraint, nullptr);  // the named tool is forced
   EXPECT_FALSE(plan->stream);
-  const std::string prompt = PromptText(*plan);
+  const std::string prompt = AnthropicPromptText(*plan);
   for (const char* piece :
        {"Be brief.", "Weather in Paris?", "get_weather", "Paris", "sunny", "And tomorrow?"})
     EXPECT_NE(prompt.find(piece), std::string::npos) << piece << " in " << prompt;
