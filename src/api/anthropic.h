@@ -2,7 +2,9 @@
 //
 // A request is translated into the chat completion it means and checked by ParseChatCompletion (as
 // responses.h does), so both routes accept and refuse the same things:
-//   system (a string or text blocks)                   -> one system message first (blocks joined)
+//   system (a string or text blocks), and messages with role system
+//                                                      -> one system message first (text joined; blocks
+//                                                         starting x-anthropic-billing-header dropped)
 //   messages[i] {role: user | assistant, content: a string or blocks}:
 //     text                                             -> text parts
 //     image {source: {type: base64, media_type, data}} -> an image_url part with a data: URL

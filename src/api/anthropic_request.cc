@@ -121,26 +121,43 @@ class AnthropicTranslator {
     return it->get<std::string>();
   }
 
-  // system: a string or text blocks, joined (as vLLM does).
-  void System(json* messages) {
-    auto system = request_.find("system");
-    if (system == request_.end() || system->is_null()) return;
-    std::string text;
-    if (system->is_string()) {
-      text = system->get<std::string>();
-    } else if (system->is_array()) {
-      for (size_t i = 0; i < system->size(); ++i) {
-        const std::string path = fmt::format("system[{}]", i);
-        if (TypeOf((*system)[i]) != "text") return Fail(path + ".type", "expected \"text\"");
-        auto piece = Text((*system)[i], path);
-        if (!piece) return;
-        text += *piece;
-      }
-    } else {
-      return Fail("system",
-                  std::string("expected a string or an array of text blocks, got ") + JsonTypeName(*system));
+  // A system value (a string or text blocks) appended to *text. Text blocks that carry Claude Code's
+  // per-request "x-anthropic-billing-header" are skipped (they would defeat prefix caching), as vLLM does.
+  void SystemText(const json& system, const std::string& path, std::string* text) {
+    if (system.is_string()) {
+      *text += system.get<std::string>();
+      return;
     }
-    if (text.empty()) return;
+    if (!system.is_array())
+      return Fail(path,
+                  std::string("expected a string or an array of text blocks, got ") + JsonTypeName(system));
+    for (size_t i = 0; i < system.size(); ++i) {
+      const std::string block_path = fmt::format("{}[{}]", path, i);
+      if (TypeOf(system[i]) != "text") return Fail(block_path + ".type", "expected \"text\"");
+      auto piece = Text(system[i], block_path);
+      if (!piece) return;
+      if (piece->rfind("x-anthropic-billing-header", 0) == 0) continue;
+      *text += *piece;
+    }
+  }
+
+  // system, and the text of messages with role "system" (vLLM accepts those), as one system message
+  // first, joined without a separator (as vLLM joins them).
+  void System(json* messages) {
+    std::string text;
+    if (auto system = request_.find("system"); system != request_.end() && !system->is_null())
+      SystemText(*system, "system", &text);
+    if (auto input = request_.find("messages"); input != request_.end() && input->is_array()) {
+      for (size_t i = 0; i < input->size() && error_.message.empty(); ++i) {
+        const json& message = (*input)[i];
+        if (!message.is_object() || message.value("role", json()) != "system") continue;
+        auto content = message.find("content");
+        if (content == message.end() || content->is_null())
+          return Fail(fmt::format("messages[{}].content", i), "required");
+        SystemText(*content, fmt::format("messages[{}].content", i), &text);
+      }
+    }
+    if (text.empty() || !error_.message.empty()) return;
     messages->push_back({{"role", "system"}, {"content", std::move(text)}});
     origins_.push_back({"system", {}});
   }
@@ -200,8 +217,9 @@ class AnthropicTranslator {
     auto role_it = message.find("role");
     const std::string role =
         role_it != message.end() && role_it->is_string() ? role_it->get<std::string>() : "";
+    if (role == "system") return;  // joined into the system message (System)
     if (role != "user" && role != "assistant")
-      return Fail(path + ".role", "expected \"user\" or \"assistant\"");
+      return Fail(path + ".role", "expected \"user\" or \"assistant\" (or \"system\")");
     auto content = message.find("content");
     if (content == message.end() || content->is_null()) return Fail(path + ".content", "required");
     if (content->is_string()) {
@@ -311,7 +329,9 @@ class AnthropicTranslator {
       auto schema = tool.find("input_schema");
       if (schema == tool.end() || !schema->is_object())
         return Fail(path + ".input_schema", "required (a JSON schema object)");
-      json function = {{"name", *name}, {"parameters", *schema}};
+      json parameters = *schema;
+      if (!parameters.contains("type")) parameters["type"] = "object";  // as vLLM defaults it
+      json function = {{"name", *name}, {"parameters", std::move(parameters)}};
       if (auto it = tool.find("description"); it != tool.end() && !it->is_null())
         function["description"] = *it;
       out->push_back({{"type", "function"}, {"function", std::move(function)}});

@@ -59,6 +59,17 @@ TEST(AnthropicRequestTest, TranslatesToTheChatRequest) {
        {"Be brief.", "Weather in Paris?", "get_weather", "Paris", "sunny", "And tomorrow?"})
     EXPECT_NE(prompt.find(piece), std::string::npos) << piece << " in " << prompt;
 
+  // Messages with role "system" join the system message; billing-header blocks are dropped.
+  auto joined = ParseAnthropicMessages(R"({"model": "Kimi-K3", "max_tokens": 4, "system": [
+      {"type": "text", "text": "x-anthropic-billing-header: cc_version=1; cch=abc"},
+      {"type": "text", "text": "Rule one."}],
+      "messages": [{"role": "system", "content": " Rule two."}, {"role": "user", "content": "Go."}]})",
+                                       TestContext(), &error);
+  ASSERT_TRUE(joined) << error.message;
+  const std::string joined_prompt = AnthropicPromptText(*joined);
+  EXPECT_NE(joined_prompt.find("Rule one. Rule two."), std::string::npos) << joined_prompt;
+  EXPECT_EQ(joined_prompt.find("billing"), std::string::npos) << joined_prompt;
+
   auto streamed = ParseAnthropicMessages(
       R"({"model": "Kimi-K3", "max_tokens": 5, "stream": true, "messages": [{"role": "user", "content": "hi"}],
           "thinking": {"type": "enabled", "budget_tokens": 1024}})",
@@ -105,6 +116,8 @@ TEST(AnthropicRequestTest, RefusalsNameTheField) {
       {R"({"model": "Kimi-K3", "max_tokens": 4, )" + msgs + R"(, "tools": [{"type": "web_search_20250305",
           "name": "web_search"}]})",
        "tools[0].type"},
+      {R"({"model": "Kimi-K3", "max_tokens": 4, "messages": [{"role": "system", "content": 5}]})",
+       "messages[0].content"},
       {R"({"model": "Kimi-K3", "max_tokens": 4, )" + msgs + R"(, "tools": [{"name": "f"}]})",
        "tools[0].input_schema"},
       {R"({"model": "Kimi-K3", "max_tokens": 4, )" + msgs + R"(, "tool_choice": {"type": "some"}})",
