@@ -4,8 +4,8 @@
 // reply or forced tool call that breaks the schema's `not` / `uniqueItems` finishes with
 // "schema_violation" and a stop_reason naming the keyword and path, streaming and not; a valid one keeps
 // "stop"), stream_options.continuous_usage_stats (usage on every chunk), and /v1/messages' named SSE events
-// and Anthropic-shaped errors. The real engine under the
-// openai SDK is tests/compat/vllm_parity.
+// and Anthropic-shaped errors. The real engine under the openai SDK is tests/compat/vllm_parity (under the
+// Anthropic SDK, tests/compat/anthropic).
 #include <mutex>
 #include <string>
 #include <thread>
