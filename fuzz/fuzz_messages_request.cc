@@ -40,7 +40,13 @@ void CheckError(const k3::api::ApiError& error) {
   Check(error.http_status >= 400 && error.http_status < 500);
   Check(!error.message.empty());
   const auto body = nlohmann::json::parse(k3::api::AnthropicErrorBody(error), nullptr, false);
-  Check(body.is_object() && body["type"] == "error" && body["error"]["message"] == error.message);
+  Check(body.is_object() && body.value("type", "") == "error");
+  const auto inner = body.find("error");
+  Check(inner != body.end() && inner->is_object());
+  Check(error.http_status != 400 || inner->value("type", "") == "invalid_request_error");
+  // (the message may differ from error.message where ill-formed UTF-8 in it was replaced)
+  const auto message = inner->find("message");
+  Check(message != inner->end() && message->is_string() && !message->get<std::string>().empty());
 }
 
 }  // namespace
