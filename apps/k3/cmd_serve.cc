@@ -176,8 +176,10 @@ void RegisterServeCommand(CLI::App& app) {
                   "the model name(s) clients send; the first is used in responses and metrics (default: the "
                   "model directory's name, tiny-k3 when embedded)")
       ->expected(1, -1);
-  cmd->add_option("--api-key", f->api_key,
-                  "require 'Authorization: Bearer KEY' on /v1/* (default: $K3_API_KEY, then $VLLM_API_KEY)");
+  cmd->add_option(
+      "--api-key", f->api_key,
+      "require 'Authorization: Bearer KEY' (or 'x-api-key: KEY') on /v1/* (default: $K3_API_KEY, then "
+      "$VLLM_API_KEY)");
   cmd->add_option("--max-model-len", f->max_model_len, "context length (0: the model's, capped by the cache)")
       ->capture_default_str();
   cmd->add_option("--max-num-seqs", f->max_num_seqs, "running sequences per step")->capture_default_str();

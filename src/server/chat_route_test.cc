@@ -3,8 +3,9 @@
 // events), for what the routes add on top of the responders: the end check of structured output (a JSON
 // reply or forced tool call that breaks the schema's `not` / `uniqueItems` finishes with
 // "schema_violation" and a stop_reason naming the keyword and path, streaming and not; a valid one keeps
-// "stop") and stream_options.continuous_usage_stats (usage on every chunk). The real engine under the
-// openai SDK is tests/compat/vllm_parity.
+// "stop"), stream_options.continuous_usage_stats (usage on every chunk), and /v1/messages' named SSE events
+// and Anthropic-shaped errors. The real engine under the openai SDK is tests/compat/vllm_parity (under the
+// Anthropic SDK, tests/compat/anthropic).
 #include <mutex>
 #include <string>
 #include <thread>
@@ -248,6 +249,63 @@ TEST_F(ChatRouteTest, ContinuousUsageStatsOnEveryChunk) {
            {{"prompt", "Say hi"}, {"stream", true}, {"stream_options", {{"continuous_usage_stats", true}}}});
   ASSERT_EQ(r.status, 200) << r.body;
   for (const json& event : Events(r.body)) EXPECT_FALSE(event.contains("usage")) << event;
+}
+
+// /v1/messages on the wire: named SSE events ("event: NAME" then "data: {...}", no [DONE]) in Anthropic's
+// order, the message object when not streamed, and errors (400, 404) in Anthropic's shape.
+TEST_F(ChatRouteTest, AnthropicMessagesOnTheWire) {
+  engine_.SetReply("<|open|>response<|sep|>Hello there<|close|>response<|sep|><|close|>message<|sep|>");
+  json request = {{"model", "Kimi-K3"},
+                  {"max_tokens", 64},
+                  {"thinking", {{"type", "disabled"}}},
+                  {"messages", {{{"role", "user"}, {"content", "hi"}}}}};
+  auto r = Post("/v1/messages", request);
+  ASSERT_EQ(r.status, 200) << r.body;
+  json body = json::parse(r.body);
+  EXPECT_EQ(body["type"], "message");
+  EXPECT_EQ(body["content"], json::parse(R"([{"type": "text", "text": "Hello there"}])"));
+  EXPECT_EQ(body["stop_reason"], "end_turn");
+  EXPECT_EQ(body["id"].get<std::string>().rfind("msg_", 0), 0u);
+
+  request["stream"] = true;
+  r = Post("/v1/messages", request);
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.body.find("[DONE]"), std::string::npos) << r.body;
+  std::vector<std::string> names;
+  std::string text;
+  size_t pos = 0;
+  while ((pos = r.body.find("event: ", pos)) != std::string::npos) {
+    const size_t line_end = r.body.find('\n', pos);
+    names.push_back(r.body.substr(pos + 7, line_end - pos - 7));
+    ASSERT_EQ(r.body.compare(line_end + 1, 6, "data: "), 0) << r.body;
+    const size_t data_end = r.body.find("\n\n", line_end);
+    const json event = json::parse(r.body.substr(line_end + 7, data_end - line_end - 7));
+    EXPECT_EQ(event["type"], names.back());
+    if (names.back() == "content_block_delta") text += event["delta"]["text"].get<std::string>();
+    pos = data_end;
+  }
+  const std::vector<std::string> expected = {"message_start", "ping", "content_block_start"};
+  ASSERT_GE(names.size(), 7u) << r.body;
+  EXPECT_EQ(std::vector<std::string>(names.begin(), names.begin() + 3), expected);
+  EXPECT_EQ(names[names.size() - 3], "content_block_stop");
+  EXPECT_EQ(names[names.size() - 2], "message_delta");
+  EXPECT_EQ(names.back(), "message_stop");
+  EXPECT_EQ(text, "Hello there");
+
+  r = Post("/v1/messages", {{"model", "Kimi-K3"}, {"messages", {{{"role", "user"}, {"content", "hi"}}}}});
+  EXPECT_EQ(r.status, 400);
+  body = json::parse(r.body);
+  EXPECT_EQ(body["type"], "error");
+  EXPECT_EQ(body["error"]["type"], "invalid_request_error");
+  EXPECT_EQ(body["error"]["message"].get<std::string>().rfind("max_tokens", 0), 0u) << r.body;
+  r = Post("/v1/messages/count_tokens",
+           {{"model", "nope"}, {"messages", {{{"role", "user"}, {"content", "hi"}}}}});
+  EXPECT_EQ(r.status, 404);
+  EXPECT_EQ(json::parse(r.body)["error"]["type"], "not_found_error");
+  r = Post("/v1/messages/count_tokens",
+           {{"model", "Kimi-K3"}, {"messages", {{{"role", "user"}, {"content", "hi"}}}}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_GT(json::parse(r.body)["input_tokens"].get<int64_t>(), 0);
 }
 
 }  // namespace

@@ -38,4 +38,13 @@ HttpResponse ErrorResponse(int status, std::string_view message, std::string_vie
   return response;
 }
 
+std::string AnthropicErrorJson(int status, std::string_view message) {
+  const char* type = status == 401   ? "authentication_error"
+                     : status == 404 ? "not_found_error"
+                     : status >= 500 ? "api_error"
+                                     : "invalid_request_error";
+  nlohmann::json body = {{"type", "error"}, {"error", {{"type", type}, {"message", message}}}};
+  return body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
 }  // namespace k3::server

@@ -13,5 +13,7 @@ namespace k3::server {
 const char* ErrorTypeForStatus(int status);
 std::string ErrorJson(int status, std::string_view message, std::string_view code = {});
 HttpResponse ErrorResponse(int status, std::string_view message, std::string_view code = {});
+// Anthropic's shape, for the /v1/messages routes: {"type": "error", "error": {"type", "message"}}.
+std::string AnthropicErrorJson(int status, std::string_view message);
 
 }  // namespace k3::server

@@ -83,6 +83,14 @@ std::string FormatEventData(const std::vector<std::string>& payloads) {
   std::string data;
   for (const std::string& payload : payloads) {
     size_t begin = 0;
+    // A payload "event: NAME\n<data>" names its event (Anthropic's streams): that line goes as it is.
+    if (payload.starts_with("event: ")) {
+      const size_t end = payload.find('\n');
+      if (end != std::string::npos) {
+        data.append(payload, 0, end + 1);
+        begin = end + 1;
+      }
+    }
     while (true) {
       const size_t end = payload.find('\n', begin);
       data += "data: ";

@@ -20,7 +20,8 @@ std::string FormatResponse(const HttpResponse& response, std::string_view reques
 std::string FormatEventStreamHead(int status, const HeaderList& headers, std::string_view request_id,
                                   bool keep_alive, bool chunked = true);
 
-// "data: <payload>\n\n" for every payload, unframed (an HTTP/1.0 stream's bytes).
+// "data: <payload>\n\n" for every payload, unframed (an HTTP/1.0 stream's bytes). A payload that starts
+// with "event: NAME\n" is written as "event: NAME\ndata: <rest>\n\n" (a named SSE event).
 std::string FormatEventData(const std::vector<std::string>& payloads);
 
 // One chunk holding FormatEventData(payloads). Payloads must not contain newlines (JSON

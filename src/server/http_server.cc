@@ -477,8 +477,11 @@ void Session::Dispatch() {
   Watch();
 
   const bool needs_auth = !core_->options.api_key.empty() && request.path.starts_with("/v1/");
-  const bool authorized =
-      !needs_auth || BearerMatches(request.Header("authorization"), core_->options.api_key);
+  // Bearer, or Anthropic's x-api-key header.
+  const bool authorized = !needs_auth ||
+                          BearerMatches(request.Header("authorization"), core_->options.api_key) ||
+                          (!request.Header("x-api-key").empty() &&
+                           ConstantTimeEquals(request.Header("x-api-key"), core_->options.api_key));
   std::optional<HttpResponse> preflight = core_->cors.Preflight(request);
   cors_headers_ = preflight ? HeaderList() : core_->cors.ResponseHeaders(request);
   auto exchange = std::make_shared<ExchangeImpl>(shared_from_this(), serial_, std::move(request));
@@ -487,8 +490,11 @@ void Session::Dispatch() {
     return;
   }
   if (!authorized) {
-    exchange->Respond(ErrorResponse(401, "invalid or missing API key: send 'Authorization: Bearer <key>'",
-                                    "invalid_api_key"));
+    constexpr std::string_view kDenied =
+        "invalid or missing API key: send 'Authorization: Bearer <key>' or 'x-api-key: <key>'";
+    HttpResponse denied = ErrorResponse(401, kDenied, "invalid_api_key");
+    if (exchange->request().path.starts_with("/v1/messages")) denied.body = AnthropicErrorJson(401, kDenied);
+    exchange->Respond(std::move(denied));
     return;
   }
   try {

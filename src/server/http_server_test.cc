@@ -304,6 +304,16 @@ TEST_P(ServerTest, ApiKeyGuardsV1Only) {
   auto open = Fetch(port_, "GET", "/hello");
   ASSERT_TRUE(open.ok());
   EXPECT_EQ(open->status, 200);
+  // Anthropic's x-api-key header is accepted beside Bearer; /v1/messages answers in Anthropic's shape.
+  auto x_key = Fetch(port_, "GET", "/v1/secret", {}, {"x-api-key: sk-test"});
+  ASSERT_TRUE(x_key.ok());
+  EXPECT_EQ(x_key->status, 200);
+  auto x_wrong = Fetch(port_, "POST", "/v1/messages", "{}", {"x-api-key: sk-nope"});
+  ASSERT_TRUE(x_wrong.ok());
+  EXPECT_EQ(x_wrong->status, 401);
+  const auto body = nlohmann::json::parse(x_wrong->body);
+  EXPECT_EQ(body["type"], "error");
+  EXPECT_EQ(body["error"]["type"], "authentication_error");
 }
 
 TEST_P(ServerTest, EventsAreFlushedOneByOne) {

@@ -11,6 +11,7 @@
 #include <spdlog/spdlog.h>
 #include <nlohmann/json.hpp>
 
+#include "src/api/anthropic.h"
 #include "src/api/embeddings.h"
 #include "src/api/responses.h"
 #include "src/server/error_json.h"
@@ -36,10 +37,21 @@ HttpResponse NotReady() {
   return ErrorResponse(503, "the model is still loading; retry when /health is 200");
 }
 
+// An OpenAI-shaped error response re-shaped as Anthropic's (the /v1/messages routes).
+HttpResponse AnthropicError(HttpResponse response) {
+  const auto body = nlohmann::json::parse(response.body, nullptr, /*allow_exceptions=*/false);
+  std::string message = "error";
+  if (body.is_object() && body.contains("error") && body["error"].is_object())
+    message = body["error"].value("message", message);
+  response.body = api::AnthropicErrorBody(response.status, message);
+  return response;
+}
+
 double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
 int32_t NumPrompts(const api::ChatPlan&) { return 1; }
 int32_t NumPrompts(const api::ResponsesPlan&) { return 1; }
+int32_t NumPrompts(const api::AnthropicPlan&) { return 1; }
 int32_t NumPrompts(const api::EmbeddingPlan& plan) {
   return std::max<int32_t>(static_cast<int32_t>(plan.inputs.size()), 1);
 }
@@ -91,15 +103,18 @@ class Generation : public std::enable_shared_from_this<Generation<Plan, Responde
 
  private:
   void RespondSubmitError(const Status& s) {
+    HttpResponse r;
     if (s.code() == StatusCode::kResourceExhausted) {
-      HttpResponse r = ErrorResponse(429, fmt::format("the server is busy: {}", s.message()));
+      r = ErrorResponse(429, fmt::format("the server is busy: {}", s.message()));
       r.headers.emplace_back("Retry-After", "1");
-      ex_->Respond(std::move(r));
     } else if (s.code() == StatusCode::kInvalidArgument) {
-      ex_->Respond(ErrorResponse(400, s.message()));
+      r = ErrorResponse(400, s.message());
     } else {
-      ex_->Respond(ErrorResponse(503, fmt::format("the engine cannot take requests: {}", s.message())));
+      r = ErrorResponse(503, fmt::format("the engine cannot take requests: {}", s.message()));
     }
+    if constexpr (requires(const api::ApiError& e) { Responder::FailureBody(e); })
+      r = AnthropicError(std::move(r));
+    ex_->Respond(std::move(r));
   }
 
   // One engine request's event: its usage is added up, and only the last request's end ends the whole.
@@ -145,7 +160,12 @@ class Generation : public std::enable_shared_from_this<Generation<Plan, Responde
     }
     if (!event.request_done) return;
     if (responder_.failure()) {
-      ex_->Respond(ApiErrorResponse(*responder_.failure()));
+      if constexpr (requires(const api::ApiError& e) { Responder::FailureBody(e); }) {  // its own error shape
+        ex_->Respond(
+            JsonResponse(responder_.failure()->http_status, Responder::FailureBody(*responder_.failure())));
+      } else {
+        ex_->Respond(ApiErrorResponse(*responder_.failure()));
+      }
     } else {
       ex_->Respond(JsonResponse(200, responder_.FinalBody()));
     }
@@ -231,6 +251,24 @@ void OpenAiService::Responses(const std::shared_ptr<Exchange>& ex) {
   generation->Start(ready->engine, std::move(requests));
 }
 
+void OpenAiService::Messages(const std::shared_ptr<Exchange>& ex) {
+  const Ready* ready = ready_.load(std::memory_order_acquire);
+  if (ready == nullptr) return ex->Respond(AnthropicError(NotReady()));
+  api::ApiError error;
+  auto plan = api::ParseAnthropicMessages(ex->request().body, ready->ctx, &error);
+  if (!plan) return ex->Respond(JsonResponse(error.http_status, api::AnthropicErrorBody(error)));
+  if (log_requests_) {
+    spdlog::info("request {}: messages, model {}, {} prompt tokens, max_tokens {}, stream {}",
+                 ex->request().request_id, plan->chat.model, plan->chat.prompt_tokens,
+                 plan->chat.request.sampling.max_tokens, plan->stream);
+  }
+  std::vector<engine::Request> requests;
+  requests.push_back(std::move(plan->chat.request));
+  auto generation = std::make_shared<Generation<api::AnthropicPlan, api::AnthropicResponder>>(
+      ex, std::move(*plan), ready->ctx, "msg_" + GenerateRequestId(), &metrics_);
+  generation->Start(ready->engine, std::move(requests));
+}
+
 void OpenAiService::Completion(const std::shared_ptr<Exchange>& ex) {
   const Ready* ready = ready_.load(std::memory_order_acquire);
   if (ready == nullptr) return ex->Respond(NotReady());
@@ -288,6 +326,15 @@ void OpenAiService::AddRoutes(Router* router) {
   router->Add("POST", "/v1/chat/completions", [this](std::shared_ptr<Exchange> ex) { Chat(ex); });
   router->Add("POST", "/v1/completions", [this](std::shared_ptr<Exchange> ex) { Completion(ex); });
   router->Add("POST", "/v1/responses", [this](std::shared_ptr<Exchange> ex) { Responses(ex); });
+  router->Add("POST", "/v1/messages", [this](std::shared_ptr<Exchange> ex) { Messages(ex); });
+  router->Add("POST", "/v1/messages/count_tokens", [this](std::shared_ptr<Exchange> ex) {
+    const Ready* ready = ready_.load(std::memory_order_acquire);
+    if (ready == nullptr) return ex->Respond(AnthropicError(NotReady()));
+    api::ApiError error;
+    auto body = api::AnthropicCountTokens(ex->request().body, ready->ctx, &error);
+    if (!body) return ex->Respond(JsonResponse(error.http_status, api::AnthropicErrorBody(error)));
+    ex->Respond(JsonResponse(200, std::move(*body)));
+  });
   router->Add("POST", "/v1/embeddings", [this](std::shared_ptr<Exchange> ex) { Embedding(ex); });
   using TextEndpoint =
       std::optional<std::string> (*)(std::string_view, const api::ServerContext&, api::ApiError*);

@@ -64,6 +64,7 @@ class OpenAiService {
   void Chat(const std::shared_ptr<Exchange>& ex);
   void Completion(const std::shared_ptr<Exchange>& ex);
   void Responses(const std::shared_ptr<Exchange>& ex);
+  void Messages(const std::shared_ptr<Exchange>& ex);  // Anthropic's /v1/messages
   void Embedding(const std::shared_ptr<Exchange>& ex);
   void AddVllmRoutes(Router* router);  // vllm_routes.cc
 

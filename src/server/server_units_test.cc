@@ -48,6 +48,9 @@ TEST(HttpFormatTest, EventChunkFramesEveryPayload) {
   EXPECT_EQ(chunk, fmt::format("{:x}\r\n{}\r\n", data.size(), data));
   EXPECT_EQ(FormatEventChunk({"a\nb"}), "11\r\ndata: a\ndata: b\n\n\r\n");
   EXPECT_EQ(FormatEventChunk({}), "");
+  // A payload naming its event (Anthropic streams): the event line as it is, the rest as data.
+  EXPECT_EQ(FormatEventData({"event: ping\n{\"type\":\"ping\"}"}),
+            "event: ping\ndata: {\"type\":\"ping\"}\n\n");
 }
 
 TEST(HttpFormatTest, ResponseHasLengthIdAndConnection) {

@@ -45,6 +45,9 @@ constexpr RouteDoc kServedRoutes[] = {
     {"POST", "/v1/completions", "text completions: one prompt or a list, echo, logprobs, prompt_logprobs"},
     {"POST", "/v1/responses",
      "the Responses API: reasoning, message and function-call items, typed stream events"},
+    {"POST", "/v1/messages",
+     "Anthropic's Messages API: thinking, text and tool_use blocks, named stream events"},
+    {"POST", "/v1/messages/count_tokens", "the prompt tokens of a Messages request"},
     {"POST", "/v1/embeddings",
      "embeddings: the mean of the final-normed hidden states over the input, L2-normalised"},
     {"POST", "/tokenize", "text or messages to token ids"},
@@ -82,7 +85,6 @@ constexpr Unsupported kUnsupportedRoutes[] = {
     {"/stop_profile", "profiling routes are not provided"},
     {"/scale_elastic_ep", "elastic expert parallelism is not supported"},
     {"/is_scaling_elastic_ep", "elastic expert parallelism is not supported"},
-    {"/v1/messages", "the Anthropic Messages API is not implemented; use /v1/chat/completions"},
 };
 
 HttpResponse Json(int status, const nlohmann::json& body) {

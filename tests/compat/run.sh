@@ -8,7 +8,8 @@ if ! command -v node >/dev/null 2>&1; then
   echo "SKIP: node is not installed; the compat tests need node 20"
   exit 77
 fi
-if [[ ! -f $here/node_modules/openai/package.json || ! -f $here/node_modules/ajv/package.json ]]; then
+if [[ ! -f $here/node_modules/openai/package.json || ! -f $here/node_modules/ajv/package.json ||
+      ! -f $here/node_modules/@anthropic-ai/sdk/package.json ]]; then
   (cd "$here" && npm ci --no-audit --no-fund --loglevel=error)
 fi
 K3_BIN=$(cd "$(dirname "$1")" && pwd)/$(basename "$1") exec node --test --test-reporter=spec "$here/$2"
