@@ -120,5 +120,20 @@ TEST(StreamParserTest, SeveralCallsInOneDeltaKeepTheirOrderAndArguments) {
   EXPECT_TRUE(parser.Finish().empty());
 }
 
+// continue_final_message (xtml_renderer.h): a prompt that ends inside the response channel is parsed with
+// thinking off, so the continuation is content from its first character, chunked or whole.
+TEST(StreamParserTest, ContinuedResponseIsContentFromTheStart) {
+  ParserOptions options;
+  options.thinking = false;
+  const std::string text = " upon a time.<|close|>response<|sep|><|close|>message<|sep|>";
+  std::vector<std::string> chars;
+  for (char c : text) chars.emplace_back(1, c);
+  const Collected streamed = Stream(chars, options);
+  EXPECT_EQ(streamed.result.content, " upon a time.");
+  EXPECT_EQ(streamed.result.reasoning, "");
+  EXPECT_FALSE(streamed.marker_leak);
+  EXPECT_EQ(ParseOutput(text, options).content, " upon a time.");
+}
+
 }  // namespace
 }  // namespace k3::chat
