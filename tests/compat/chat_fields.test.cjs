@@ -2,13 +2,17 @@
 // continue_final_message in chat, /tokenize and the render routes (both true: vLLM's 400); the render
 // routes' token ids equal the chat prompt's; and vLLM's serve flags --response-role,
 // --enable-force-include-usage, --return-tokens-as-token-ids, --enable-request-id-headers, --max-log-len,
-// --enable-prompt-tokens-details, --api-server-count 1, --quantization mxfp4, --tokenizer (accepted), the
+// --enable-prompt-tokens-details, --api-server-count 1, --quantization mxfp4, --tokenizer DIR (a copy of the
+// model's tokenizer files gives the same ids; a directory without them stops start-up), the
 // refused ones (--uds, --revision, --api-server-count 2, --quantization fp8) and an unknown vLLM flag,
 // each stopping start-up with a line that names it.
 'use strict';
 const { test, before, after } = require('node:test');
 const assert = require('node:assert/strict');
-const { spawnSync } = require('node:child_process');
+const { spawn, spawnSync } = require('node:child_process');
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
 const { startServer, request, MODEL, K3_BIN } = require('./common.cjs');
 
 let server;
@@ -144,4 +148,37 @@ test('flags that cannot apply stop start-up naming why; unknown vLLM flags name 
                           '--enable-request-id-headers', '--return-tokens-as-token-ids', '--max-log-len', '5',
                           '--enable-prompt-tokens-details', '--enable-force-include-usage']);
   assert.equal(ok.status, 0, ok.stderr);
+});
+
+test('--tokenizer DIR reads the tokenizer files from DIR; a directory without them stops start-up', async () => {
+  const m = server.log().match(/model (\S+) \([^)]*\): /);
+  assert.ok(m, server.log());
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'k3-tokenizer-'));
+  const empty = fs.mkdtempSync(path.join(os.tmpdir(), 'k3-no-tokenizer-'));
+  try {
+    for (const f of ['tiktoken.model', 'tokenizer_config.json']) fs.copyFileSync(path.join(m[1], f), path.join(dir, f));
+    const other = await startServer(['--tokenizer', dir]);
+    try {
+      const body = JSON.stringify({ prompt: 'hello <|open|> world' });
+      const a = await request(server.port, 'POST', '/tokenize', body);
+      const b = await request(other.port, 'POST', '/tokenize', body);
+      assert.equal(b.status, 200, b.body);
+      assert.deepEqual(b.json.tokens, a.json.tokens);
+      assert.ok(other.log().includes(`tokenizer from ${dir}`), other.log());
+    } finally {
+      const { code } = await other.stop();
+      assert.equal(code, 0, other.log());
+    }
+    const bad = spawn(K3_BIN, ['serve', '--host', '127.0.0.1', '--port', '0', '--tokenizer', empty],
+                      { stdio: ['ignore', 'pipe', 'pipe'] });
+    let log = '';
+    bad.stdout.on('data', (d) => { log += d; });
+    bad.stderr.on('data', (d) => { log += d; });
+    const code = await new Promise((resolve) => bad.on('exit', (c) => resolve(c)));
+    assert.notEqual(code, 0, log);
+    assert.match(log, /--tokenizer /, log);
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+    fs.rmSync(empty, { recursive: true, force: true });
+  }
 });
