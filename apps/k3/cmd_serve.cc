@@ -7,7 +7,8 @@
 // by default (k3 serve is a K3 server); `none` switches one off with vLLM's semantics when it is not
 // named: tool_choice "auto" with tools is an HTTP 400, reasoning text stays in content. The guide's vLLM
 // flags (--trust-remote-code, --load-format, --enable-auto-tool-choice, ...) are accepted; values that
-// would change behaviour we do not have (another parser, tensor parallelism > 1) are clear errors.
+// would change behaviour we do not have (another parser, tensor parallelism > 1) are clear errors. The
+// remaining vLLM flags (--response-role, --uds, --quantization, ...) are in serve_vllm_flags.h.
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
