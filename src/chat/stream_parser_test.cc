@@ -135,5 +135,24 @@ TEST(StreamParserTest, ContinuedResponseIsContentFromTheStart) {
   EXPECT_EQ(ParseOutput(text, options).content, " upon a time.");
 }
 
+// add_generation_prompt false: the model may write the assistant message open itself; like every marker it
+// is dropped from the text, so reasoning and content come out as after a generation prompt, in streaming as
+// in the whole parse, with thinking on and off.
+TEST(StreamParserTest, MessageOpenWrittenByTheModelIsDropped) {
+  for (bool thinking : {true, false}) {
+    ParserOptions options;
+    options.thinking = thinking;
+    const std::string text = std::string("<|open|>message role=\"assistant\"<|sep|>") +
+                             (thinking ? "<|open|>think<|sep|>R<|close|>think<|sep|>" : "") +
+                             "<|open|>response<|sep|>C<|close|>response<|sep|><|close|>message<|sep|>";
+    const ParsedOutput whole = ParseOutput(text, options);
+    EXPECT_EQ(whole.reasoning, thinking ? "R" : "");
+    EXPECT_EQ(whole.content, "C");
+    std::vector<std::string> chars;
+    for (char c : text) chars.emplace_back(1, c);
+    ExpectParity(text, options, chars, "char by char");
+  }
+}
+
 }  // namespace
 }  // namespace k3::chat
