@@ -21,6 +21,7 @@ void RegisterRenderChatCommand(CLI::App& app) {
     std::string model;
     size_t ranks = 256 + 512;
     bool no_generation_prompt = false;
+    bool continue_final_message = false;
     std::string format = "text";
   };
   auto flags = std::make_shared<Flags>();
@@ -30,7 +31,11 @@ void RegisterRenderChatCommand(CLI::App& app) {
   cmd->add_option("--model", flags->model, "model DIR with tiktoken.model + tokenizer_config.json");
   cmd->add_option("--ranks", flags->ranks, "without --model: BPE ranks trained from the embedded corpus")
       ->capture_default_str();
-  cmd->add_flag("--no-generation-prompt", flags->no_generation_prompt, "leave out the assistant prefix");
+  cmd->add_flag("--no-generation-prompt", flags->no_generation_prompt,
+                "leave out the assistant prefix (as the request's add_generation_prompt: false)");
+  cmd->add_flag("--continue-final-message", flags->continue_final_message,
+                "leave the final assistant message open (as continue_final_message: true; implies "
+                "--no-generation-prompt)");
   cmd->add_option("--format", flags->format, "text (prompt text, then one line per token) | json")
       ->capture_default_str();
   cmd->callback([flags] {
@@ -46,7 +51,9 @@ void RegisterRenderChatCommand(CLI::App& app) {
     }
     auto request = chat::ParseRenderRequest(input);
     if (!request.ok()) return FailCommand("render-chat", request.status().ToString(), 2);
-    request->options.add_generation_prompt = !flags->no_generation_prompt;
+    if (flags->no_generation_prompt || flags->continue_final_message)
+      request->options.add_generation_prompt = false;
+    if (flags->continue_final_message) request->options.continue_final_message = true;
     auto tokenizer = tokenizer::LoadOrTrainTokenizer(flags->model, flags->ranks);
     if (!tokenizer.ok()) return FailCommand("render-chat", tokenizer.status().ToString());
     auto prompt = chat::RenderXtml(*tokenizer, request->messages, request->options);

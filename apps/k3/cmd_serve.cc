@@ -7,7 +7,8 @@
 // by default (k3 serve is a K3 server); `none` switches one off with vLLM's semantics when it is not
 // named: tool_choice "auto" with tools is an HTTP 400, reasoning text stays in content. The guide's vLLM
 // flags (--trust-remote-code, --load-format, --enable-auto-tool-choice, ...) are accepted; values that
-// would change behaviour we do not have (another parser, tensor parallelism > 1) are clear errors.
+// would change behaviour we do not have (another parser, tensor parallelism > 1) are clear errors. The
+// remaining vLLM flags (--response-role, --uds, --quantization, ...) are in serve_vllm_flags.h.
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
@@ -24,6 +25,7 @@
 #include "apps/k3/http_flags.h"
 #include "apps/k3/s3_flags.h"
 #include "apps/k3/serve_generation_flags.h"
+#include "apps/k3/serve_vllm_flags.h"
 #include "apps/k3/version.h"
 #include "src/model/cache_dtype.h"
 #include "src/server/serve.h"
@@ -143,6 +145,7 @@ void RegisterServeCommand(CLI::App& app) {
     std::optional<uint64_t> seed;
     int32_t max_logprobs = 20;
     GenerationFlags generation;
+    VllmServeFlags vllm;
     int32_t block_size = 16;
     bool server_load_tracking = false;
     bool disable_fastapi_docs = false;
@@ -264,6 +267,7 @@ void RegisterServeCommand(CLI::App& app) {
       ->capture_default_str()
       ->group(compat);
   AddGenerationFlags(cmd, &f->generation, compat);
+  AddVllmServeFlags(cmd, &f->vllm, compat);
   cmd->add_option("--block-size", f->block_size, "tokens per MLA cache block (1..4096)")
       ->capture_default_str()
       ->group(compat);
@@ -410,6 +414,8 @@ void RegisterServeCommand(CLI::App& app) {
     config.max_logprobs = f->max_logprobs;
     if (Status generation = ApplyGenerationFlags(f->generation, &config); !generation.ok())
       return fail(generation.message());
+    if (Status vllm = ApplyVllmServeFlags(f->vllm, config.model_dir, &config); !vllm.ok())
+      return fail(vllm.message());
     config.log_requests = f->enable_log_requests && !f->disable_log_requests;
     config.threads = group->world > 1 ? DefaultThreadsPerRank(*group, f->threads) : f->threads;
     config.group = *group;

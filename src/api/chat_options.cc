@@ -197,9 +197,25 @@ void ReadThinkingOptions(FieldReader& fields, chat::RenderOptions* render) {
   }
 }
 
+void ReadPromptEnd(FieldReader& fields, chat::RenderOptions* render) {
+  render->add_generation_prompt = fields.Bool("add_generation_prompt").value_or(true);
+  render->continue_final_message = fields.Bool("continue_final_message").value_or(false);
+  if (fields.ok() && render->add_generation_prompt && render->continue_final_message) {
+    fields.Fail("continue_final_message",
+                "Cannot set both `continue_final_message` and `add_generation_prompt` to True.");
+  }
+}
+
+void MatchOpenChannel(chat::OpenChannel channel, ChatOptions* options) {
+  if (channel != chat::OpenChannel::kResponse) return;
+  options->parser.thinking = false;
+  options->render.thinking = false;  // the constraint (MakeChatConstraint) then allows no reasoning
+}
+
 ChatOptions ReadChatOptions(FieldReader& fields, const ServerContext& ctx) {
   ChatOptions options;
   ReadThinkingOptions(fields, &options.render);
+  ReadPromptEnd(fields, &options.render);
   if (const auto include = fields.Bool("include_reasoning")) options.include_reasoning = *include;
   ReadTools(fields, ctx, &options);
   ReadResponseFormat(fields, &options);

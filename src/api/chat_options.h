@@ -43,6 +43,14 @@ struct ChatOptions {
 // Thinking switches and effort into render->thinking / thinking_effort (also used by /tokenize).
 void ReadThinkingOptions(FieldReader& fields, chat::RenderOptions* render);
 
+// add_generation_prompt (default true) and continue_final_message (default false) into `render`; both
+// true is a 400 on continue_final_message, as vLLM answers (also used by /tokenize and the render route).
+void ReadPromptEnd(FieldReader& fields, chat::RenderOptions* render);
+
+// After rendering: a prompt that leaves the response channel open (thinking off, or a continued
+// response) is parsed and constrained as output that starts in the response, with no reasoning first.
+void MatchOpenChannel(chat::OpenChannel channel, ChatOptions* options);
+
 // Everything above; errors go to `fields`.
 ChatOptions ReadChatOptions(FieldReader& fields, const ServerContext& ctx);
 

@@ -55,7 +55,7 @@ std::optional<ChatPlan> ParseChatCompletion(std::string_view body, const ServerC
     fields.Fail("top_logprobs", "requires `logprobs` to be true");
   plan.stream = fields.Bool("stream").value_or(false);
   const StreamOptions stream_options = ReadStreamOptions(fields, plan.stream);
-  plan.include_usage = stream_options.include_usage;
+  plan.include_usage = stream_options.include_usage || (plan.stream && ctx.force_include_usage);
   plan.continuous_usage = stream_options.continuous_usage;
   plan.prompt_logprobs = ReadPromptLogprobs(fields, plan.stream, ctx.max_logprobs);
   if (!fields.ok()) {
@@ -71,7 +71,9 @@ std::optional<ChatPlan> ParseChatCompletion(std::string_view body, const ServerC
     *error = FieldError("messages", rendered.status().message());
     return std::nullopt;
   }
+  MatchOpenChannel(rendered->open_channel, &options);
   plan.request.prompt.assign(rendered->ids.begin(), rendered->ids.end());
+  plan.prompt_text = std::move(rendered->text);
   plan.request.images = PromptImages(images, rendered->images);
   plan.prompt_tokens = static_cast<int64_t>(plan.request.prompt.size());
   if (default_max_tokens)

@@ -558,5 +558,61 @@ TEST(ChatRequestTest, ContextLimits) {
   EXPECT_NE(error.message.find("at most 2 messages"), std::string::npos);
 }
 
+TEST(ChatRequestTest, ContinueFinalMessageParsesTheContinuationAsContent) {
+  ApiError error;
+  const std::string body = R"({"messages": [{"role": "user", "content": "hi"},
+      {"role": "assistant", "content": "Once upon"}], "add_generation_prompt": false,
+      "continue_final_message": true})";
+  auto plan = ParseChatCompletion(body, TestContext(), &error);
+  ASSERT_TRUE(plan) << error.message;
+  const std::string text = PromptText(*plan);
+  EXPECT_EQ(text.substr(text.size() - 32), "<|open|>response<|sep|>Once upon");
+  EXPECT_EQ(plan->prompt_text, text);
+  EXPECT_FALSE(plan->parser.thinking);  // the output starts in the response channel
+  const chat::ParsedOutput parsed =
+      chat::ParseOutput(" a time.<|close|>response<|sep|><|close|>message<|sep|>", plan->parser);
+  EXPECT_EQ(parsed.content, " a time.");
+  EXPECT_EQ(parsed.reasoning, "");
+
+  auto reasoning_only = ParseChatCompletion(R"({"messages": [{"role": "user", "content": "hi"},
+      {"role": "assistant", "reasoning_content": "Hmm,"}], "add_generation_prompt": false,
+      "continue_final_message": true})",
+                                            TestContext(), &error);
+  ASSERT_TRUE(reasoning_only) << error.message;
+  EXPECT_TRUE(reasoning_only->parser.thinking);  // the think channel is still open
+
+  EXPECT_FALSE(ParseChatCompletion(R"({"messages": [{"role": "user", "content": "hi"},
+      {"role": "assistant", "content": "x"}], "continue_final_message": true})",
+                                   TestContext(), &error));
+  EXPECT_EQ(error.http_status, 400);
+  EXPECT_EQ(error.param, "continue_final_message");
+  EXPECT_FALSE(ParseChatCompletion(R"({"messages": [{"role": "user", "content": "hi"}],
+      "add_generation_prompt": false, "continue_final_message": true})",
+                                   TestContext(), &error));
+  EXPECT_EQ(error.param, "messages");
+
+  auto no_prompt = ParseChatCompletion(R"({"messages": [{"role": "user", "content": "hi"}],
+      "add_generation_prompt": false})",
+                                       TestContext(), &error);
+  ASSERT_TRUE(no_prompt) << error.message;
+  const std::string bare = PromptText(*no_prompt);
+  EXPECT_EQ(bare.substr(bare.size() - 14), "<|end_of_msg|>");
+}
+
+TEST(ChatRequestTest, ForceIncludeUsageStreamsUsage) {
+  ServerContext ctx = TestContext();
+  ApiError error;
+  auto plain = ParseChatCompletion(WithUser(R"("stream": true)"), ctx, &error);
+  ASSERT_TRUE(plain) << error.message;
+  EXPECT_FALSE(plain->include_usage);
+  ctx.force_include_usage = true;
+  auto forced = ParseChatCompletion(WithUser(R"("stream": true)"), ctx, &error);
+  ASSERT_TRUE(forced) << error.message;
+  EXPECT_TRUE(forced->include_usage);
+  auto whole = ParseChatCompletion(WithUser(""), ctx, &error);
+  ASSERT_TRUE(whole);
+  EXPECT_FALSE(whole->include_usage);  // non-streaming bodies carry usage anyway
+}
+
 }  // namespace
 }  // namespace k3::api

@@ -64,6 +64,8 @@ struct ChatResponder::Impl {
     const tokenizer::Tokenizer* tokenizer;
     bool reasoning_parser;
     bool reasoning_alias;
+    std::string response_role;
+    bool as_token_ids;  // --return-tokens-as-token-ids
   };
 
   PlanCopy plan;
@@ -77,7 +79,11 @@ struct ChatResponder::Impl {
   std::vector<engine::TokenLogprob> prompt_logprobs;  // from choice 0's first event
 
   Impl(const ChatPlan& p, const ServerContext& c, std::string i, int64_t t)
-      : plan(p), ctx{c.tokenizer, c.reasoning_parser, c.reasoning_alias}, id(std::move(i)), created(t) {
+      : plan(p),
+        ctx{c.tokenizer, c.reasoning_parser, c.reasoning_alias, c.response_role,
+            c.return_tokens_as_token_ids},
+        id(std::move(i)),
+        created(t) {
     for (int32_t n = 0; n < std::max(plan.n, 1); ++n) choices.emplace_back(plan.parser);
   }
 
@@ -164,7 +170,7 @@ struct ChatResponder::Impl {
         // as a copy of that element under clang and as a one-element array under g++.
         out.push_back(
             DumpJson(Chunk(nlohmann::json::array({{{"index", i},
-                                                   {"delta", {{"role", "assistant"}, {"content", ""}}},
+                                                   {"delta", {{"role", ctx.response_role}, {"content", ""}}},
                                                    {"logprobs", nullptr},
                                                    {"finish_reason", nullptr}}}),
                            &choices[i])));
@@ -173,7 +179,7 @@ struct ChatResponder::Impl {
     Choice& choice = choices[event.choice];
     choice.completion_tokens += static_cast<int64_t>(event.tokens.size());
     if (plan.logprobs && !event.logprobs.empty()) {
-      for (auto& entry : ChatLogprobEntries(*ctx.tokenizer, event.logprobs)) {
+      for (auto& entry : ChatLogprobEntries(*ctx.tokenizer, event.logprobs, ctx.as_token_ids)) {
         choice.logprobs.push_back(entry);
         choice.unsent_logprobs.push_back(std::move(entry));
       }
@@ -221,7 +227,7 @@ struct ChatResponder::Impl {
     nlohmann::json choice_list = nlohmann::json::array();
     for (size_t i = 0; i < choices.size(); ++i) {
       const Choice& choice = choices[i];
-      nlohmann::json message = {{"role", "assistant"}};
+      nlohmann::json message = {{"role", ctx.response_role}};
       // content is null only when the answer is tool calls alone (OpenAI).
       if (choice.content.empty() && !choice.tool_calls.empty()) {
         message["content"] = nullptr;

@@ -337,6 +337,30 @@ TEST(ChatResponderTest, LogprobsRideWithTheirTextAndNoneAreLost) {
   EXPECT_EQ(body["choices"][0]["message"]["content"], "Hi<|clox");
 }
 
+TEST(ChatResponderTest, ResponseRoleAndTokensAsTokenIds) {
+  ServerContext ctx = TestContext();
+  ctx.response_role = "model";
+  ctx.return_tokens_as_token_ids = true;
+  ChatPlan plan = MakeChatPlan(true, /*thinking=*/false);
+  plan.logprobs = true;
+  plan.top_logprobs = 1;
+  ChatResponder streaming(plan, ctx, "c", 0);
+  plan.stream = false;
+  ChatResponder whole(plan, ctx, "c", 0);
+  engine::Event event = Ev(0, "H", FinishReason::kStop, true);
+  event.logprobs = {Lp('H', -0.5f, {{'H', -0.5f}})};
+  const auto chunks = ParseAll(streaming.OnEvent(event));
+  whole.OnEvent(event);
+  ASSERT_FALSE(chunks.empty());
+  EXPECT_EQ(chunks[0]["choices"][0]["delta"]["role"], "model");
+  const json body = json::parse(whole.FinalBody());
+  EXPECT_EQ(body["choices"][0]["message"]["role"], "model");
+  const json& entry = body["choices"][0]["logprobs"]["content"][0];
+  EXPECT_EQ(entry["token"], "token_id:72");
+  EXPECT_EQ(entry["bytes"], json({'t', 'o', 'k', 'e', 'n', '_', 'i', 'd', ':', '7', '2'}));
+  EXPECT_EQ(entry["top_logprobs"][0]["token"], "token_id:72");
+}
+
 TEST(ChatResponderTest, StopReasonIsTyped) {
   const ServerContext ctx = TestContext();
   ChatPlan plan = MakeChatPlan(false, false);

@@ -49,7 +49,7 @@ std::optional<CompletionPlan> ParseCompletion(std::string_view body, const Serve
   fields.Int("best_of", 1, ctx.max_n);
   plan.stream = fields.Bool("stream").value_or(false);
   const StreamOptions stream_options = ReadStreamOptions(fields, plan.stream);
-  plan.include_usage = stream_options.include_usage;
+  plan.include_usage = stream_options.include_usage || (plan.stream && ctx.force_include_usage);
   plan.continuous_usage = stream_options.continuous_usage;
   plan.prompt_logprobs = ReadPromptLogprobs(fields, plan.stream, ctx.max_logprobs);
   ReadVllmGuidedFields(fields, /*chat=*/false);

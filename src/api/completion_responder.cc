@@ -34,6 +34,7 @@ struct CompletionResponder::Impl {
   std::vector<int32_t> stop_token_ids;
   std::vector<std::string> stop;
   const tokenizer::Tokenizer* tokenizer;
+  bool as_token_ids;  // --return-tokens-as-token-ids
   std::string id;
   int64_t created;
   std::vector<Choice> choices;
@@ -53,6 +54,7 @@ struct CompletionResponder::Impl {
         stop_token_ids(plan.stop_token_ids),
         stop(plan.stop),
         tokenizer(ctx.tokenizer),
+        as_token_ids(ctx.return_tokens_as_token_ids),
         id(std::move(i)),
         created(t),
         choices(std::max<size_t>(plan.prompts.size(), 1) * static_cast<size_t>(std::max(plan.n, 1))) {}
@@ -71,7 +73,7 @@ struct CompletionResponder::Impl {
                           {"text_offset", nlohmann::json::array()}};
     int64_t offset = 0;
     for (size_t i = 0; i < prompt.ids.size(); ++i) {
-      TokenText token = DescribeToken(*tokenizer, prompt.ids[i]);
+      TokenText token = DescribeToken(*tokenizer, prompt.ids[i], as_token_ids);
       out["text_offset"].push_back(offset);
       offset += static_cast<int64_t>(token.text.size());
       out["tokens"].push_back(std::move(token.text));
@@ -83,8 +85,9 @@ struct CompletionResponder::Impl {
       const engine::TokenLogprob& entry = choice.prompt_logprobs[i - 1];
       nlohmann::json top = nlohmann::json::object();
       for (size_t t = 0; t < entry.top.size() && t < static_cast<size_t>(logprobs); ++t)
-        top[DescribeToken(*tokenizer, entry.top[t].token).text] = JsonLogprob(entry.top[t].logprob);
-      top[DescribeToken(*tokenizer, entry.token).text] = JsonLogprob(entry.logprob);
+        top[DescribeToken(*tokenizer, entry.top[t].token, as_token_ids).text] =
+            JsonLogprob(entry.top[t].logprob);
+      top[DescribeToken(*tokenizer, entry.token, as_token_ids).text] = JsonLogprob(entry.logprob);
       out["token_logprobs"].push_back(JsonLogprob(entry.logprob));
       out["top_logprobs"].push_back(std::move(top));
     }
@@ -141,7 +144,8 @@ struct CompletionResponder::Impl {
     text += event.text;
     choice.text += text;
     if (logprobs >= 0) {
-      nlohmann::json generated = LegacyLogprobs(*tokenizer, event.logprobs, &choice.text_offset);
+      nlohmann::json generated =
+          LegacyLogprobs(*tokenizer, event.logprobs, &choice.text_offset, as_token_ids);
       if (logprob_json.is_null()) {
         logprob_json = std::move(generated);
       } else {

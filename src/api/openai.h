@@ -68,6 +68,12 @@ struct ServerContext {
   SamplingDefaults sampling_defaults;   // generation config: what a request that omits a field gets
   // Images (image_parts.h): the processor, limits and URL fetcher; null: image parts are a 400.
   std::shared_ptr<const MediaSettings> media;
+  // The role chat responses name (vLLM's --response-role).
+  std::string response_role = "assistant";
+  // Streams end with a usage chunk without stream_options.include_usage (--enable-force-include-usage).
+  bool force_include_usage = false;
+  // Logprob tokens as "token_id:N" strings (--return-tokens-as-token-ids).
+  bool return_tokens_as_token_ids = false;
 };
 
 // A validated /v1/chat/completions request, ready for Engine::Submit.
@@ -78,6 +84,7 @@ struct ChatPlan {
   bool include_usage = false;     // stream_options.include_usage
   bool continuous_usage = false;  // stream_options.continuous_usage_stats: usage so far in every chunk
   chat::ParserOptions parser;     // thinking on/off, tools enabled
+  std::string prompt_text;        // the rendered prompt, special markers written by name
   bool logprobs = false;
   int32_t top_logprobs = 0;
   int32_t n = 1;
@@ -164,5 +171,16 @@ class CompletionResponder {
 std::optional<std::string> Tokenize(std::string_view body, const ServerContext& ctx, ApiError* error);
 std::optional<std::string> Detokenize(std::string_view body, const ServerContext& ctx, ApiError* error);
 std::string ModelsBody(const ServerContext& ctx);
+
+// POST /v1/chat/completions/render and /v1/completions/render (vLLM's GPU-less tokenisation, used by
+// llm-d): the request is validated as the generating route validates it, and answered with what the
+// engine would be given, without generating. Chat: one object {request_id, model, token_ids, prompt (the
+// rendered text; a k3 addition), features (null, or {"mm_placeholders": {"image": [{offset, length}]}}),
+// stream}; completions: an array of such objects, one per prompt (request ids suffixed -0, -1, ... when
+// there are several).
+std::optional<std::string> RenderChatCompletion(std::string_view body, const ServerContext& ctx,
+                                                std::string_view request_id, ApiError* error);
+std::optional<std::string> RenderCompletion(std::string_view body, const ServerContext& ctx,
+                                            std::string_view request_id, ApiError* error);
 
 }  // namespace k3::api

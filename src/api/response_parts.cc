@@ -45,8 +45,13 @@ nlohmann::json StopReasonJson(const std::string& stop_reason, const std::vector<
 
 double JsonLogprob(float logprob) { return std::isfinite(logprob) ? static_cast<double>(logprob) : -9999.0; }
 
-TokenText DescribeToken(const tokenizer::Tokenizer& tokenizer, int32_t id) {
+TokenText DescribeToken(const tokenizer::Tokenizer& tokenizer, int32_t id, bool as_token_id) {
   TokenText out;
+  if (as_token_id) {
+    out.text = "token_id:" + std::to_string(id);
+    for (unsigned char c : out.text) out.bytes.push_back(c);
+    return out;
+  }
   Result<std::string_view> bytes = tokenizer.TokenBytes(static_cast<tokenizer::TokenId>(id));
   const std::string raw = bytes.ok() ? std::string(*bytes) : std::string();
   out.text = ValidUtf8(raw);
@@ -55,13 +60,13 @@ TokenText DescribeToken(const tokenizer::Tokenizer& tokenizer, int32_t id) {
 }
 
 nlohmann::json ChatLogprobEntries(const tokenizer::Tokenizer& tokenizer,
-                                  const std::vector<engine::TokenLogprob>& logprobs) {
+                                  const std::vector<engine::TokenLogprob>& logprobs, bool as_token_ids) {
   nlohmann::json entries = nlohmann::json::array();
   for (const engine::TokenLogprob& entry : logprobs) {
-    TokenText token = DescribeToken(tokenizer, entry.token);
+    TokenText token = DescribeToken(tokenizer, entry.token, as_token_ids);
     nlohmann::json top = nlohmann::json::array();
     for (const engine::TopLogprob& candidate : entry.top) {
-      TokenText text = DescribeToken(tokenizer, candidate.token);
+      TokenText text = DescribeToken(tokenizer, candidate.token, as_token_ids);
       top.push_back({{"token", std::move(text.text)},
                      {"logprob", JsonLogprob(candidate.logprob)},
                      {"bytes", text.bytes}});
@@ -95,16 +100,17 @@ nlohmann::json PromptLogprobsJson(const tokenizer::Tokenizer& tokenizer,
 }
 
 nlohmann::json LegacyLogprobs(const tokenizer::Tokenizer& tokenizer,
-                              const std::vector<engine::TokenLogprob>& logprobs, int64_t* text_offset_start) {
+                              const std::vector<engine::TokenLogprob>& logprobs, int64_t* text_offset_start,
+                              bool as_token_ids) {
   nlohmann::json out = {{"tokens", nlohmann::json::array()},
                         {"token_logprobs", nlohmann::json::array()},
                         {"top_logprobs", nlohmann::json::array()},
                         {"text_offset", nlohmann::json::array()}};
   for (const engine::TokenLogprob& entry : logprobs) {
-    TokenText token = DescribeToken(tokenizer, entry.token);
+    TokenText token = DescribeToken(tokenizer, entry.token, as_token_ids);
     nlohmann::json top = nlohmann::json::object();
     for (const engine::TopLogprob& candidate : entry.top)
-      top[DescribeToken(tokenizer, candidate.token).text] = JsonLogprob(candidate.logprob);
+      top[DescribeToken(tokenizer, candidate.token, as_token_ids).text] = JsonLogprob(candidate.logprob);
     out["text_offset"].push_back(*text_offset_start);
     *text_offset_start += static_cast<int64_t>(token.text.size());
     out["tokens"].push_back(std::move(token.text));

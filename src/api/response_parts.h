@@ -28,12 +28,13 @@ nlohmann::json StopReasonJson(const std::string& stop_reason, const std::vector<
 // A logprob as JSON can carry it: -inf (and NaN) become -9999.0, as vLLM does.
 double JsonLogprob(float logprob);
 
-// The token's text (specials by name, ill-formed UTF-8 replaced by U+FFFD) and its raw bytes.
+// The token's text (specials by name, ill-formed UTF-8 replaced by U+FFFD) and its raw bytes; with
+// as_token_id (vLLM's --return-tokens-as-token-ids) the text is "token_id:N" and the bytes are its bytes.
 struct TokenText {
   std::string text;
   std::vector<int> bytes;
 };
-TokenText DescribeToken(const tokenizer::Tokenizer& tokenizer, int32_t id);
+TokenText DescribeToken(const tokenizer::Tokenizer& tokenizer, int32_t id, bool as_token_id = false);
 
 // vLLM's prompt_logprobs: [null, {"<id>": {"logprob", "rank", "decoded_token"}, ...}, ...], one entry per
 // prompt token (the first has none); each dict holds the prompt token and the top k.
@@ -42,12 +43,14 @@ nlohmann::json PromptLogprobsJson(const tokenizer::Tokenizer& tokenizer,
 
 // Chat logprobs entries: {"token", "logprob", "bytes", "top_logprobs": [{"token", "logprob", "bytes"}]}.
 nlohmann::json ChatLogprobEntries(const tokenizer::Tokenizer& tokenizer,
-                                  const std::vector<engine::TokenLogprob>& logprobs);
+                                  const std::vector<engine::TokenLogprob>& logprobs,
+                                  bool as_token_ids = false);
 
 // Legacy /v1/completions logprobs {"tokens", "token_logprobs", "top_logprobs", "text_offset"}, with
 // offsets counted from text_offset_start (advanced past the tokens).
 nlohmann::json LegacyLogprobs(const tokenizer::Tokenizer& tokenizer,
-                              const std::vector<engine::TokenLogprob>& logprobs, int64_t* text_offset_start);
+                              const std::vector<engine::TokenLogprob>& logprobs, int64_t* text_offset_start,
+                              bool as_token_ids = false);
 // Appends the arrays of `more` to `into` (both in the legacy shape).
 void AppendLegacyLogprobs(nlohmann::json* into, const nlohmann::json& more);
 

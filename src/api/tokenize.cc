@@ -31,7 +31,8 @@ std::optional<nlohmann::json> ParseWithModel(std::string_view body, const Server
   return request;
 }
 
-// {"messages": [...], "add_generation_prompt"?, "tools"?, "chat_template_kwargs"? / "reasoning_effort"?}
+// {"messages": [...], "add_generation_prompt"?, "continue_final_message"?, "tools"?, "chat_template_kwargs"?
+// / "reasoning_effort"?}
 // -> the ids chat completions would prompt with.
 std::optional<std::vector<tokenizer::TokenId>> ChatIds(FieldReader& fields, const ServerContext& ctx) {
   std::optional<nlohmann::json> messages = ReadMessages(fields, ctx.max_messages);
@@ -39,7 +40,7 @@ std::optional<std::vector<tokenizer::TokenId>> ChatIds(FieldReader& fields, cons
   ReadThinkingOptions(fields, &options);
   if (const nlohmann::json* tools = fields.Array("tools"); tools != nullptr && !tools->empty())
     options.tools = *tools;
-  options.add_generation_prompt = fields.Bool("add_generation_prompt").value_or(true);
+  ReadPromptEnd(fields, &options);
   if (!fields.ok()) return std::nullopt;
   // Image parts count as chat completions count them (the processor's pads), so /tokenize agrees with
   // usage.prompt_tokens.
@@ -57,6 +58,14 @@ std::optional<std::vector<tokenizer::TokenId>> ChatIds(FieldReader& fields, cons
     return std::nullopt;
   }
   return std::move(rendered->ids);
+}
+
+// A completion prompt's text (kept only for echo when the prompt was token ids).
+std::string CompletionPromptText(const tokenizer::Tokenizer& tokenizer, const CompletionPrompt& prompt) {
+  if (!prompt.text.empty() || prompt.ids.empty()) return prompt.text;
+  const std::vector<tokenizer::TokenId> ids(prompt.ids.begin(), prompt.ids.end());
+  Result<std::string> text = tokenizer.Decode(ids);
+  return text.ok() ? *text : std::string();
 }
 
 }  // namespace
@@ -89,6 +98,42 @@ std::optional<std::string> Tokenize(std::string_view body, const ServerContext& 
                    {"max_model_len", ctx.max_model_len},
                    {"tokens", std::move(tokens)},
                    {"token_strs", std::move(strs)}});
+}
+
+std::optional<std::string> RenderChatCompletion(std::string_view body, const ServerContext& ctx,
+                                                std::string_view request_id, ApiError* error) {
+  std::optional<ChatPlan> plan = ParseChatCompletion(body, ctx, error);
+  if (!plan) return std::nullopt;
+  nlohmann::json features = nullptr;
+  if (!plan->request.images.empty()) {
+    nlohmann::json placeholders = nlohmann::json::array();
+    for (const engine::PromptImage& image : plan->request.images)
+      placeholders.push_back({{"offset", image.first_pad}, {"length", image.num_pads}});
+    features = {{"mm_placeholders", {{"image", std::move(placeholders)}}}};
+  }
+  return DumpJson({{"request_id", request_id},
+                   {"model", plan->model},
+                   {"token_ids", plan->request.prompt},
+                   {"prompt", std::move(plan->prompt_text)},
+                   {"features", std::move(features)},
+                   {"stream", plan->stream}});
+}
+
+std::optional<std::string> RenderCompletion(std::string_view body, const ServerContext& ctx,
+                                            std::string_view request_id, ApiError* error) {
+  std::optional<CompletionPlan> plan = ParseCompletion(body, ctx, error);
+  if (!plan) return std::nullopt;
+  nlohmann::json rendered = nlohmann::json::array();
+  for (size_t i = 0; i < plan->prompts.size(); ++i) {
+    rendered.push_back({{"request_id", plan->prompts.size() == 1 ? std::string(request_id)
+                                                                 : fmt::format("{}-{}", request_id, i)},
+                        {"model", plan->model},
+                        {"token_ids", plan->prompts[i].ids},
+                        {"prompt", CompletionPromptText(*ctx.tokenizer, plan->prompts[i])},
+                        {"features", nullptr},
+                        {"stream", plan->stream}});
+  }
+  return DumpJson(rendered);
 }
 
 std::optional<std::string> Detokenize(std::string_view body, const ServerContext& ctx, ApiError* error) {

@@ -132,5 +132,76 @@ TEST(ServedNamesTest, EveryNameIsAcceptedAndListed) {
   EXPECT_EQ(models["data"][2]["id"], "k3");
 }
 
+TEST(TokenizeTest, GenerationPromptAndContinueFinalMessage) {
+  const ServerContext ctx = TestContext();
+  ApiError error;
+  const std::string history = R"("messages": [{"role": "user", "content": "hi"},
+      {"role": "assistant", "content": "Once", "reasoning_content": "r"}])";
+  auto text = [&](const std::string& fields) -> std::string {
+    auto body = Tokenize("{" + history + ", \"return_token_strs\": true" + fields + "}", ctx, &error);
+    if (!body) return "error: " + error.message;
+    const json parsed = json::parse(*body);
+    std::string out;
+    for (const auto& piece : parsed["token_strs"]) out += piece.get<std::string>();
+    return out;
+  };
+  const std::string with = text("");
+  const std::string without = text(R"(, "add_generation_prompt": false)");
+  const std::string continued = text(R"(, "add_generation_prompt": false, "continue_final_message": true)");
+  EXPECT_NE(with, without);
+  EXPECT_EQ(with, without + "<|open|>message role=\"assistant\"<|sep|><|open|>think<|sep|>");
+  EXPECT_EQ(without.substr(without.size() - 14), "<|end_of_msg|>");
+  EXPECT_EQ(continued.substr(continued.size() - 27), "<|open|>response<|sep|>Once");
+  EXPECT_EQ(continued.find("Once<|close|>"), std::string::npos);
+
+  EXPECT_FALSE(Tokenize("{" + history + R"(, "continue_final_message": true})", ctx, &error));
+  EXPECT_EQ(error.http_status, 400);
+  EXPECT_EQ(error.param, "continue_final_message");
+  EXPECT_NE(error.message.find("Cannot set both"), std::string::npos);
+}
+
+TEST(RenderTest, ChatRenderGivesTheChatPrompt) {
+  const ServerContext ctx = TestContext();
+  ApiError error;
+  const std::string chat = R"({"model": "Kimi-K3", "messages": [{"role": "user", "content": "hi"}],
+      "response_format": {"type": "json_object"}, "max_tokens": 5})";
+  auto body = RenderChatCompletion(chat, ctx, "rid-1", &error);
+  ASSERT_TRUE(body) << error.message;
+  const json rendered = json::parse(*body);
+  auto plan = ParseChatCompletion(chat, ctx, &error);
+  ASSERT_TRUE(plan);
+  EXPECT_EQ(rendered["token_ids"], json(plan->request.prompt));
+  EXPECT_EQ(rendered["request_id"], "rid-1");
+  EXPECT_EQ(rendered["model"], "Kimi-K3");
+  EXPECT_TRUE(rendered["features"].is_null());
+  const std::string prompt = rendered["prompt"];
+  EXPECT_NE(prompt.find("type=\"response-format\""), std::string::npos);
+  EXPECT_EQ(prompt.substr(prompt.size() - 12), "think<|sep|>");
+
+  EXPECT_FALSE(RenderChatCompletion(R"({"messages": [{"role": "user", "content": "hi"}],
+      "add_generation_prompt": true, "continue_final_message": true})",
+                                    ctx, "rid", &error));
+  EXPECT_EQ(error.param, "continue_final_message");
+  EXPECT_FALSE(RenderChatCompletion(R"({"model": "other", "messages": []})", ctx, "rid", &error));
+  EXPECT_EQ(error.http_status, 404);
+}
+
+TEST(RenderTest, CompletionRenderGivesEachPrompt) {
+  const ServerContext ctx = TestContext();
+  ApiError error;
+  auto body = RenderCompletion(R"({"model": "Kimi-K3", "prompt": ["hi", [104, 259]]})", ctx, "rid", &error);
+  ASSERT_TRUE(body) << error.message;
+  const json rendered = json::parse(*body);
+  ASSERT_TRUE(rendered.is_array());
+  ASSERT_EQ(rendered.size(), 2u);
+  EXPECT_EQ(rendered[0]["token_ids"], json({104, 105}));
+  EXPECT_EQ(rendered[0]["prompt"], "hi");
+  EXPECT_EQ(rendered[0]["request_id"], "rid-0");
+  EXPECT_EQ(rendered[1]["token_ids"], json({104, 259}));
+  EXPECT_EQ(rendered[1]["prompt"], "h<|open|>");
+  EXPECT_FALSE(RenderCompletion(R"({"prompt": 5})", ctx, "rid", &error));
+  EXPECT_EQ(error.param, "prompt");
+}
+
 }  // namespace
 }  // namespace k3::api

@@ -63,6 +63,8 @@ Result<RenderRequest> ParseRenderRequest(std::string_view json_text) {
     }
   }
   if (const auto* format = Find(request, "response_format")) options.response_format = *format;
+  K3_RETURN_IF_ERROR(ReadBool(request, "add_generation_prompt", options.add_generation_prompt));
+  K3_RETURN_IF_ERROR(ReadBool(request, "continue_final_message", options.continue_final_message));
   return out;
 }
 

@@ -3,7 +3,8 @@
 // requests strictly in src/api): unknown fields are ignored.
 //   thinking: top-level "thinking" (bool), or chat_template_kwargs.thinking / enable_thinking
 //   effort:   "reasoning_effort" / "thinking_effort", or chat_template_kwargs.thinking_effort
-//   tools, tool_choice ("auto" | "required" | "none"), response_format
+//   tools, tool_choice ("auto" | "required" | "none"), response_format,
+//   add_generation_prompt, continue_final_message (both true: RenderXtml's error, as vLLM's 400)
 #pragma once
 
 #include <string_view>

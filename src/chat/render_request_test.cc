@@ -33,5 +33,18 @@ TEST(RenderRequestTest, RejectsBadRequests) {
             StatusCode::kUnimplemented);
 }
 
+TEST(RenderRequestTest, ReadsGenerationPromptAndContinueFinalMessage) {
+  auto request = ParseRenderRequest(R"({"messages": [{"role": "user", "content": "x"},
+      {"role": "assistant", "content": "y"}], "add_generation_prompt": false, "continue_final_message": true})");
+  ASSERT_TRUE(request.ok()) << request.status().ToString();
+  EXPECT_FALSE(request->options.add_generation_prompt);
+  EXPECT_TRUE(request->options.continue_final_message);
+  auto defaults = ParseRenderRequest(R"({"messages": []})");
+  ASSERT_TRUE(defaults.ok());
+  EXPECT_TRUE(defaults->options.add_generation_prompt);
+  EXPECT_FALSE(defaults->options.continue_final_message);
+  EXPECT_FALSE(ParseRenderRequest(R"({"messages": [], "continue_final_message": "yes"})").ok());
+}
+
 }  // namespace
 }  // namespace k3::chat

@@ -120,5 +120,39 @@ TEST(StreamParserTest, SeveralCallsInOneDeltaKeepTheirOrderAndArguments) {
   EXPECT_TRUE(parser.Finish().empty());
 }
 
+// continue_final_message (xtml_renderer.h): a prompt that ends inside the response channel is parsed with
+// thinking off, so the continuation is content from its first character, chunked or whole.
+TEST(StreamParserTest, ContinuedResponseIsContentFromTheStart) {
+  ParserOptions options;
+  options.thinking = false;
+  const std::string text = " upon a time.<|close|>response<|sep|><|close|>message<|sep|>";
+  std::vector<std::string> chars;
+  for (char c : text) chars.emplace_back(1, c);
+  const Collected streamed = Stream(chars, options);
+  EXPECT_EQ(streamed.result.content, " upon a time.");
+  EXPECT_EQ(streamed.result.reasoning, "");
+  EXPECT_FALSE(streamed.marker_leak);
+  EXPECT_EQ(ParseOutput(text, options).content, " upon a time.");
+}
+
+// add_generation_prompt false: the model may write the assistant message open itself; like every marker it
+// is dropped from the text, so reasoning and content come out as after a generation prompt, in streaming as
+// in the whole parse, with thinking on and off.
+TEST(StreamParserTest, MessageOpenWrittenByTheModelIsDropped) {
+  for (bool thinking : {true, false}) {
+    ParserOptions options;
+    options.thinking = thinking;
+    const std::string text = std::string("<|open|>message role=\"assistant\"<|sep|>") +
+                             (thinking ? "<|open|>think<|sep|>R<|close|>think<|sep|>" : "") +
+                             "<|open|>response<|sep|>C<|close|>response<|sep|><|close|>message<|sep|>";
+    const ParsedOutput whole = ParseOutput(text, options);
+    EXPECT_EQ(whole.reasoning, thinking ? "R" : "");
+    EXPECT_EQ(whole.content, "C");
+    std::vector<std::string> chars;
+    for (char c : text) chars.emplace_back(1, c);
+    ExpectParity(text, options, chars, "char by char");
+  }
+}
+
 }  // namespace
 }  // namespace k3::chat

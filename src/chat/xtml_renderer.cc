@@ -70,8 +70,9 @@ class PromptBuilder {
     return Marker("<|media_end|>");
   }
 
-  RenderedPrompt Finish() {
+  RenderedPrompt Finish(OpenChannel open_channel) {
     FlushText();
+    prompt_.open_channel = open_channel;
     return std::move(prompt_);
   }
 
@@ -215,15 +216,49 @@ Status RenderToolCall(PromptBuilder& builder, const nlohmann::json& call, size_t
   return builder.CloseTag("call");
 }
 
-Status RenderAssistant(PromptBuilder& builder, const nlohmann::json& message, size_t index,
-                       const RenderOptions& options) {
+Attributes AssistantAttributes(const nlohmann::json& message) {
   Attributes attributes = {{"role", "assistant"}};
   if (const std::string name = StringField(message, "name"); !name.empty())
     attributes.emplace_back("name", name);
-  K3_RETURN_IF_ERROR(builder.OpenTag("message", attributes));
+  return attributes;
+}
+
+std::string ReasoningText(const nlohmann::json& message) {
+  std::string reasoning = StringField(message, "reasoning_content");
+  if (reasoning.empty()) reasoning = StringField(message, "reasoning");
+  return reasoning;
+}
+
+// continue_final_message: the final assistant message without its closing markers (see RenderOptions).
+Result<OpenChannel> RenderOpenAssistant(PromptBuilder& builder, const nlohmann::json& message, size_t index,
+                                        const RenderOptions& options) {
+  const auto calls = message.find("tool_calls");
+  if (calls != message.end() && !calls->is_null() && !(calls->is_array() && calls->empty())) {
+    return InvalidArgument(
+        "messages[{}]: continue_final_message cannot continue an assistant message with tool_calls", index);
+  }
+  K3_ASSIGN_OR_RETURN(std::string content, ContentText(message, index));
+  K3_RETURN_IF_ERROR(builder.OpenTag("message", AssistantAttributes(message)));
   if (options.thinking) {
-    std::string reasoning = StringField(message, "reasoning_content");
-    if (reasoning.empty()) reasoning = StringField(message, "reasoning");
+    const std::string reasoning = ReasoningText(message);
+    K3_RETURN_IF_ERROR(builder.OpenTag("think"));
+    if (content.empty() && !IsBlank(reasoning)) {
+      builder.Text(reasoning);
+      return OpenChannel::kThink;
+    }
+    if (!IsBlank(reasoning)) builder.Text(reasoning);
+    K3_RETURN_IF_ERROR(builder.CloseTag("think"));
+  }
+  K3_RETURN_IF_ERROR(builder.OpenTag("response"));
+  builder.Text(content);
+  return OpenChannel::kResponse;
+}
+
+Status RenderAssistant(PromptBuilder& builder, const nlohmann::json& message, size_t index,
+                       const RenderOptions& options) {
+  K3_RETURN_IF_ERROR(builder.OpenTag("message", AssistantAttributes(message)));
+  if (options.thinking) {
+    const std::string reasoning = ReasoningText(message);
     K3_RETURN_IF_ERROR(builder.OpenTag("think"));
     if (!IsBlank(reasoning)) builder.Text(reasoning);
     K3_RETURN_IF_ERROR(builder.CloseTag("think"));
@@ -352,6 +387,17 @@ Result<RenderedPrompt> RenderXtml(const Tokenizer& tokenizer, const nlohmann::js
     }
   }
   if (!options.tools.is_null() && !options.tools.is_array()) return InvalidArgument("tools must be an array");
+  // continue_final_message: the final message is rendered last, left open.
+  size_t open_message = messages.size();
+  if (options.continue_final_message) {
+    if (options.add_generation_prompt) {
+      return InvalidArgument("Cannot set both continue_final_message and add_generation_prompt to true");
+    }
+    if (messages.empty() || messages.back()["role"] != "assistant") {
+      return InvalidArgument("continue_final_message needs the final message to be an assistant message");
+    }
+    open_message = messages.size() - 1;
+  }
   PromptBuilder builder(tokenizer);
 
   if (options.tools.is_array() && !options.tools.empty()) {
@@ -367,6 +413,7 @@ Result<RenderedPrompt> RenderXtml(const Tokenizer& tokenizer, const nlohmann::js
   const nlohmann::json* last_assistant = nullptr;
   size_t tools_since_assistant = 0;
   for (size_t index : MessageOrder(messages)) {
+    if (index == open_message) continue;
     const nlohmann::json& message = messages[index];
     const std::string role = message["role"].get<std::string>();
     const std::string name = StringField(message, "name");
@@ -405,11 +452,16 @@ Result<RenderedPrompt> RenderXtml(const Tokenizer& tokenizer, const nlohmann::js
       K3_RETURN_IF_ERROR(builder.Message({{"role", "system"}, {"type", "response-format"}}, body));
     }
   }
-  if (options.add_generation_prompt) {
+  OpenChannel open_channel = OpenChannel::kNone;
+  if (open_message < messages.size()) {
+    K3_ASSIGN_OR_RETURN(open_channel,
+                        RenderOpenAssistant(builder, messages[open_message], open_message, options));
+  } else if (options.add_generation_prompt) {
     K3_RETURN_IF_ERROR(builder.OpenTag("message", {{"role", "assistant"}}));
     K3_RETURN_IF_ERROR(builder.OpenTag(options.thinking ? "think" : "response"));
+    open_channel = options.thinking ? OpenChannel::kThink : OpenChannel::kResponse;
   }
-  return builder.Finish();
+  return builder.Finish(open_channel);
 }
 
 }  // namespace k3::chat

@@ -54,13 +54,27 @@ struct RenderOptions {
   nlohmann::json response_format;       // null, {"type":"text"}, {"type":"json_object"},
                                         // {"type":"json_schema","json_schema":{"schema":{...}}}
   bool add_generation_prompt = true;
+  // vLLM's continue_final_message: the final message (an assistant message without tool_calls) is left
+  // open, so generation continues its text. Its think channel is closed after its reasoning and its
+  // response channel left open after its content; when its content is empty and its reasoning is not, the
+  // think channel itself is left open (the model continues thinking). The internal tool-choice and
+  // response-format system messages come before it. Cannot be combined with add_generation_prompt.
+  bool continue_final_message = false;
   std::vector<ImagePart> images;  // every image part of the messages
+};
+
+// Which channel the prompt leaves open for the model (how its output must be parsed).
+enum class OpenChannel {
+  kNone,      // the prompt ends after a whole message (add_generation_prompt false)
+  kThink,     // generation starts in the think channel (the usual generation prompt, thinking on)
+  kResponse,  // generation starts in the response channel (thinking off, or a continued response)
 };
 
 struct RenderedPrompt {
   std::vector<tokenizer::TokenId> ids;
   std::string text;                   // the same prompt as text, special markers written by name
   std::vector<RenderedImage> images;  // in prompt order
+  OpenChannel open_channel = OpenChannel::kNone;
 };
 
 Result<RenderedPrompt> RenderXtml(const tokenizer::Tokenizer& tokenizer, const nlohmann::json& messages,

@@ -315,5 +315,107 @@ TEST(XtmlRendererTest, RejectsBadInput) {
           .ok());
 }
 
+const std::string kUserHi = "<|open|>message role=\"user\"<|sep|>hi<|close|>message<|sep|><|end_of_msg|>";
+
+TEST(XtmlRendererTest, GenerationPromptOpensTheChannelItReports) {
+  const auto messages = nlohmann::json::parse(R"([{"role": "user", "content": "hi"}])");
+  RenderOptions options;
+  options.thinking_effort = "";
+  auto with = RenderXtml(Bytes(), messages, options);
+  ASSERT_TRUE(with.ok());
+  EXPECT_EQ(with->text, kUserHi + "<|open|>message role=\"assistant\"<|sep|><|open|>think<|sep|>");
+  EXPECT_EQ(with->open_channel, OpenChannel::kThink);
+  options.add_generation_prompt = false;
+  auto without = RenderXtml(Bytes(), messages, options);
+  ASSERT_TRUE(without.ok());
+  EXPECT_EQ(without->text, kUserHi);
+  EXPECT_EQ(without->open_channel, OpenChannel::kNone);
+  options.thinking = false;
+  options.add_generation_prompt = true;
+  auto off = RenderXtml(Bytes(), messages, options);
+  ASSERT_TRUE(off.ok());
+  EXPECT_EQ(off->open_channel, OpenChannel::kResponse);
+}
+
+TEST(XtmlRendererTest, ContinueFinalMessageLeavesTheResponseOpen) {
+  const auto messages = nlohmann::json::parse(R"([{"role": "user", "content": "hi"},
+      {"role": "assistant", "content": "Once upon", "reasoning_content": "a story"}])");
+  RenderOptions options;
+  options.thinking_effort = "";
+  options.add_generation_prompt = false;
+  options.continue_final_message = true;
+  auto rendered = RenderXtml(Bytes(), messages, options);
+  ASSERT_TRUE(rendered.ok()) << rendered.status().ToString();
+  EXPECT_EQ(rendered->text, kUserHi +
+                                "<|open|>message role=\"assistant\"<|sep|><|open|>think<|sep|>a story"
+                                "<|close|>think<|sep|><|open|>response<|sep|>Once upon");
+  EXPECT_EQ(rendered->open_channel, OpenChannel::kResponse);
+  // The ids are those of the whole prompt with the same markers (no end marker at the end).
+  EXPECT_NE(rendered->ids.back(), static_cast<TokenId>(256 + 2));
+
+  options.thinking = false;
+  auto off = RenderXtml(Bytes(), messages, options);
+  ASSERT_TRUE(off.ok());
+  EXPECT_EQ(off->text, kUserHi + "<|open|>message role=\"assistant\"<|sep|><|open|>response<|sep|>Once upon");
+  EXPECT_EQ(off->open_channel, OpenChannel::kResponse);
+}
+
+TEST(XtmlRendererTest, ContinueFinalMessageWithOnlyReasoningContinuesThinking) {
+  const auto messages = nlohmann::json::parse(R"([{"role": "user", "content": "hi"},
+      {"role": "assistant", "content": null, "reasoning_content": "Let me see,"}])");
+  RenderOptions options;
+  options.thinking_effort = "";
+  options.add_generation_prompt = false;
+  options.continue_final_message = true;
+  auto rendered = RenderXtml(Bytes(), messages, options);
+  ASSERT_TRUE(rendered.ok());
+  EXPECT_EQ(rendered->text,
+            kUserHi + "<|open|>message role=\"assistant\"<|sep|><|open|>think<|sep|>Let me see,");
+  EXPECT_EQ(rendered->open_channel, OpenChannel::kThink);
+  // Empty reasoning and content: an empty closed think, the response open.
+  const auto empty = nlohmann::json::parse(R"([{"role": "user", "content": "hi"}, {"role": "assistant"}])");
+  auto prefill = RenderXtml(Bytes(), empty, options);
+  ASSERT_TRUE(prefill.ok());
+  EXPECT_EQ(prefill->text, kUserHi +
+                               "<|open|>message role=\"assistant\"<|sep|><|open|>think<|sep|><|close|>think"
+                               "<|sep|><|open|>response<|sep|>");
+}
+
+TEST(XtmlRendererTest, ContinueFinalMessagePutsSystemInstructionsBeforeIt) {
+  const auto messages = nlohmann::json::parse(R"([{"role": "user", "content": "hi"},
+      {"role": "assistant", "content": "{"}])");
+  RenderOptions options;
+  options.thinking = false;
+  options.add_generation_prompt = false;
+  options.continue_final_message = true;
+  options.response_format = nlohmann::json::parse(R"({"type": "json_object"})");
+  auto rendered = RenderXtml(Bytes(), messages, options);
+  ASSERT_TRUE(rendered.ok());
+  const std::string& text = rendered->text;
+  EXPECT_LT(text.find("type=\"response-format\""), text.find("role=\"assistant\""));
+  EXPECT_EQ(text.substr(text.size() - 24), "<|open|>response<|sep|>{");
+}
+
+TEST(XtmlRendererTest, ContinueFinalMessageRejections) {
+  RenderOptions options;
+  options.continue_final_message = true;
+  const auto messages = nlohmann::json::parse(R"([{"role": "user", "content": "hi"},
+      {"role": "assistant", "content": "x"}])");
+  auto both = RenderXtml(Bytes(), messages, options);  // add_generation_prompt is still true
+  ASSERT_FALSE(both.ok());
+  EXPECT_NE(both.status().message().find("Cannot set both"), std::string::npos);
+  options.add_generation_prompt = false;
+  auto user_last =
+      RenderXtml(Bytes(), nlohmann::json::parse(R"([{"role": "user", "content": "hi"}])"), options);
+  ASSERT_FALSE(user_last.ok());
+  EXPECT_NE(user_last.status().message().find("assistant"), std::string::npos);
+  EXPECT_FALSE(RenderXtml(Bytes(), nlohmann::json::array(), options).ok());
+  auto calls = RenderXtml(Bytes(), nlohmann::json::parse(R"([{"role": "user", "content": "hi"},
+      {"role": "assistant", "content": "", "tool_calls": [{"id": "a", "function": {"name": "f", "arguments": "{}"}}]}])"),
+                          options);
+  ASSERT_FALSE(calls.ok());
+  EXPECT_NE(calls.status().message().find("tool_calls"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace k3::chat

@@ -308,5 +308,47 @@ TEST_F(ChatRouteTest, AnthropicMessagesOnTheWire) {
   EXPECT_GT(json::parse(r.body)["input_tokens"].get<int64_t>(), 0);
 }
 
+TEST_F(ChatRouteTest, RenderRoutesGiveThePromptWithoutGenerating) {
+  const json chat = {
+      {"messages", {{{"role", "user"}, {"content", "hi"}}, {{"role", "assistant"}, {"content", "Once"}}}},
+      {"add_generation_prompt", false},
+      {"continue_final_message", true}};
+  auto r = Post("/v1/chat/completions/render", chat);
+  ASSERT_EQ(r.status, 200) << r.body;
+  const json rendered = json::parse(r.body);
+  const std::string prompt = rendered["prompt"];
+  EXPECT_EQ(prompt.substr(prompt.size() - 27), "<|open|>response<|sep|>Once");
+  EXPECT_FALSE(rendered["token_ids"].empty());
+  EXPECT_EQ(rendered["model"], "Kimi-K3");
+  EXPECT_FALSE(rendered["request_id"].get<std::string>().empty());
+
+  json both = chat;
+  both["add_generation_prompt"] = true;
+  r = Post("/v1/chat/completions/render", both);
+  EXPECT_EQ(r.status, 400) << r.body;
+  EXPECT_EQ(json::parse(r.body)["error"]["param"], "continue_final_message");
+
+  r = Post("/v1/completions/render", {{"prompt", {"hi", "yo"}}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  const json prompts = json::parse(r.body);
+  ASSERT_EQ(prompts.size(), 2u);
+  EXPECT_EQ(prompts[1]["token_ids"], json({'y', 'o'}));
+  EXPECT_EQ(prompts[1]["prompt"], "yo");
+}
+
+TEST_F(ChatRouteTest, ContinueFinalMessageRepliesWithTheContinuationAsContent) {
+  engine_.SetReply(" upon a time.<|close|>response<|sep|><|close|>message<|sep|>");
+  const json chat = {
+      {"messages",
+       {{{"role", "user"}, {"content", "a story"}}, {{"role", "assistant"}, {"content", "Once"}}}},
+      {"add_generation_prompt", false},
+      {"continue_final_message", true}};
+  auto r = Post("/v1/chat/completions", chat);
+  ASSERT_EQ(r.status, 200) << r.body;
+  const json message = json::parse(r.body)["choices"][0]["message"];
+  EXPECT_EQ(message["content"], " upon a time.");
+  EXPECT_FALSE(message.contains("reasoning_content") && !message["reasoning_content"].is_null());
+}
+
 }  // namespace
 }  // namespace k3::server

@@ -184,21 +184,35 @@ Status Load(const ServeConfig& config, OpenAiService* service, const std::string
     model::RemoteModelFiles files;
     K3_RETURN_IF_ERROR(
         LoadModel(config, dir, out->pool.get(), std::move(on_failure), progress, &out->member, &files));
-    K3_ASSIGN_OR_RETURN(tokenizer::Tokenizer tok, tokenizer::Tokenizer::LoadFromContents(
-                                                      dir, files.tokenizer_model, files.tokenizer_config));
-    out->tokenizer = std::make_unique<tokenizer::Tokenizer>(std::move(tok));
+    if (config.tokenizer_dir.empty()) {
+      K3_ASSIGN_OR_RETURN(tokenizer::Tokenizer tok, tokenizer::Tokenizer::LoadFromContents(
+                                                        dir, files.tokenizer_model, files.tokenizer_config));
+      out->tokenizer = std::make_unique<tokenizer::Tokenizer>(std::move(tok));
+    }
     remote_generation_config = std::move(files.generation_config);
   } else {
     progress->SetPhase(config.group.world > 1
                            ? fmt::format("joining the group of {} ranks and loading this rank's shard of {}",
                                          config.group.world, dir)
                            : fmt::format("loading {}", dir));
-    K3_ASSIGN_OR_RETURN(tokenizer::Tokenizer tok, tokenizer::Tokenizer::LoadFromDirectory(dir));
-    out->tokenizer = std::make_unique<tokenizer::Tokenizer>(std::move(tok));
+    if (config.tokenizer_dir.empty()) {
+      K3_ASSIGN_OR_RETURN(tokenizer::Tokenizer tok, tokenizer::Tokenizer::LoadFromDirectory(dir));
+      out->tokenizer = std::make_unique<tokenizer::Tokenizer>(std::move(tok));
+    }
     K3_RETURN_IF_ERROR(
         LoadModel(config, dir, out->pool.get(), std::move(on_failure), progress, &out->member, nullptr));
   }
   model::Model* model = out->member.model.get();
+  if (!config.tokenizer_dir.empty()) {  // --tokenizer: the tokenizer files of another local directory
+    Result<tokenizer::Tokenizer> tok = tokenizer::Tokenizer::LoadFromDirectory(config.tokenizer_dir);
+    if (!tok.ok()) return InvalidArgument("--tokenizer {}: {}", config.tokenizer_dir, tok.status().message());
+    if (model != nullptr && static_cast<int64_t>(tok->vocab_size()) > model->config().vocab_size) {
+      return InvalidArgument("--tokenizer {}: its {} tokens do not fit the model's vocabulary of {}",
+                             config.tokenizer_dir, tok->vocab_size(), model->config().vocab_size);
+    }
+    out->tokenizer = std::make_unique<tokenizer::Tokenizer>(std::move(*tok));
+    spdlog::info("tokenizer from {}", config.tokenizer_dir);
+  }
   const io::ModelConfig& cfg = model->config();
   const model::ParameterCount params = model::CountParameters(cfg);
   spdlog::info("model {} ({}): {} parameters, {} active per token, vocab {}, {} layers, loaded in {:.2f} s",
@@ -245,6 +259,9 @@ Status Load(const ServeConfig& config, OpenAiService* service, const std::string
   K3_ASSIGN_OR_RETURN(ctx.media, MediaFor(config, dir, model->image_encoder() != nullptr));
   ctx.enable_auto_tool_choice = config.enable_auto_tool_choice;
   ctx.reasoning_parser = config.reasoning_parser;
+  ctx.response_role = config.response_role;
+  ctx.force_include_usage = config.force_include_usage;
+  ctx.return_tokens_as_token_ids = config.return_tokens_as_token_ids;
   spdlog::info("tool_choice auto {}; reasoning {}",
                config.enable_auto_tool_choice ? "on (tool-call parser kimi_k3)"
                                               : "refused with HTTP 400 (--tool-call-parser none)",

@@ -40,6 +40,12 @@ struct ServeConfig {
   bool reasoning_parser = true;         // false: reasoning text stays in content
   int threads = 0;                      // model worker threads (0: all cores)
   std::chrono::milliseconds shutdown_timeout{30'000};
+  // vLLM serve flags (apps/k3/serve_vllm_flags.h): --response-role, --tokenizer (tokenizer files from this
+  // local directory; empty: the model's), --enable-force-include-usage, --return-tokens-as-token-ids.
+  std::string response_role = "assistant";
+  std::string tokenizer_dir;
+  bool force_include_usage = false;
+  bool return_tokens_as_token_ids = false;
   std::string version;
   dist::GroupPlan group;  // world 1: one process
   // Called once every rank has loaded its shard (the collectives watch the ranks from then on).

@@ -10,6 +10,8 @@
 //                             cache and the paged cache memory are freed (answers once that is done;
 //                             vLLM's ?level= is accepted: weights stay mapped at every level)
 //   POST /wake_up             requests are served again;  GET /is_sleeping  {"is_sleeping": bool}
+//   POST /v1/chat/completions/render, /v1/completions/render   the prompt token ids and text a request
+//                             would be given, without generating (api::RenderChatCompletion)
 //
 // and, for vLLM routes this engine does not provide (LoRA, pooling models, audio, ...), a 404
 // whose message names the route as unsupported and says why, instead of the plain "no route".
@@ -20,6 +22,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "src/api/openai.h"
 #include "src/server/error_json.h"
 #include "src/server/openai_service.h"
 
@@ -52,6 +55,8 @@ constexpr RouteDoc kServedRoutes[] = {
      "embeddings: the mean of the final-normed hidden states over the input, L2-normalised"},
     {"POST", "/tokenize", "text or messages to token ids"},
     {"POST", "/detokenize", "token ids to text"},
+    {"POST", "/v1/chat/completions/render", "a chat request's prompt token ids and text, without generating"},
+    {"POST", "/v1/completions/render", "each completion prompt's token ids and text, without generating"},
     {"POST", "/invocations", "SageMaker's inference path: a chat, completion or embedding body"},
     {"POST", "/reset_prefix_cache", "drop every prefix-cache snapshot"},
     {"GET", "/server_info", "served names and the engine's limits"},
@@ -116,6 +121,22 @@ std::vector<std::pair<std::string, std::string>> OpenAiService::DocumentedRoutes
 }
 
 void OpenAiService::AddVllmRoutes(Router* router) {
+  using RenderEndpoint = std::optional<std::string> (*)(std::string_view, const api::ServerContext&,
+                                                        std::string_view, api::ApiError*);
+  for (auto [path, fn] :
+       {std::pair<const char*, RenderEndpoint>{"/v1/chat/completions/render", &api::RenderChatCompletion},
+        std::pair<const char*, RenderEndpoint>{"/v1/completions/render", &api::RenderCompletion}}) {
+    router->Add("POST", path, [this, fn = fn](std::shared_ptr<Exchange> ex) {
+      const Ready* ready = ready_.load(std::memory_order_acquire);
+      if (ready == nullptr) return ex->Respond(ErrorResponse(503, "the model is still loading"));
+      api::ApiError error;
+      auto body = fn(ex->request().body, ready->ctx, ex->request().request_id, &error);
+      HttpResponse response;
+      response.status = body ? 200 : error.http_status;
+      response.body = body ? std::move(*body) : api::ErrorBody(error);
+      ex->Respond(std::move(response));
+    });
+  }
   router->Add("POST", "/invocations", [this](std::shared_ptr<Exchange> ex) {
     const nlohmann::json body =
         nlohmann::json::parse(ex->request().body, nullptr, /*allow_exceptions=*/false);
