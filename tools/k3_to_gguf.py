@@ -455,7 +455,9 @@ def convert(src_dir, out_path):
         elif any(n.startswith(lp + "block_sparse_moe.experts.") for n in names):
             raise ValueError("bf16 routed experts (Kimi Linear layout) are not converted; K3 has MXFP4 experts")
 
-    left = sorted(set(names) - used)
+    # The vision tower and projector are not part of llama.cpp's text model (its mmproj file is separate,
+    # and upstream llama.cpp has no K3 vision): the text GGUF leaves them out.
+    left = sorted(n for n in set(names) - used if not n.startswith(("vision_tower.", "mm_projector.")))
     if left:
         raise ValueError(f"{len(left)} checkpoint tensors have no GGUF mapping, e.g. {left[0]}")
     w.write(out_path)
