@@ -34,6 +34,7 @@ runtime=(
 )
 tests=(
   clang-14 libclang-rt-14-dev clang-format  # sanitizer build and fuzzers
+  ccache  # scripts/build.sh compiles through it: a rebuild on the same machine recompiles only what changed
   iproute2  # tests/dist: the two-namespace test (ip netns, veth)
   # tests/deploy/rendered_test.py: rendered scripts through shellcheck, and every aws / az command line
   # through the real CLI offline (gcloud and kubectl are not in Debian: checked where installed)
