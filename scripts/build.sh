@@ -5,7 +5,8 @@
 # Where ccache is installed (install-deps.sh installs it with the test group) every compile goes through it
 # (unless K3_NO_CCACHE=1): a tree built before on the same machine recompiles only what changed. On
 # 2026-12-07 a clean clone's scripts/test.sh took 22 min with the cache warm from another clone (release
-# build 53 s instead of ~600-700 s; the sanitizer tree, not yet cached at that path, 315 s), 26/26 steps. The cache is keyed by content (and the compiler and flags): a stale object is never reused.
+# build 53 s instead of ~600-700 s; the sanitizer tree, not yet cached at that path, 315 s), 26/26 steps.
+# The cache is keyed by content (and the compiler and flags): a stale object is never reused.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dir=${1:-build}
