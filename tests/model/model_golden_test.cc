@@ -44,6 +44,7 @@
 #include "src/model/generator.h"
 #include "src/model/model.h"
 #include "src/model/sequences.h"
+#include "src/model/testing/golden_compare.h"
 
 namespace k3 {
 namespace {
@@ -293,16 +294,6 @@ class TempDir {
   fs::path path_;
 };
 
-double RelL2(const float* got, const float* want, int64_t n) {
-  double num = 0, den = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    const double d = static_cast<double>(got[i]) - want[i];
-    num += d * d;
-    den += static_cast<double>(want[i]) * want[i];
-  }
-  return std::sqrt(num / std::max(den, 1e-30));
-}
-
 int32_t Argmax(const float* row, int64_t n) {
   return static_cast<int32_t>(std::max_element(row, row + n) - row);
 }
@@ -347,7 +338,8 @@ class ModelGoldenTest : public ::testing::TestWithParam<std::string> {
                         int64_t n, const std::string& how) {
     for (int64_t i = 0; i < n; ++i) {
       const int64_t pos = first + i;
-      const double rel = RelL2(rows + i * golden_.vocab, golden_.Row(p, pos), golden_.vocab);
+      const double rel = model::testing::RelL2(rows + i * golden_.vocab, golden_.Row(p, pos),
+                                               static_cast<size_t>(golden_.vocab));
       max_rel_ = std::max(max_rel_, rel);
       EXPECT_LE(rel, kMaxRelL2) << golden_.preset << " " << how << ": prompt " << prompt_index << " position "
                                 << pos << " (token " << p.ids[pos] << "): relative L2 error of the logits "

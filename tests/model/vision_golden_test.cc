@@ -20,11 +20,13 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "src/base/file.h"
 #include "src/base/thread_pool.h"
 #include "src/model/generator.h"
 #include "src/model/greedy.h"
 #include "src/model/model.h"
 #include "src/model/sequences.h"
+#include "src/model/testing/golden_compare.h"
 #include "src/model/testing/synthetic_patches.h"
 
 namespace k3 {
@@ -34,28 +36,17 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 constexpr double kMaxRelL2 = 1e-2;
-
-std::string ReadAll(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-double RelL2(const float* got, const float* want, size_t n) {
-  double num = 0, den = 0;
-  for (size_t i = 0; i < n; ++i) {
-    const double d = static_cast<double>(got[i]) - want[i];
-    num += d * d;
-    den += static_cast<double>(want[i]) * want[i];
-  }
-  return std::sqrt(num / std::max(den, 1e-30));
-}
+using model::testing::RelL2;
 
 TEST(VisionGoldenTest, ImagePromptLogitsAndContinuationMatchTheReference) {
   const fs::path golden_dir = fs::path(K3_SOURCE_DIR) / "tests" / "data" / "golden";
-  const json golden = json::parse(ReadAll(golden_dir / "tiny-k3.vision_e2e.json"));
-  const std::string logits_bytes = ReadAll(golden_dir / golden["logits_file"].get<std::string>());
+  const Result<std::string> golden_text = ReadFileToString((golden_dir / "tiny-k3.vision_e2e.json").string());
+  ASSERT_TRUE(golden_text.ok()) << golden_text.status().ToString();
+  const json golden = json::parse(*golden_text);
+  const Result<std::string> logits_file =
+      ReadFileToString((golden_dir / golden["logits_file"].get<std::string>()).string());
+  ASSERT_TRUE(logits_file.ok()) << logits_file.status().ToString();
+  const std::string& logits_bytes = *logits_file;
   const int64_t vocab = golden["vocab_size"], rows = golden["logits_rows"];
   ASSERT_EQ(logits_bytes.size(), static_cast<size_t>(rows * vocab) * sizeof(float));
   std::vector<float> want(static_cast<size_t>(rows * vocab));

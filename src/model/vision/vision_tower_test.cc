@@ -23,11 +23,13 @@
 #include "src/io/checkpoint.h"
 #include "src/model/generator.h"
 #include "src/model/tensors.h"
+#include "src/model/testing/golden_compare.h"
 #include "src/model/testing/synthetic_patches.h"
 
 namespace k3::model {
 namespace {
 
+using testing::RelL2;
 using testing::SyntheticPatches;
 
 namespace fs = std::filesystem;
@@ -41,16 +43,6 @@ std::string ReadFile(const fs::path& path) {
   std::ostringstream ss;
   ss << in.rdbuf();
   return ss.str();
-}
-
-double RelL2(const float* got, const float* want, size_t n) {
-  double num = 0, den = 0;
-  for (size_t i = 0; i < n; ++i) {
-    const double d = static_cast<double>(got[i]) - want[i];
-    num += d * d;
-    den += static_cast<double>(want[i]) * want[i];
-  }
-  return std::sqrt(num / std::max(den, 1e-30));
 }
 
 class TempDir {
