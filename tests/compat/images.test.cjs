@@ -5,9 +5,8 @@
 'use strict';
 const { test, before, after } = require('node:test');
 const assert = require('node:assert/strict');
-const zlib = require('node:zlib');
 const OpenAI = require('openai');
-const { startServer, request, collectChatStream, MODEL } = require('./common.cjs');
+const { startServer, request, collectChatStream, png, MODEL } = require('./common.cjs');
 
 let server;
 let client;
@@ -20,39 +19,6 @@ after(async () => {
   assert.equal(code, 0, server.log());
 });
 
-// A PNG (8-bit RGB, filter 0) of width x height with pixels from `seed`, built with node's zlib.
-const CRC_TABLE = Array.from({ length: 256 }, (_, n) => {
-  let c = n;
-  for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
-  return c >>> 0;
-});
-function crc32(buf) {
-  let c = 0xffffffff;
-  for (const b of buf) c = CRC_TABLE[(c ^ b) & 0xff] ^ (c >>> 8);
-  return (c ^ 0xffffffff) >>> 0;
-}
-function chunk(type, data) {
-  const len = Buffer.alloc(4);
-  len.writeUInt32BE(data.length);
-  const body = Buffer.concat([Buffer.from(type, 'ascii'), data]);
-  const crc = Buffer.alloc(4);
-  crc.writeUInt32BE(crc32(body));
-  return Buffer.concat([len, body, crc]);
-}
-function png(width, height, seed) {
-  const header = Buffer.alloc(13);
-  header.writeUInt32BE(width, 0);
-  header.writeUInt32BE(height, 4);
-  header.set([8, 2, 0, 0, 0], 8);
-  const raw = Buffer.alloc((width * 3 + 1) * height);
-  let x = seed >>> 0;
-  for (let i = 0; i < raw.length; i++) {
-    x = (Math.imul(x, 1664525) + 1013904223) >>> 0;
-    raw[i] = i % (width * 3 + 1) === 0 ? 0 : x >>> 24;
-  }
-  return Buffer.concat([Buffer.from([137, 80, 78, 71, 13, 10, 26, 10]), chunk('IHDR', header),
-                        chunk('IDAT', zlib.deflateSync(raw)), chunk('IEND', Buffer.alloc(0))]);
-}
 const dataUrl = (bytes) => `data:image/png;base64,${bytes.toString('base64')}`;
 
 async function tokenCount(messages) {
