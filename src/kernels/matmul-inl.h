@@ -767,7 +767,7 @@ void LayOutInput(const float* x, size_t M, size_t K, size_t num_chunks, float* x
 // that one thread streams, and each task start is a cold stream for the hardware prefetcher (the threads
 // take tasks in turn, so a thread's next task is not where its last one ended). With 32 KiB tasks two
 // threads decoded mini-k3 at 57-68 % of the read bandwidth, with 256 KiB at 64-76 % (paired runs on the
-// 2-core dev VM, docs/performance.md); one thread is unaffected.
+// 2-core dev VM, docs/performance.md, "Prefetching and pool tasks"); one thread is unaffected.
 inline size_t RowsPerTask(size_t M, size_t N, size_t weight_row_bytes) {
   constexpr size_t kMinTaskWeightBytes = size_t{256} << 10;
   const bool decode = M <= kDecodeMaxM;

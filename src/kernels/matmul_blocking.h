@@ -5,7 +5,8 @@
 // of the block. The block itself stays in L2 while the weight tiles of a pool task go by.
 //
 // Before, K was also cut (blocks of 512 elements, 64 x rows), each tile parking its accumulators in memory
-// between K blocks; that ran 0.7-0.9x as fast at K = 1024-7168 on the 2-core dev VM (docs/performance.md).
+// between K blocks; that ran 0.7-0.9x as fast at K = 1024-7168 on the 2-core dev VM (docs/performance.md,
+// "Tiles and blocking").
 // Blocking never changes a result: each y[m, n] is one accumulator fed over K in order whatever the block.
 //
 // Also here: how far ahead the dot-product kernels prefetch weight rows where they do (small batches).

@@ -19,8 +19,8 @@
 // path does: a tile's rows are short streams. From kPanelMinM x rows a weight tile is decoded once into a
 // per-thread panel (PanelWeights: 64 bytes of bf16 vectors and a scale per row and group, 8.5 KiB at
 // K = 1,024) that every x tile of the block reads, instead of decoding it again per 2 x rows. Guest
-// instructions per weight row and group under qemu (docs/performance.md): 13 % fewer with the panel at
-// 8 x rows, 19 % at 16, 27 % at 64; more at 3-4 rows, so it starts at 8.
+// instructions per weight row and group under qemu (docs/performance.md, "arm64"): 13 % fewer with the
+// panel at 8 x rows, 19 % at 16, 27 % at 64; more at 3-4 rows, so it starts at 8.
 //
 // Numerics: a y[m, n] is one accumulator fed group by group in order of K (four BFDOTs from zero, then the
 // scale's FMA), its lanes summed as (l0 + l1) + (l2 + l3); no tile shape, block or M changes that sequence,
