@@ -11,6 +11,9 @@
 // rank's median (often bimodal on a loaded 2-core machine: see docs/distributed.md).
 // algbw = payload bytes / median; busbw = algbw * 2(t-1)/t (what a ring moves per rank). --scale
 // multiplies the number of timed calls (default: 200 for small sizes down to 9 for 16 MiB).
+// A second table times Communicator::Broadcast from rank 0 of an image's embedding rows, what the step
+// plan carries once per image under tensor parallelism (docs/distributed.md "Images"): K3's 448 x 448
+// (256 rows) and 1024 x 1024 (1,369 rows) images, rows of D = 7168 bf16.
 // Machines running this are often shared: the load average before and after is printed too.
 #include <signal.h>
 #include <sys/wait.h>
@@ -47,6 +50,17 @@ struct Size {
 constexpr Size kSizes[] = {
     {"D (7168 f32)", 7168, 200}, {"Lw (3584 f32)", 3584, 200}, {"4 KiB", 1024, 200},
     {"1 MiB", 262144, 40},       {"16 MiB", 4194304, 9},
+};
+
+// Broadcast payloads: an image's projector rows [tokens, 7168] bf16.
+struct BroadcastSize {
+  const char* label;
+  size_t bytes;
+  int timed_calls;
+};
+constexpr BroadcastSize kBroadcastSizes[] = {
+    {"448x448 image", 256 * 7168 * 2, 20},
+    {"1024x1024 img", 1369 * 7168 * 2, 9},
 };
 
 using k3::bench::LoadAverage;
@@ -139,6 +153,42 @@ int RunRank(int rank, int world, int port, double scale) {
       const double busbw = algbw * 2.0 * (world - 1) / world;
       std::printf("%-14s %10.0f %6d %10.1f %10.1f %10.1f %10.3f %10.3f\n", size.label, bytes, timed,
                   median_us, p90_us, slowest_us, algbw, busbw);
+      std::fflush(stdout);
+    }
+  }
+  if (rank == 0) {
+    std::printf("broadcast from rank 0 (an image's rows in the step plan)\n");
+    std::printf("%-14s %10s %6s %10s %10s %10s\n", "size", "bytes", "calls", "median us", "p90 us", "GB/s");
+  }
+  for (const BroadcastSize& size : kBroadcastSizes) {
+    std::vector<uint8_t> data(size.bytes);
+    const int timed = std::max(3, static_cast<int>(size.timed_calls * scale));
+    std::vector<double> seconds;
+    for (int call = 0; call < 2 + timed; ++call) {
+      const uint8_t fill = static_cast<uint8_t>(rank == 0 ? call + 1 : 0);
+      std::fill(data.begin(), data.end(), fill);
+      if (k3::Status s = comm.Barrier(); !s.ok()) {
+        std::fprintf(stderr, "rank %d: %s\n", rank, s.ToString().c_str());
+        return 4;
+      }
+      const auto t0 = Clock::now();
+      k3::Status s = comm.Broadcast(data, 0);
+      const auto t1 = Clock::now();
+      if (!s.ok()) {
+        std::fprintf(stderr, "rank %d: %s\n", rank, s.ToString().c_str());
+        return 4;
+      }
+      if (data.front() != static_cast<uint8_t>(call + 1) || data.back() != static_cast<uint8_t>(call + 1)) {
+        std::fprintf(stderr, "rank %d: broadcast of %zu bytes arrived wrong\n", rank, size.bytes);
+        return 5;
+      }
+      if (call >= 2) seconds.push_back(std::chrono::duration<double>(t1 - t0).count());
+    }
+    if (rank == 0) {
+      const double median = Median(seconds);
+      std::sort(seconds.begin(), seconds.end());
+      std::printf("%-14s %10zu %6d %10.1f %10.1f %10.3f\n", size.label, size.bytes, timed, median * 1e6,
+                  seconds[seconds.size() * 9 / 10] * 1e6, static_cast<double>(size.bytes) / median / 1e9);
       std::fflush(stdout);
     }
   }

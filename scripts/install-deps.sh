@@ -5,7 +5,9 @@
 #   scripts/install-deps.sh              build + test dependencies
 #   scripts/install-deps.sh --build      what building the k3 binary needs (the Dockerfile's build stage)
 #   scripts/install-deps.sh --runtime    the shared libraries the k3 binary runs with (the image)
-#   scripts/install-deps.sh --reference  also python3-torch, for tools/reference (golden generation only)
+#   scripts/install-deps.sh --reference  also python3-torch, for tools/reference (golden generation) and
+#                                        bench/vision_ttft.py, and OpenBLAS: Debian's torch has no MKL and
+#                                        runs fp32 GEMMs through the system BLAS (the reference BLAS: ~50x slower)
 #   scripts/install-deps.sh --test       build + test dependencies and the cross group (scripts/test.sh)
 #   scripts/install-deps.sh --cross      only the cross group: the arm64 cross toolchain, arm64 libraries
 #                                        and qemu-user (scripts/arm64_test.sh)
@@ -54,7 +56,7 @@ cross=(
 case "${1:-}" in
   --build) packages=("${build[@]}") ;;
   --runtime) packages=("${runtime[@]}") ;;
-  --reference) packages=("${build[@]}" "${tests[@]}" python3-torch python3-numpy) ;;
+  --reference) packages=("${build[@]}" "${tests[@]}" python3-torch python3-numpy libopenblas0-pthread) ;;
   --test) packages=("${build[@]}" "${tests[@]}" "${cross[@]}") ;;
   --cross) packages=("${cross[@]}") ;;
   "") packages=("${build[@]}" "${tests[@]}") ;;

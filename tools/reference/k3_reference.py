@@ -493,8 +493,9 @@ class Reference:
 
     # --- forward -----------------------------------------------------------------------------------
 
-    def forward(self, tokens, trace=None, media=None):
-        """tokens: list of ids (a whole sequence) -> fp32 logits [T, vocab].
+    def forward(self, tokens, trace=None, media=None, last_only=False):
+        """tokens: list of ids (a whole sequence) -> fp32 logits [T, vocab] ([1, vocab] of the last
+        position with last_only, as generate() computes them: bench/vision_ttft.py).
 
         media: None, or (positions, rows): the embedding rows at those positions (the <|media_pad|>
         tokens of an image, vision.md §4) are replaced by rows [len(positions), D] bf16 (the vision
@@ -535,6 +536,8 @@ class Reference:
                 h = to_bf16(wide(h) + wide(a))
                 f = self.ffn(layer, rms_norm(h, self.lt(layer, "post_attention_layernorm.weight"), eps), trace)
                 h = to_bf16(wide(h) + wide(f))
+        if last_only:
+            h = h[-1:]
         h = rms_norm(h, self.t("model.norm.weight"), eps)
         head = self.t("model.embed_tokens.weight") if cfg.tie else self.t("lm_head.weight")
         return (wide(h) @ wide(head).t()).to(F32)
