@@ -4,35 +4,15 @@
 // through the completions, responses, tokenize and detokenize parsers.
 #include <cstddef>
 #include <cstdint>
-#include <cstdlib>
 #include <string_view>
 
+#include "fuzz/fuzz_api_context.h"
 #include "src/api/openai.h"
 #include "src/api/responses.h"
-#include "src/tokenizer/bpe_trainer.h"
-#include "src/tokenizer/tokenizer.h"
 
 namespace {
 
-const k3::api::ServerContext& Context() {
-  static const k3::tokenizer::Tokenizer tokenizer =
-      *k3::tokenizer::Tokenizer::CreateK3(k3::tokenizer::TrainByteLevelBpe("", 256));
-  static const k3::api::ServerContext ctx = [] {
-    k3::api::ServerContext c;
-    c.tokenizer = &tokenizer;
-    c.served_model_name = "Kimi-K3";
-    c.max_model_len = 8192;
-    c.max_n = 16;
-    c.max_messages = 256;
-    c.eos_token_ids = {256 + 2};
-    return c;
-  }();
-  return ctx;
-}
-
-void Check(bool condition) {
-  if (!condition) std::abort();
-}
+using k3::fuzz::Check;
 
 void CheckError(const k3::api::ApiError& error) {
   Check(error.http_status >= 400 && error.http_status < 500);
@@ -44,7 +24,7 @@ void CheckError(const k3::api::ApiError& error) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view body(reinterpret_cast<const char*>(data), size);
-  const k3::api::ServerContext& ctx = Context();
+  const k3::api::ServerContext& ctx = k3::fuzz::ApiContext();
   k3::api::ApiError error;
   if (auto plan = k3::api::ParseChatCompletion(body, ctx, &error)) {
     const auto& request = plan->request;

@@ -11,8 +11,6 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -20,6 +18,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "src/base/file.h"
 #include "src/io/checkpoint.h"
 #include "src/model/generator.h"
 #include "src/model/tensors.h"
@@ -38,11 +37,11 @@ using ::testing::HasSubstr;
 
 constexpr double kMaxRelL2 = 1e-2;
 
+// The file's bytes; a read failure fails the test and gives "".
 std::string ReadFile(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  Result<std::string> bytes = ReadFileToString(path.string());
+  EXPECT_TRUE(bytes.ok()) << bytes.status().ToString();
+  return bytes.ok() ? std::move(bytes).value() : std::string();
 }
 
 class TempDir {
