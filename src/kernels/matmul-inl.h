@@ -959,7 +959,7 @@ void MatMulGroupImpl(const MatMulJob* jobs, size_t num_jobs, ThreadPool* pool) {
     layout.xs = scratch + offsets[source[j]];
     layout.dp_xs = reinterpret_cast<const uint16_t*>(scratch + dp_offsets[source[j]]);
     layout.fp32_y = layout.dp_rows && layout.fp32_rows ? scratch + y_offsets[j] : job.y;
-    layout.q8_scales = scratch + offsets[source[j]] + Q8ValueFloats(job.M, job.K);
+    if (layout.q8) layout.q8_scales = scratch + offsets[source[j]] + Q8ValueFloats(job.M, job.K);
     if (source[j] != j || job.M == 0) continue;
     const size_t rows_per_piece = std::max<size_t>(1, kLayoutElementsPerPiece / std::max<size_t>(1, job.K));
     for (size_t m = 0; m < job.M; m += rows_per_piece) {
