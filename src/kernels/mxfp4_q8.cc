@@ -11,6 +11,9 @@
 #include "src/kernels/mxfp4_q8_driver-inl.h"
 #include "src/kernels/mxfp4_tables.h"
 
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <cpuid.h>
+#endif
 #if defined(__aarch64__) && defined(__linux__)
 #include <sys/auxv.h>
 #ifndef HWCAP_ASIMDDP
@@ -61,6 +64,15 @@ void ScalarRowBlock(const q8::RowBlockArgs& a) {
   }
 }
 
+#if defined(__x86_64__) && defined(__GNUC__)
+// AVX-VNNI: CPUID leaf 7, sub-leaf 1, EAX bit 4 (clang 14's __builtin_cpu_supports does not know it). The
+// caller has checked AVX2, which includes the OS saving the YMM registers.
+bool HasAvxVnni() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  return __get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx) != 0 && (eax & (1u << 4)) != 0;
+}
+#endif
+
 using RowBlockFn = void (*)(const q8::RowBlockArgs&);
 
 RowBlockFn RowBlockOf(q8::Kernel kernel) {
@@ -93,7 +105,7 @@ const std::vector<q8::Kernel>& Supported() {
     __builtin_cpu_init();
     if (__builtin_cpu_supports("avx2")) {
       list.push_back(q8::Kernel::kAvx2);
-      if (__builtin_cpu_supports("avxvnni")) list.push_back(q8::Kernel::kAvxVnni);
+      if (HasAvxVnni()) list.push_back(q8::Kernel::kAvxVnni);
       if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
           __builtin_cpu_supports("avx512vnni")) {
         list.push_back(q8::Kernel::kAvx512Vnni);
