@@ -27,9 +27,6 @@
 namespace k3::kernels {
 namespace {
 
-// Groups with a largest magnitude below this quantise to zero: 127 / amax would overflow fp32 (from
-// about 3.7e-37), and such groups add nothing to an fp32 sum that holds any normal-sized term.
-constexpr float kQ8MinAmax = 0x1p-100f;
 // Adding and subtracting 1.5 * 2^23 rounds an fp32 of magnitude below 2^22 to an integer, to nearest even
 // in the default rounding mode: the same as std::nearbyint here, without a library call per value.
 constexpr float kRoundingMagic = 12582912.0f;
@@ -37,13 +34,11 @@ constexpr float kRoundingMagic = 12582912.0f;
 void QuantizeGroup(const float* x, int8_t* q, float* d) {
   float amax = 0.0f;
   for (size_t k = 0; k < kQ8Group; ++k) amax = std::max(amax, std::fabs(x[k]));  // NaN never wins
-  if (!(amax >= kQ8MinAmax)) {
+  float inverse;
+  if (!q8::GroupScale(amax, d, &inverse)) {
     std::memset(q, 0, kQ8Group);
-    *d = 0.0f;
     return;
   }
-  *d = amax / 127.0f;
-  const float inverse = 127.0f / amax;
   for (size_t s = 0; s < kQ8Group; ++s) {
     const size_t k = s < kQ8Group / 2 ? 2 * s : 2 * (s - kQ8Group / 2) + 1;  // the Q8 layout's slot order
     const float scaled = x[k] * inverse;
@@ -179,7 +174,23 @@ void RowBlock(const RowBlockArgs& args) { RowBlockOf(ActiveKernel())(args); }
 }  // namespace q8
 
 void QuantizeRowsQ8(const float* x, size_t M, size_t K, int8_t* values, float* scales) {
-  scalar::QuantizeRowsQ8(x, M, K, values, scales);
+  HWY_ASSERT(K % kQ8Group == 0);
+  switch (q8::ActiveKernel()) {
+#if defined(__x86_64__) && defined(__GNUC__)
+    case q8::Kernel::kAvx2:
+    case q8::Kernel::kAvxVnni:
+    case q8::Kernel::kAvx512Vnni:
+      return q8::avx2::QuantizeGroups(x, M * K / kQ8Group, values, scales);
+#endif
+#if defined(__aarch64__) && defined(__GNUC__)
+    case q8::Kernel::kNeon:
+    case q8::Kernel::kNeonDot:
+    case q8::Kernel::kI8mm:
+      return q8::neon::QuantizeGroups(x, M * K / kQ8Group, values, scales);
+#endif
+    default:
+      return scalar::QuantizeRowsQ8(x, M, K, values, scales);
+  }
 }
 
 void MatMulMxfp4Q8(const int8_t* x_values, const float* x_scales, size_t M, size_t K, const uint8_t* packed,

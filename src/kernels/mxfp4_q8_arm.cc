@@ -123,6 +123,41 @@ struct Variant {
 
 void RowBlock(const RowBlockArgs& args) { RunRowBlock<Variant>(args); }
 
+// The quantiser, bit for bit scalar::QuantizeRowsQ8: amax through FMAXNM (a NaN input is never taken, as
+// std::max in the definition); LD2 splits a group into its even and odd elements (the slot order); the same
+// fp32 multiply, then FCVTNS (round to nearest even, NaN to 0; the definition's add and subtract of
+// 1.5 * 2^23 round the same way for these magnitudes), the clamp and two saturating narrowings.
+void QuantizeGroups(const float* x, size_t groups, int8_t* values, float* scales) {
+  for (size_t g = 0; g < groups; ++g) {
+    const float* group = x + g * kQ8Group;
+    float32x4x2_t pairs[4];
+    float32x4_t amax = vdupq_n_f32(0.0f);
+    for (size_t i = 0; i < 4; ++i) {
+      pairs[i] = vld2q_f32(group + 8 * i);  // val[0]: elements 8 i + 0, 2, 4, 6; val[1]: the odd ones
+      amax = vmaxnmq_f32(amax, vmaxnmq_f32(vabsq_f32(pairs[i].val[0]), vabsq_f32(pairs[i].val[1])));
+    }
+    float inverse;
+    int8_t* q = values + g * kQ8Group;
+    if (!GroupScale(vmaxnmvq_f32(amax), scales + g, &inverse)) {
+      vst1q_s8(q, vdupq_n_s8(0));
+      vst1q_s8(q + 16, vdupq_n_s8(0));
+      continue;
+    }
+    for (size_t half = 0; half < 2; ++half) {  // 0: even elements (slots 0..15), 1: odd (16..31)
+      int16x8_t words[2];
+      for (size_t w = 0; w < 2; ++w) {
+        int32x4_t ints[2];
+        for (size_t i = 0; i < 2; ++i) {
+          const int32x4_t n = vcvtnq_s32_f32(vmulq_n_f32(pairs[2 * w + i].val[half], inverse));
+          ints[i] = vminq_s32(vmaxq_s32(n, vdupq_n_s32(-127)), vdupq_n_s32(127));
+        }
+        words[w] = vcombine_s16(vqmovn_s32(ints[0]), vqmovn_s32(ints[1]));
+      }
+      vst1q_s8(q + 16 * half, vcombine_s8(vqmovn_s16(words[0]), vqmovn_s16(words[1])));
+    }
+  }
+}
+
 }  // namespace neon
 
 // ---- neon_dot ------------------------------------------------------------------------------------

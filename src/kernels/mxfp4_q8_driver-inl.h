@@ -108,13 +108,31 @@ void RunRowBlock(const RowBlockArgs& a) {
 
 }  // namespace k3::kernels::q8
 
+// The quantisers' shared step (mxfp4_q8.h): a group's scale d and multiplier 127 / amax from its largest
+// magnitude; false (d = 0, the group quantises to zeros) below kQ8MinAmax, where 127 / amax would overflow
+// fp32 (from about 3.7e-37): such groups add nothing to an fp32 sum that holds any normal-sized term.
+namespace k3::kernels::q8 {
+inline constexpr float kQ8MinAmax = 0x1p-100f;
+inline bool GroupScale(float amax, float* d, float* inverse) {
+  if (!(amax >= kQ8MinAmax)) {
+    *d = 0.0f;
+    return false;
+  }
+  *d = amax / 127.0f;
+  *inverse = 127.0f / amax;
+  return true;
+}
+}  // namespace k3::kernels::q8
+
 // The variants' entry points (mxfp4_q8_x86.cc, mxfp4_q8_arm.cc), called by mxfp4_q8.cc's dispatch only on
-// CPUs that have their instructions.
+// CPUs that have their instructions. QuantizeGroups: `groups` consecutive groups of x (rows of whole
+// groups laid end to end) into the Q8 layout, bit for bit as scalar::QuantizeRowsQ8.
 namespace k3::kernels::q8 {
 #if defined(__x86_64__) && defined(__GNUC__)
 namespace avx2 {
 void RowBlock(const RowBlockArgs& args);
-}
+void QuantizeGroups(const float* x, size_t groups, int8_t* values, float* scales);
+}  // namespace avx2
 namespace avx_vnni {
 void RowBlock(const RowBlockArgs& args);
 }
@@ -125,7 +143,8 @@ void RowBlock(const RowBlockArgs& args);
 #if defined(__aarch64__) && defined(__GNUC__)
 namespace neon {
 void RowBlock(const RowBlockArgs& args);
-}
+void QuantizeGroups(const float* x, size_t groups, int8_t* values, float* scales);
+}  // namespace neon
 namespace neon_dot {
 void RowBlock(const RowBlockArgs& args);
 }

@@ -166,6 +166,45 @@ TEST(Mxfp4Q8Test, QuantizerFollowsItsFormula) {
   EXPECT_EQ(t.values[16], 0);
 }
 
+// The quantisers of every variant (AVX2 for the x86 ones, NEON for the arm64 ones) against the definition,
+// bit for bit, on random groups and on zeros, -0, denormals, tiny and huge values, halves, NaN and inf.
+TEST(Mxfp4Q8Test, EveryQuantizerEqualsTheDefinition) {
+  std::mt19937 rng(8);
+  constexpr size_t M = 3, K = 12 * kQ8Group;
+  std::vector<float> x = RandomFloats(rng, M * K, -5.0f, 5.0f);
+  const float specials[] = {0.0f,
+                            -0.0f,
+                            1e-40f,
+                            -3e-39f,
+                            1e-30f,
+                            3.0e38f,
+                            -3.4e38f,
+                            0.5f,
+                            1.5f,
+                            -2.5f,
+                            127.0f,
+                            63.5f,
+                            std::numeric_limits<float>::quiet_NaN(),
+                            1e-36f,
+                            -1e-37f};
+  for (size_t g = 0; g < 8; ++g) {  // groups 0..7 of row 1: mixes of specials and small integers
+    for (size_t k = 0; k < kQ8Group; ++k) {
+      x[K + g * kQ8Group + k] = (g + k) % 3 == 0 ? specials[(g * 7 + k) % 15] : static_cast<float>(k % 9) - 4;
+    }
+  }
+  for (size_t k = 0; k < kQ8Group; ++k) x[K + 8 * kQ8Group + k] = std::numeric_limits<float>::infinity();
+  x[K + 9 * kQ8Group + 5] = -std::numeric_limits<float>::infinity();
+  for (size_t k = 0; k < kQ8Group; ++k) x[K + 10 * kQ8Group + k] = k % 2 ? 1e-41f : -0.0f;
+  std::vector<int8_t> want_values(M * K);
+  std::vector<float> want_scales(M * K / kQ8Group);
+  scalar::QuantizeRowsQ8(x.data(), M, K, want_values.data(), want_scales.data());
+  ForEachKernel([&] {
+    const Q8Rows got = Quantize(x, M, K);
+    ASSERT_EQ(got.values, want_values);
+    ExpectSameFloats(got.scales, want_scales, "scales");
+  });
+}
+
 // With unit scales (d = 1, E8M0 byte 128: h = 1) each y[m, n] of a K = 32 matmul is one group dot as a float,
 // exact: every variant's integer dot products against the definition's.
 TEST(Mxfp4Q8Test, GroupDotsAreExactOnEveryKernel) {
