@@ -23,7 +23,11 @@
 //
 // Kernels, chosen at run time (Q8 kernel variants below): x86-64 AVX2 (VPMADDUBSW + VPMADDWD with the
 // sign trick), AVX-VNNI and AVX512-VNNI (VPDPBUSD, 256-bit), arm64 NEON (SMULL/SMLAL), NEON dotprod (SDOT)
-// and I8MM (SMMLA, 2 x rows by 2 weight rows per instruction); the scalar definition elsewhere.
+// and I8MM (SMMLA, 2 x rows by 2 weight rows per instruction); the scalar definition elsewhere. The
+// quantiser runs on AVX2 with the x86 variants and on NEON with the arm64 ones (the same bits).
+// Highway 1.0.3 (Debian's) has no int8 dot product (no SumOfMulQuadAccumulate; ReorderWidenMulAccumulate
+// takes int16), and its AVX3 target does not imply VNNI, so the variants are intrinsics with their own CPU
+// checks, as matmul_dpbf16.h's.
 #pragma once
 
 #include <cstddef>
