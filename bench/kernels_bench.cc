@@ -13,8 +13,10 @@
 // fp32 rows, bf16 rows one head at a time, bf16 rows in tasks of 4 heads (LatentAttentionBf16Queries: 4 per
 // pass), and bf16 rows the engine's way (tasks of LatentAttentionHeadsPerTask heads, whose calls take the
 // rows in key blocks), the last against the matmul and bandwidth limits. With `moe`: only one mini-k3 MoE
-// layer's matmuls at decode (RunMoeOverlap), the overlap of ops.h on and off. Usage:
-// kernels_bench [threads] [mla|moe] (threads default: all cores; `mla`: only the attention figures).
+// layer's matmuls at decode (RunMoeOverlap), the overlap of ops.h on and off. The MXFP4 x int8 path
+// (mxfp4_q8.h) is timed beside the exact MXFP4 paths at M = 1, 2, 4, 8 on expert shapes (RunMxfp4Q8);
+// `q8` runs only that. Usage:
+// kernels_bench [threads] [mla|moe|q8] (threads default: all cores; `mla`: only the attention figures).
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -29,6 +31,7 @@
 #include "src/base/huge_pages.h"
 #include "src/base/thread_pool.h"
 #include "src/kernels/layer_ops.h"
+#include "src/kernels/mxfp4_q8.h"
 #include "src/kernels/ops.h"
 
 namespace k3::bench {
@@ -125,6 +128,58 @@ void RunMxfp4(size_t M, ThreadPool& pool, std::vector<Row>& rows, size_t K = 358
   rows.push_back(
       Row{dot_products ? "mxfp4/dp" : "mxfp4", M, K, N, weight_bytes, {seconds[0][0], seconds[0][1]}});
   if (dot_products) rows.push_back(Row{"mxfp4/f32", M, K, N, weight_bytes, {seconds[1][0], seconds[1][1]}});
+}
+
+// MXFP4 x int8 ("fast" numerics, mxfp4_q8.h) beside the exact paths at expert shapes: a MatMulGroup job of
+// kind kMxfp4Q8 (the group quantises x, as the model will run it), MatMulMxfp4 on bf16 dot products where
+// the CPU has them, and MatMulMxfp4's fp32 path, call for call in turn. Appends the three rows; prints the
+// int8 path's speed against the fp32 path (and the dot-product path) measured in this run.
+void RunMxfp4Q8(size_t M, ThreadPool& pool, std::vector<Row>& rows, size_t K, size_t N) {
+  const size_t packed_bytes = N * K / 2, scale_bytes = N * K / 32;
+  const size_t weight_bytes = packed_bytes + scale_bytes;
+  const size_t copies = kStreamBytes / weight_bytes + 1;
+  HugePageBuffer packed_buffer(copies * packed_bytes), scales_buffer(copies * scale_bytes);
+  uint8_t* packed = packed_buffer.data();
+  uint8_t* scales = scales_buffer.data();
+  for (size_t i = 0; i < copies * packed_bytes; ++i) packed[i] = static_cast<uint8_t>(i * 2654435761u >> 13);
+  for (size_t i = 0; i < copies * scale_bytes; ++i) scales[i] = static_cast<uint8_t>(118 + i % 9);
+  std::mt19937 rng(4);
+  std::vector<float> x(M * K);
+  for (float& v : x) v = RoundBf16(std::uniform_real_distribution<float>(-1, 1)(rng));
+  std::vector<float> y(M * N);
+  const bool dot_products = kernels::Bf16DotProductsActive();
+  const size_t paths = dot_products ? 3 : 2;  // q8, f32[, dp]
+  double seconds[3][2] = {};
+  TimeCalls(
+      copies, CallsFor(M), pool.num_threads(), paths,
+      [&](size_t c, size_t path) {
+        if (path == 0) {
+          const kernels::MatMulJob job = kernels::MatMulJob::Mxfp4Q8(
+              x.data(), M, K, packed + c * packed_bytes, scales + c * scale_bytes, N, y.data());
+          kernels::MatMulGroup(&job, 1, &pool);
+          return;
+        }
+        kernels::SetBf16DotProducts(path == 2);
+        kernels::MatMulMxfp4(x.data(), M, K, packed + c * packed_bytes, scales + c * scale_bytes, N, y.data(),
+                             &pool);
+      },
+      seconds);
+  kernels::SetBf16DotProducts(true);
+  rows.push_back(Row{"q8", M, K, N, weight_bytes, {seconds[0][0], seconds[0][1]}});
+  rows.push_back(Row{"q8/f32", M, K, N, weight_bytes, {seconds[1][0], seconds[1][1]}});
+  if (dot_products) rows.push_back(Row{"q8/dp", M, K, N, weight_bytes, {seconds[2][0], seconds[2][1]}});
+  std::printf("q8 (%s) M=%zu K=%zu N=%zu: %.2f GB/s of weights, %.2fx the fp32 path",
+              kernels::q8::KernelName(kernels::q8::ActiveKernel()), M, K, N,
+              weight_bytes / seconds[0][0] / 1e9, seconds[1][0] / seconds[0][0]);
+  if (dot_products) std::printf(", %.2fx the bf16 dot-product path", seconds[2][0] / seconds[0][0]);
+  std::printf(" (wall clock)\n");
+}
+
+// The Q8 comparison at decode batch sizes on mini-k3's expert (1024 x 1024) and K3's (gate/up: K = 3584,
+// N = 3072).
+void RunMxfp4Q8Shapes(ThreadPool& pool, std::vector<Row>& rows) {
+  for (size_t M : {1, 2, 4, 8}) RunMxfp4Q8(M, pool, rows, 1024, 1024);
+  for (size_t M : {1, 2, 4, 8}) RunMxfp4Q8(M, pool, rows, 3584, 3072);
 }
 
 void PrintTable(const char* title, const std::vector<Row>& rows, int clock, double bandwidth_gbps,
@@ -312,6 +367,16 @@ int Main(int argc, char** argv) {
     for (int round = 0; round < 3; ++round) RunMoeOverlap(pool, threads, bandwidth);
     return 0;
   }
+  if (argc > 2 && std::string(argv[2]) == "q8") {
+    std::printf("kernel target: %s, q8 kernel: %s, bf16 dot products: %s, threads: %zu\n",
+                kernels::KernelTargetName(), kernels::q8::KernelName(kernels::q8::ActiveKernel()),
+                kernels::Bf16DotProductsActive() ? "yes" : "no", threads);
+    const double bandwidth = MeasureMemoryReadBandwidth(kBandwidthBytes, threads, 7, Clock::kWall);
+    std::vector<Row> rows;
+    RunMxfp4Q8Shapes(pool, rows);
+    PrintTable("wall clock", rows, 0, bandwidth, MeasureMatMulFlops(threads, 5, Clock::kWall));
+    return 0;
+  }
   if (argc > 2 && std::string(argv[2]) == "mla") {
     std::printf("kernel target: %s, threads: %zu\n", kernels::KernelTargetName(), threads);
     const double bandwidth = MeasureMemoryReadBandwidth(kBandwidthBytes, threads, 7, Clock::kWall);
@@ -332,13 +397,15 @@ int Main(int argc, char** argv) {
   // Decode-sized calls of mini-k3 (bench/decode): a 2048 x 2048 projection, a 1024 x 1024 expert.
   RunBf16(1, pool, rows, 2048, 2048);
   RunMxfp4(1, pool, rows, 1024, 1024);
+  RunMxfp4Q8Shapes(pool, rows);
   PrintTable("wall clock", rows, 0, bandwidth[0], flops[0]);
   PrintTable("CPU time per thread", rows, 1, bandwidth[1], flops[1]);
   std::printf("\n");
   for (size_t keys : {1024, 8192, 32768}) RunLatentAttention(keys, pool, threads, bandwidth[0], flops[0]);
   std::printf(
       "\nGB/s counts weight bytes (bf16: 2 per element; mxfp4: packed + scales) once per call. /dp: bf16 dot "
-      "products; /f32: the fp32 path, timed call for call beside it. Limits: 1 GiB streaming read; "
+      "products; /f32: the fp32 path, timed call for call beside it. q8: MXFP4 x int8 (x quantised in the "
+      "call), with q8/f32 and q8/dp the exact MXFP4 paths timed beside it. Limits: 1 GiB streaming read; "
       "MatMulBf16 M=512 K=N=2048 (dot products where the CPU has them). All figures are medians.\n");
   return 0;
 }

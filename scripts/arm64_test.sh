@@ -4,7 +4,10 @@
 # (cmake/aarch64-linux-gnu.cmake), then runs its tests under qemu-user once per CPU model below: the
 # kernel tests against the scalar references (ops_test runs every Highway target the CPU model has) and
 # the golden-logits test of the tiny presets. Each CPU model must make the kernels' dispatch pick the
-# target named beside it, so each run exercises a different Highway target.
+# target named beside it, so each run exercises a different Highway target, and the MXFP4 x int8 kernels'
+# dispatch (src/kernels/mxfp4_q8.h) the variant named beside it; mxfp4_q8_test runs every variant the model
+# has (I8MM, SDOT, NEON, scalar under `max`). One more model, neoverse-n1 (SDOT without I8MM), runs only
+# mxfp4_q8_test, to see that dispatch pick SDOT.
 #
 #   scripts/arm64_test.sh build [DIR]   configure + build (default DIR: build-arm64)
 #   scripts/arm64_test.sh test [DIR]    the qemu runs (after build)
@@ -32,6 +35,9 @@ cpu_models=(cortex-a72 a64fx max)
 declare -A expected_target=([cortex-a72]=NEON [a64fx]=SVE [max]=SVE2)
 # Whether the bf16 matmuls take BFDOT (src/kernels/matmul_bfdot.cc): only `max` has FEAT_BF16.
 declare -A expected_bf16_dot=([cortex-a72]=no [a64fx]=no [max]=yes)
+# The MXFP4 x int8 variant the dispatch must pick (a64fx has no dotprod; max has I8MM).
+q8_only_models=(neoverse-n1)
+declare -A expected_q8=([cortex-a72]=neon [a64fx]=neon [max]=i8mm [neoverse-n1]=neon-dotprod)
 
 skip_reason() {
   command -v aarch64-linux-gnu-g++ >/dev/null || {
@@ -60,8 +66,35 @@ build() {
   cmake --build "$dir" -- -j"$(nproc)"
 }
 
+# Whether the int8 kernels' dispatch picks expected_q8[cpu] under -cpu cpu (prints its line).
+q8_dispatch_ok() {
+  local cpu=$1 line picked
+  line=$(QEMU_CPU=$cpu qemu-aarch64-static "$dir/src/kernels/mxfp4_q8_test" \
+    --gtest_filter='Mxfp4Q8Test.ReportsItsKernels' | grep '^q8 kernels:')
+  echo "$line"
+  picked=$(sed -n 's/^q8 kernels: dispatch picks \([a-z0-9-]*\) .*/\1/p' <<<"$line")
+  if [[ $picked != "${expected_q8[$cpu]}" ]]; then
+    echo "FAILED: -cpu $cpu: the int8 kernels' dispatch picked '$picked', expected ${expected_q8[$cpu]}"
+    return 1
+  fi
+}
+
 run_tests() {
   local cpu line target status=0
+  for cpu in "${q8_only_models[@]}"; do
+    echo "--- arm64 under qemu -cpu $cpu (mxfp4_q8_test only)"
+    if ! q8_dispatch_ok "$cpu"; then
+      status=1
+      continue
+    fi
+    if QEMU_CPU=$cpu qemu-aarch64-static "$dir/src/kernels/mxfp4_q8_test" >"$dir/q8-$cpu.log" 2>&1; then
+      grep -E '^\[  PASSED' "$dir/q8-$cpu.log"
+    else
+      tail -n 50 "$dir/q8-$cpu.log"
+      echo "FAILED: mxfp4_q8_test under -cpu $cpu (whole log in $dir/q8-$cpu.log)"
+      status=1
+    fi
+  done
   for cpu in "${cpu_models[@]}"; do
     echo "--- arm64 under qemu -cpu $cpu"
     line=$(QEMU_CPU=$cpu qemu-aarch64-static "$dir/src/kernels/ops_test" --gtest_filter='DispatchTest.*' |
@@ -75,6 +108,10 @@ run_tests() {
     fi
     if [[ $line != *"bf16 dot products: ${expected_bf16_dot[$cpu]}"* ]]; then
       echo "FAILED: -cpu $cpu: expected 'bf16 dot products: ${expected_bf16_dot[$cpu]}'"
+      status=1
+      continue
+    fi
+    if ! q8_dispatch_ok "$cpu"; then
       status=1
       continue
     fi

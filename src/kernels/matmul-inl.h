@@ -3,6 +3,7 @@
 //
 // On a CPU with bf16 dot products (AVX512_BF16, arm64 BFDOT; matmul_dpbf16.h) the rows of x that hold bf16
 // values of bf16 and MXFP4 jobs are computed there instead; MatMulGroupImpl sorts rows between the two paths.
+// kMxfp4Q8 jobs quantise x in the layout step and run mxfp4_q8.h's int8 kernels (their own dispatch).
 //
 // Shape: y[M, N] = x[M, K] @ W[N, K]^T. Every call is a group of such jobs (MatMulGroup; the single
 // MatMul* calls are groups of one) run under one fork-join. Work is split over blocks of output rows n of
@@ -60,6 +61,7 @@
 #include "src/kernels/matmul_blocking.h"
 #include "src/kernels/matmul_dpbf16.h"
 #include "src/kernels/matmul_overlap.h"
+#include "src/kernels/mxfp4_q8.h"
 #include "src/kernels/mxfp4_tables.h"
 #include "src/kernels/ops.h"
 #include "src/kernels/scratch.h"
@@ -118,6 +120,13 @@ void MatMulGroupImpl(const MatMulJob* jobs, size_t num_jobs, ThreadPool* pool) {
       case WeightKind::kMxfp4:
         MatMulMxfp4Impl(job.x, job.M, job.K, job.packed, job.scales, job.N, job.y, pool);
         break;
+      case WeightKind::kMxfp4Q8: {
+        std::vector<int8_t> values(job.M * job.K);
+        std::vector<float> scales(job.M * job.K / kQ8Group);
+        QuantizeRowsQ8(job.x, job.M, job.K, values.data(), scales.data());
+        MatMulMxfp4Q8(values.data(), scales.data(), job.M, job.K, job.packed, job.scales, job.N, job.y, pool);
+        break;
+      }
     }
   }
 }
@@ -797,6 +806,7 @@ HWY_INLINE void WithWeights(const MatMulJob& job, const Fn& fn) {
       fn(F32Weights{job.f32_weights, job.K, FullChunks<F32Weights>(job.K)});
       break;
     case WeightKind::kMxfp4:
+    case WeightKind::kMxfp4Q8:  // (its tasks run mxfp4_q8.h's kernels; this only keeps the switch whole)
 #if HWY_TARGET == HWY_AVX2
       fn(Mxfp4GroupWeights{
           {job.packed, job.scales, job.K, FullChunks<Mxfp4GroupWeights>(job.K), &Mxfp4Tables()}});
@@ -817,6 +827,7 @@ inline size_t WeightRowBytes(const MatMulJob& job) {
     case WeightKind::kF32:
       return job.K * sizeof(float);
     case WeightKind::kMxfp4:
+    case WeightKind::kMxfp4Q8:
       return job.K / 2 + job.K / 32;
   }
   return 0;
@@ -833,7 +844,9 @@ struct JobLayout {
   const uint16_t* dp_xs;  // x as bf16, rows padded to whole dpbf16 chunks (dp path)
   size_t dp_stride;
   bool dp_rows, fp32_rows;  // whether any row takes the dp / the fp32 path
-  float* fp32_y;            // where the fp32 path writes: job.y, or scratch [M, N] when mixed
+  bool q8;                  // kMxfp4Q8: x quantised (mxfp4_q8.h) at xs, its scales at q8_scales
+  const float* q8_scales;
+  float* fp32_y;  // where the fp32 path writes: job.y, or scratch [M, N] when mixed
 };
 // Rows [m_begin, m_end) of job `job`'s x, laid out by one pool task.
 struct LayoutPiece {
@@ -845,6 +858,10 @@ struct GroupTask {
   bool dp;  // the dp path (else this target's fp32 path)
   size_t n_begin, n_end;
 };
+
+// Floats of scratch for the int8 values of a kMxfp4Q8 job's x [M, K], whole 64-byte lines (the scales
+// follow).
+inline size_t Q8ValueFloats(size_t M, size_t K) { return (M * K + 63) / 64 * 16; }
 
 // Whether every value of x row `row` [K] is a bf16 value (low 16 bits of its fp32 pattern zero).
 inline bool RowIsBf16(const float* row, size_t K) {
@@ -878,7 +895,7 @@ void MatMulGroupImpl(const MatMulJob* jobs, size_t num_jobs, ThreadPool* pool) {
   for (size_t j = 0; j < num_jobs; ++j) {
     const MatMulJob& job = jobs[j];
     JobLayout& layout = layouts[j];
-    if (job.kind == WeightKind::kMxfp4) HWY_ASSERT(job.K % 32 == 0);
+    if (job.kind == WeightKind::kMxfp4 || job.kind == WeightKind::kMxfp4Q8) HWY_ASSERT(job.K % 32 == 0);
     size_t chunk = 0;
     WithWeights(job, [&](const auto& w) { chunk = std::decay_t<decltype(w)>::kVectorsPerChunk * L; });
     layout.num_chunks = (job.K + chunk - 1) / chunk;
@@ -892,7 +909,11 @@ void MatMulGroupImpl(const MatMulJob* jobs, size_t num_jobs, ThreadPool* pool) {
         break;
       }
     }
-    if (source[j] == j) {
+    if (source[j] == j && job.kind == WeightKind::kMxfp4Q8) {
+      layout.q8 = true;
+      offsets[j] = scratch_floats;
+      scratch_floats += Q8ValueFloats(job.M, job.K) + (job.M * job.K / kQ8Group + 15) / 16 * 16;
+    } else if (source[j] == j) {
       layout.fp32_rows = true;
       if ((dp_bf16 && job.kind == WeightKind::kBf16) || (dp_mxfp4 && job.kind == WeightKind::kMxfp4)) {
         size_t bf16_rows = 0;
@@ -911,6 +932,7 @@ void MatMulGroupImpl(const MatMulJob* jobs, size_t num_jobs, ThreadPool* pool) {
     } else {
       layout.dp_rows = layouts[source[j]].dp_rows;
       layout.fp32_rows = layouts[source[j]].fp32_rows;
+      layout.q8 = layouts[source[j]].q8;
     }
     if (job.M == 0 || job.N == 0) continue;
     if (layout.dp_rows && layout.fp32_rows) {
@@ -921,7 +943,8 @@ void MatMulGroupImpl(const MatMulJob* jobs, size_t num_jobs, ThreadPool* pool) {
     for (size_t n = 0; n < job.N; n += rows_per_task) {
       const size_t n_end = std::min(job.N, n + rows_per_task);
       if (layout.dp_rows) tasks.push_back(GroupTask{static_cast<uint32_t>(j), true, n, n_end});
-      if (layout.fp32_rows) tasks.push_back(GroupTask{static_cast<uint32_t>(j), false, n, n_end});
+      if (layout.fp32_rows || layout.q8)
+        tasks.push_back(GroupTask{static_cast<uint32_t>(j), false, n, n_end});
     }
   }
   float* scratch = ThreadScratch(ScratchSlot::kMatMulInput, scratch_floats);
@@ -936,6 +959,7 @@ void MatMulGroupImpl(const MatMulJob* jobs, size_t num_jobs, ThreadPool* pool) {
     layout.xs = scratch + offsets[source[j]];
     layout.dp_xs = reinterpret_cast<const uint16_t*>(scratch + dp_offsets[source[j]]);
     layout.fp32_y = layout.dp_rows && layout.fp32_rows ? scratch + y_offsets[j] : job.y;
+    if (layout.q8) layout.q8_scales = scratch + offsets[source[j]] + Q8ValueFloats(job.M, job.K);
     if (source[j] != j || job.M == 0) continue;
     const size_t rows_per_piece = std::max<size_t>(1, kLayoutElementsPerPiece / std::max<size_t>(1, job.K));
     for (size_t m = 0; m < job.M; m += rows_per_piece) {
@@ -954,6 +978,12 @@ void MatMulGroupImpl(const MatMulJob* jobs, size_t num_jobs, ThreadPool* pool) {
     const JobLayout& layout = layout_list[piece.job];
     const size_t m0 = piece.m_begin, rows = piece.m_end - piece.m_begin;
     const float* x = job.x + m0 * job.K;
+    if (layout.q8) {
+      float* values = scratch + fp32_offsets[piece.job];
+      QuantizeRowsQ8(x, rows, job.K, reinterpret_cast<int8_t*>(values) + m0 * job.K,
+                     values + Q8ValueFloats(job.M, job.K) + m0 * (job.K / kQ8Group));
+      return;
+    }
     if (layout.fp32_rows) {
       WithWeights(job, [&](const auto& w) {
         using Weights = std::decay_t<decltype(w)>;
@@ -988,6 +1018,12 @@ void MatMulGroupImpl(const MatMulJob* jobs, size_t num_jobs, ThreadPool* pool) {
     const GroupTask& task = task_list[t];
     const MatMulJob& job = jobs[task.job];
     const JobLayout& layout = layout_list[task.job];
+    if (layout.q8) {
+      q8::RowBlock(q8::RowBlockArgs{reinterpret_cast<const int8_t*>(layout.xs), layout.q8_scales, job.M,
+                                    job.K, job.packed, job.scales, job.y, job.N, task.n_begin, task.n_end,
+                                    other_begin, other_bytes});
+      return;
+    }
     if (task.dp && job.kind == WeightKind::kMxfp4) {
       dpbf16::Mxfp4RowBlock(layout.dp_xs, job.M, layout.dp_stride, job.K, job.packed, job.scales, job.y,
                             job.N, task.n_begin, task.n_end);
@@ -1015,8 +1051,11 @@ void MatMulGroupImpl(const MatMulJob* jobs, size_t num_jobs, ThreadPool* pool) {
     const size_t row_bytes = WeightRowBytes(job);
     OverlapTaskInfo info{OverlapTaskInfo::Role::kOther, nullptr, (task.n_end - task.n_begin) * row_bytes};
     if (overlap && job.M <= kMatMulOverlapMaxRows) {
-      // Only this target's fp32 path prefetches another task's weights (MatMulRowBlock).
-      if (job.kind == WeightKind::kMxfp4 && !task.dp) info.role = OverlapTaskInfo::Role::kCompute;
+      // Only this target's fp32 path (MatMulRowBlock) and the int8 kernels (mxfp4_q8.h) prefetch another
+      // task's weights.
+      if ((job.kind == WeightKind::kMxfp4 || job.kind == WeightKind::kMxfp4Q8) && !task.dp) {
+        info.role = OverlapTaskInfo::Role::kCompute;
+      }
       if (job.kind == WeightKind::kBf16) {
         info.role = OverlapTaskInfo::Role::kStream;
         info.weights = reinterpret_cast<const char*>(job.bf16_weights) + task.n_begin * row_bytes;

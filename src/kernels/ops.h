@@ -35,15 +35,17 @@ void MatMulMxfp4(const float* x, size_t M, size_t K, const uint8_t* packed, cons
 // projections of one input. Job j gives y_j exactly (bit for bit) what the single call of its kind
 // would; the group only saves the per-call start and end of the pool loop and balances the rows of all
 // jobs over the threads. Jobs with the same x, M, K and kind share one copy of x in the kernel's layout.
-enum class WeightKind : uint8_t { kBf16, kF32, kMxfp4 };
+// kMxfp4Q8: MXFP4 weights with x quantised per 32-value group to int8 ("fast" numerics, mxfp4_q8.h; the
+// group quantises x once per distinct x) and multiplied as MatMulMxfp4Q8 does, bit for bit.
+enum class WeightKind : uint8_t { kBf16, kF32, kMxfp4, kMxfp4Q8 };
 struct MatMulJob {
   WeightKind kind = WeightKind::kBf16;
   const float* x = nullptr;  // [M, K]
   size_t M = 0, K = 0, N = 0;
   const bf16* bf16_weights = nullptr;  // kBf16: [N, K]
   const float* f32_weights = nullptr;  // kF32: [N, K]
-  const uint8_t* packed = nullptr;     // kMxfp4: [N, K/2]
-  const uint8_t* scales = nullptr;     // kMxfp4: [N, K/32]
+  const uint8_t* packed = nullptr;     // kMxfp4, kMxfp4Q8: [N, K/2]
+  const uint8_t* scales = nullptr;     // kMxfp4, kMxfp4Q8: [N, K/32]
   float* y = nullptr;                  // [M, N]
 
   static MatMulJob Bf16(const float* x, size_t M, size_t K, const bf16* W, size_t N, float* y) {
@@ -64,6 +66,12 @@ struct MatMulJob {
     job.packed = packed;
     job.scales = scales;
     job.y = y;
+    return job;
+  }
+  static MatMulJob Mxfp4Q8(const float* x, size_t M, size_t K, const uint8_t* packed, const uint8_t* scales,
+                           size_t N, float* y) {
+    MatMulJob job = Mxfp4(x, M, K, packed, scales, N, y);
+    job.kind = WeightKind::kMxfp4Q8;
     return job;
   }
 };
