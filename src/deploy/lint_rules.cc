@@ -220,7 +220,7 @@ void CheckEngine(const WorkloadView& w, const ContainerView& c, const LintOption
   // vLLM runs one rank per GPU; `k3 serve`'s ranks are CPU processes (one per node), so these are vLLM's.
   const bool vllm = IsVllm(c);
   if (vllm && c.gpus > 0 && HasFlag(c.command_line, "--tensor-parallel-size") && tp * pp != group_gpus &&
-      w.kind != "InferenceService" && w.kind != "EasService") {
+      w.kind != "InferenceService" && (w.kind != "EasService" || w.multi_node)) {
     sink.Add(file, c.line, "K3-PAR-001",
              fmt::format("TP {} x PP {} = {} GPUs, but the group has {} ({} per pod x {} pods)", tp, pp,
                          tp * pp, group_gpus, c.gpus, w.pods_per_group),
