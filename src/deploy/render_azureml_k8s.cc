@@ -48,7 +48,8 @@ AzureMlKubernetes AzureMlOnKubernetes(const RenderContext& ctx, Doc& endpoint, D
       "# attached to the workspace, and the InstanceType the deployment names.\n"
       "set -euo pipefail\ncd \"$(dirname \"$0\")\"\n"
       "RESOURCE_GROUP=${RESOURCE_GROUP:?set RESOURCE_GROUP (of the workspace and the AKS cluster)}\n"
-      "WORKSPACE=${WORKSPACE:?set WORKSPACE}\nCLUSTER=${CLUSTER:?set CLUSTER to the AKS cluster's name}\n\n"
+      "WORKSPACE=${WORKSPACE:?set WORKSPACE}\nCLUSTER=${CLUSTER:?set CLUSTER to the name of the AKS "
+      "cluster}\n\n"
       "az extension add --name k8s-extension --upgrade --yes\naz extension add --name ml --upgrade --yes\n\n";
   s += fmt::format(
       "# 1. The GPU pool. No NoSchedule taint: an InstanceType sets a node selector and resources but no\n"
@@ -80,7 +81,7 @@ AzureMlKubernetes AzureMlOnKubernetes(const RenderContext& ctx, Doc& endpoint, D
 
   const std::string where = " --resource-group \"$RESOURCE_GROUP\" --workspace-name \"$WORKSPACE\"";
   out.cleanup =
-      std::string("CLUSTER=${CLUSTER:?set CLUSTER to the AKS cluster's name}\n") + "run \"compute " +
+      std::string("CLUSTER=${CLUSTER:?set CLUSTER to the name of the AKS cluster}\n") + "run \"compute " +
       kAmlK8sCompute + " (detached; the cluster stays)\" az ml compute detach --name " + kAmlK8sCompute +
       where + " --yes\n" + "run \"InstanceType " + instance_type +
       "\" kubectl delete -f instancetype.yaml --ignore-not-found\n" +

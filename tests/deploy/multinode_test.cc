@@ -3,6 +3,9 @@
 // Vertex's refusal. Each test checks what makes the group run: every rank agrees on the group (size, rank,
 // leader), the engine reads where the weights are mounted, the names one file gives are the names another
 // reads, and `k3 lint` finds no error where a broken copy gets one.
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <regex>
 
 #include <gtest/gtest.h>
@@ -54,6 +57,16 @@ bool HasRule(const Files& files, const std::string& rule) {
   return false;
 }
 
+// `bash -n` accepts the script (a stray quote in a message would end a string).
+bool BashParses(const std::string& text) {
+  const std::string path = ::testing::TempDir() + "k3_multinode_test.sh";
+  {
+    std::ofstream out(path);
+    out << text;
+  }
+  return std::system(("bash -n " + path + " 2>/dev/null").c_str()) == 0;
+}
+
 std::string FlagOf(const std::string& cmd, const std::string& flag) {
   std::smatch m;
   if (std::regex_search(cmd, m, std::regex(flag + " +\"?([^ \"']+)"))) return m[1];
@@ -87,6 +100,7 @@ TEST(PaiEasUnit, VllmSpansTheUnitWithOneProcessPerInstance) {
   // Weights: the OSS mount is where the engine reads.
   EXPECT_EQ(service["storage"][0]["mount_path"], "/mnt/models/Kimi-K3/");
   EXPECT_NE(script.find("vllm serve /mnt/models/Kimi-K3 "), std::string::npos) << script;
+  EXPECT_TRUE(BashParses(script.substr(9, script.size() - 10))) << script;  // the body of bash -c '...'
   EXPECT_TRUE(Errors(files).empty()) << FormatFindings(Errors(files), false);
   EXPECT_NE(files.at("NOTES.md").find("Lingjun"), std::string::npos);
 }
@@ -177,6 +191,33 @@ TEST(AckGroup, K3RendersALeaderWorkerSetOverTheOssVolume) {
   EXPECT_TRUE(Errors(files).empty()) << FormatFindings(Errors(files), false);
 }
 
+TEST(AckGroup, TheLeaderWorkerSetValidatesStrictlyAgainstItsCrd) {
+  // A schema dir holding only the LeaderWorkerSet CRD of ../shared/schemas (kubectl's strict validation).
+  const std::filesystem::path dir = std::filesystem::path(::testing::TempDir()) / "k3_multinode_crds";
+  std::filesystem::create_directories(dir);
+  std::filesystem::copy_file(
+      testing::SourceDir() + "/../shared/schemas/lws-v0.10.0.leaderworkerset.x-k8s.io_leaderworkersets.yaml",
+      dir / "lws.yaml", std::filesystem::copy_options::overwrite_existing);
+  LintOptions lint;
+  lint.catalog = &testing::TestCatalog();
+  lint.schema_dir = dir.string();
+  const auto crd_findings = [&](const Files& files) {
+    std::vector<Finding> out;
+    for (const Finding& f : LintFiles(files, lint)) {
+      if (f.rule == "K3-CRD-001") out.push_back(f);
+    }
+    return out;
+  };
+  for (Engine engine : {Engine::kVllm, Engine::kK3}) {
+    Files files = MustRender(KimiK3("alibaba-ack", engine));
+    EXPECT_TRUE(crd_findings(files).empty()) << FormatFindings(crd_findings(files), false);
+    std::string& manifest = files["kimi-k3-ack.yaml"];
+    manifest.replace(manifest.find("restartPolicy:"), std::string("restartPolicy:").size(),
+                     "restartPolicyx:");
+    EXPECT_FALSE(crd_findings(files).empty()) << "a broken copy validates";
+  }
+}
+
 TEST(AckGroup, VllmGroupsRunRayOverTheSameVolume) {
   const Files files = MustRender(KimiK3("alibaba-ack", Engine::kVllm));
   const Json lws = testing::FindDoc(files, "LeaderWorkerSet");
@@ -242,6 +283,8 @@ TEST(AzureMlKubernetes, TheDeploymentNamesTheInstanceTypeThatSelectsThePool) {
   EXPECT_LT(cleanup.find("az ml online-endpoint delete"), cleanup.find("az ml compute detach"));
   EXPECT_LT(files.at("NOTES.md").find("bash setup-aml-k8s.sh"),
             files.at("NOTES.md").find("az ml online-deployment create"));
+  for (const char* script : {"setup-aml-k8s.sh", "cleanup.sh"})
+    EXPECT_TRUE(BashParses(files.at(script))) << script;
   EXPECT_TRUE(Errors(files).empty()) << FormatFindings(Errors(files), false);
 }
 
