@@ -8,7 +8,7 @@
 namespace k3::deploy {
 namespace {
 
-std::string Join(const std::vector<std::string>& words) {
+std::string JoinWords(const std::vector<std::string>& words) {
   std::string out;
   for (const std::string& w : words) out += (out.empty() ? "" : " ") + w;
   return out;
@@ -61,7 +61,7 @@ std::string EasUnitScript(const RenderContext& ctx, const std::string& model_dir
       "if [ -n \"${COMM_IFNAME:-}\" ]; then export " + ifname_exports + "; fi",
       "set --",
       "if [ \"$RANK_ID\" != 0 ]; then set -- --headless; fi",
-      "exec " + Join(argv)};
+      "exec " + JoinWords(argv)};
   std::string script;
   for (const std::string& line : body) script += (script.empty() ? "" : "; ") + line;
   return "bash -c '" + script + "'";

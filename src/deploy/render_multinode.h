@@ -20,11 +20,6 @@ namespace k3::deploy {
 // the engine reads.
 std::string EasUnitScript(const RenderContext& ctx, const std::string& model_dir);
 
-// The variables EAS sets on each instance of a distributed unit, as the script reads them.
-inline constexpr const char* kEasRankVar = "RANK_ID";
-inline constexpr const char* kEasMasterVar = "MASTER_ADDRESS";
-inline constexpr const char* kEasIfnameVar = "COMM_IFNAME";
-
 // ACK with a group of several nodes: the LeaderWorkerSet (+ Service) that mounts the OSS volume `pvc`
 // at `model_dir` on every pod of the group, the file names and apply / cleanup steps around it.
 struct AckGroupFiles {
