@@ -41,6 +41,9 @@ void RegisterRenderCommand(CLI::App& app) {
                 "Gateway, HTTPRoute");
   cmd->add_option("--gateway-impl", flags->options.gateway_impl,
                   "gateway implementation: kgateway (default) | istio; gcp-gke uses GKE's managed gateway");
+  cmd->add_option("--compute", flags->options.compute,
+                  "azure-ml: managed (default, a managed online endpoint) | kubernetes (Kubernetes compute: "
+                  "the AzureML extension on an AKS cluster)");
   cmd->add_option("--model", flags->options.plan.model, "kimi-k3 | kimi-linear-48b | checkpoint DIR")
       ->capture_default_str();
   const auto& instances = deploy::EmbeddedCatalog();

@@ -6,6 +6,7 @@
 //   K3-IMG-001  a Vertex AI model whose serving image is not in Artifact Registry
 //   K3-PAR-003  TP x PP above the GPUs of the one instance a script / Dockerfile / KServe pod gets
 //   K3-SCRIPT-001 / -002  cleanup that stops at the first failure, or leaves reservations to a comment
+#include <cstdlib>
 #include <regex>
 #include <set>
 
@@ -194,6 +195,20 @@ void CheckDockerfiles(const std::vector<YamlDocument>& docs,
     if (const Instance* i = options.catalog->FindInstance(t->Text())) {
       gpus = i->gpu_count;
       instance = t->Text();
+    }
+    // Kubernetes compute: instance_type names an InstanceType custom resource of the same files.
+    for (const YamlDocument& it : docs) {
+      const YamlNode* kind = it.root.Get("kind");
+      const YamlNode* name = it.root.Path("metadata.name");
+      const YamlNode* limit = it.root.Path("spec.resources.limits");
+      if (kind == nullptr || kind->Text() != "InstanceType" || name == nullptr || name->Text() != t->Text() ||
+          limit == nullptr) {
+        continue;
+      }
+      if (const YamlNode* g = limit->Get("nvidia.com/gpu")) {
+        gpus = std::atoi(g->Text().c_str());
+        instance = "InstanceType " + t->Text();
+      }
     }
   }
   for (const auto& [file, text] : dockerfiles) {

@@ -126,8 +126,25 @@ void CheckEnv(const WorkloadView& w, const ContainerView& c, Sink& sink) {
   }
 }
 
+// PAI-EAS distributed unit: one script for every instance, so its --nnodes must be the unit's size (else
+// the instances wait for ranks that never start, or EAS starts instances no rank expects).
+void CheckEasUnit(const WorkloadView& w, Sink& sink) {
+  if (w.kind != "EasService") return;
+  for (const ContainerView& c : w.containers) {
+    const std::string nnodes = FlagValue(c.command_line, "--nnodes");
+    const int n = nnodes.empty() ? 1 : std::atoi(nnodes.c_str());
+    if (n != w.pods_per_group) {
+      sink.Add(w.doc->file, c.line, "K3-GROUP-001",
+               fmt::format("the script starts a group of --nnodes {} but the service's unit.size is {}", n,
+                           w.pods_per_group),
+               "make unit.size the --nnodes of the script (one instance per node)");
+    }
+  }
+}
+
 // LWS leader and worker: the flags every rank of one group must agree on.
 void CheckGroup(const WorkloadView& w, Sink& sink) {
+  CheckEasUnit(w, sink);
   if (w.kind != "LeaderWorkerSet" || w.containers.empty() || w.worker_containers.empty()) return;
   const ContainerView& leader = w.containers.front();
   const ContainerView& worker = w.worker_containers.front();

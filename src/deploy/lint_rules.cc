@@ -43,7 +43,8 @@ const std::vector<RuleInfo>& LintRules() {
       {"K3-SCRIPT-001", Severity::kError, "a cleanup script that stops at the first failing command"},
       {"K3-SCRIPT-002", Severity::kError, "a cleanup script that leaves a reservation to a comment"},
       {"K3-GROUP-001", Severity::kError,
-       "ranks of one group disagree (TP, master port, model between leader and worker; TP vs group size)"},
+       "ranks of one group disagree (TP, master port, model between leader and worker; TP vs group size; "
+       "a PAI-EAS script's --nnodes vs unit.size)"},
       {"K3-SECRET-001", Severity::kError, "a secret (key, token, password) as a plain env value"},
       {"K3-ENV-001", Severity::kError, "an environment variable the engine's loaders never read"},
       {"K3-GW-002", Severity::kError,
@@ -220,7 +221,7 @@ void CheckEngine(const WorkloadView& w, const ContainerView& c, const LintOption
   // vLLM runs one rank per GPU; `k3 serve`'s ranks are CPU processes (one per node), so these are vLLM's.
   const bool vllm = IsVllm(c);
   if (vllm && c.gpus > 0 && HasFlag(c.command_line, "--tensor-parallel-size") && tp * pp != group_gpus &&
-      w.kind != "InferenceService" && w.kind != "EasService") {
+      w.kind != "InferenceService" && (w.kind != "EasService" || w.multi_node)) {
     sink.Add(file, c.line, "K3-PAR-001",
              fmt::format("TP {} x PP {} = {} GPUs, but the group has {} ({} per pod x {} pods)", tp, pp,
                          tp * pp, group_gpus, c.gpus, w.pods_per_group),

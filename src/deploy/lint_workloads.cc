@@ -1,5 +1,6 @@
 // Workload extraction for k3 lint: turns each supported kind into WorkloadView / ContainerView so the rules
 // are written once (see lint_internal.h).
+#include <algorithm>
 #include <cctype>
 
 #include "src/deploy/lint_internal.h"
@@ -216,9 +217,18 @@ std::vector<WorkloadView> ExtractWorkloads(const YamlDocument& doc) {
         if (const YamlNode* g = root.Path("metadata.gpu")) c.gpus = ParseCount(g->Text());
         c.startup_probe = node.Get("startup_check");
         c.readiness_probe = node.Get("health_check");
+        // A distributed unit's script exports the interface EAS names for rank traffic (COMM_IFNAME).
+        for (const char* name : {"NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME"}) {
+          if (c.command_line.find(std::string(name) + "=") != std::string::npos) c.env[name] = "(script)";
+        }
         w.containers.push_back(c);
       }
     }
+    // EAS distributed inference: unit.size instances serve one replica (RANK_ID 0..size-1).
+    if (const YamlNode* size = root.Path("unit.size"))
+      w.pods_per_group = std::max(1, ParseCount(size->Text()));
+    w.multi_node = w.pods_per_group > 1;
+    w.replicas = IntOr(root.Path("metadata.instance"), 1);
     w.managed_model_source = root.Get("storage") != nullptr;
     out.push_back(w);
     return out;

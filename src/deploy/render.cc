@@ -58,20 +58,28 @@ Status CheckWeightsScheme(const RenderContext& ctx) {
   return InvalidArgument("--weights {}: --target {} reads {} ({})", ctx.weights.uri, t, list, why);
 }
 
-// Refuses what the target cannot run as rendered: a managed endpoint or PAI-EAS service is one instance
-// per replica, and `k3 serve` runs on one node until multi-node k3 serving lands.
+// Refuses what the target cannot run as rendered: a managed endpoint is one instance per replica (a
+// PAI-EAS service spans several as a distributed unit, an ACK group is a LeaderWorkerSet).
 Status CheckServable(const RenderContext& ctx) {
   const TargetPlan& p = ctx.plan;
   const std::string group = fmt::format("{} x {}", p.layout.nodes, p.instance.id);
   const std::string& t = p.target.id;
-  if (p.layout.nodes > 1 && (t == "azure-ml" || t == "gcp-vertex" || t == "alibaba-pai-eas")) {
+  if (p.layout.nodes > 1 && (t == "azure-ml" || t == "gcp-vertex")) {
+    // Azure ML online deployments run one container per instance (managed and Kubernetes compute alike);
+    // Vertex documents multi-host GPU serving (multihostGpuNodeCount) only for Model Garden's Ray image on
+    // its listed machine types: docs/deploy.md, "Multi-node where the guide goes".
     return InvalidArgument(
-        "--target {}: {} needs {} (TP={} x PP={}) but each replica of {} is one instance of {} GPUs; a TP of "
-        "{} "
-        "would not fit its {} GPUs: use a Kubernetes target (azure-aks, gcp-gke, alibaba-ack), or a smaller "
-        "--model / --max-model-len, or an --instance whose GPUs hold the model",
-        t, ctx.model.id, group, p.layout.tp, p.layout.pp, t, p.instance.gpu_count, p.layout.tp * p.layout.pp,
-        p.instance.gpu_count);
+        "--target {}: {} needs {} (TP={} x PP={}) but each replica of {} is one instance of {} GPUs ({}); a "
+        "TP of {} would not fit its {} GPUs: use a Kubernetes target (azure-aks, gcp-gke, k8s: a "
+        "LeaderWorkerSet group), or a smaller --model / --max-model-len, or an --instance whose GPUs hold "
+        "the model",
+        t, ctx.model.id, group, p.layout.tp, p.layout.pp, t, p.instance.gpu_count,
+        t == "azure-ml" ? "an Azure ML online deployment runs one container per instance and has no "
+                          "multi-node group"
+                        : "Vertex documents multi-host GPU deployments only for its own vLLM + Ray image "
+                          "on the machine types it lists, not for a custom container on " +
+                              p.instance.id,
+        p.layout.tp * p.layout.pp, p.instance.gpu_count);
   }
   K3_RETURN_IF_ERROR(CheckWeightsScheme(ctx));
   if (p.instance.CpuOnly() &&
@@ -80,16 +88,6 @@ Status CheckServable(const RenderContext& ctx) {
         "--instance {} is CPU-only, and --target {} serves GPU endpoints: render CPU plans for a Kubernetes "
         "target (aws-eks, azure-aks, gcp-gke, alibaba-ack, k8s)",
         p.instance.id, t);
-  }
-  // KServe's multi-node predictors need a ServingRuntime with a worker spec (raw predictor containers +
-  // workerSpec are rejected by KServe 0.15-0.20), and its workers carry no node rank for `k3 serve
-  // --headless`: a group of several nodes on ACK runs as a LeaderWorkerSet (--target k8s).
-  if (p.layout.nodes > 1 && t == "alibaba-ack") {
-    return InvalidArgument(
-        "--target alibaba-ack: {} needs {}, and a KServe InferenceService of several nodes needs a "
-        "ServingRuntime with a worker spec that k3 does not render: use --target k8s (LeaderWorkerSet, the "
-        "LWS controller on the ACK cluster) with --instance {}, or an --instance whose GPUs hold the model",
-        ctx.model.id, group, p.instance.id);
   }
   if (ctx.options.engine == Engine::kK3) {
     if (t == "azure-ml" || t == "gcp-vertex") {
@@ -196,7 +194,8 @@ std::vector<std::string> VerifyCommands(const RenderContext& ctx) {
   const std::string chat = "'{\"model\": \"" + ctx.model.served_name +
                            "\", \"messages\": [{\"role\": \"user\", \"content\": \"Hello\"}], "
                            "\"max_tokens\": 16}'";
-  if (t == "aws-eks" || t == "azure-aks" || t == "gcp-gke" || t == "k8s") {
+  const bool ack_group = t == "alibaba-ack" && ctx.plan.layout.nodes > 1;  // a LeaderWorkerSet + Service
+  if (t == "aws-eks" || t == "azure-aks" || t == "gcp-gke" || t == "k8s" || ack_group) {
     if (ctx.options.gateway) {
       return {"ENDPOINT=$(kubectl get gateway" + ns + " " + ctx.app_name +
                   "-gateway -o jsonpath='{.status.addresses[0].value}')",
@@ -410,6 +409,15 @@ Result<std::vector<RenderedFile>> Render(const Catalog& catalog, const RenderOpt
     K3_RETURN_IF_ERROR(GatewayImplementation(ctx).status());
   } else if (!options.gateway_impl.empty()) {
     return InvalidArgument("--gateway-impl {}: only with --gateway", options.gateway_impl);
+  }
+  if (!options.compute.empty()) {
+    if (target->id != "azure-ml") {
+      return InvalidArgument("--compute {}: only for --target azure-ml (managed | kubernetes)",
+                             options.compute);
+    }
+    if (options.compute != "managed" && options.compute != "kubernetes") {
+      return InvalidArgument("--compute '{}': one of managed, kubernetes", options.compute);
+    }
   }
   return renderer->second(ctx);
 }

@@ -25,6 +25,9 @@ struct RenderOptions {
   // --region: the bucket's region where a file names it (HyperPod s3Storage.region, the ACK OSS endpoint
   // oss-REGION-internal.aliyuncs.com); required there, refused nowhere.
   std::string region;
+  // --compute (azure-ml): "managed" (default: a managed online endpoint) | "kubernetes" (Azure ML
+  // Kubernetes compute: the AzureML extension on an AKS cluster, render_azureml_k8s.h).
+  std::string compute;
   bool gateway = false;      // Inference Gateway stack (render_gateway.h)
   std::string gateway_impl;  // --gateway-impl: kgateway | istio (gke on gcp-gke); "" = the target's default
   PlanOptions plan;          // model, instance, max-model-len, bandwidth, prefer_pp

@@ -1,9 +1,11 @@
 // Alibaba targets: alibaba-pai-eas (EAS service JSON with an OSS mount and autoscaler; field notes in
-// spec/pai-eas-service-json.md) and alibaba-ack (arena command + KServe InferenceService in
-// RawDeployment mode over an OSS-backed PVC, one node per group). Both read oss:// weights only.
+// spec/pai-eas-service-json.md; a group of several instances is a distributed unit) and alibaba-ack
+// (arena command + KServe InferenceService in RawDeployment mode over an OSS-backed PVC for one node, a
+// LeaderWorkerSet for several). Both read oss:// weights only.
 #include <cmath>
 
 #include "src/deploy/render_k8s_common.h"
+#include "src/deploy/render_multinode.h"
 #include "src/deploy/render_scripts.h"
 
 namespace k3::deploy {
@@ -59,7 +61,13 @@ Result<std::vector<RenderedFile>> RenderPaiEas(const RenderContext& ctx) {
   Doc health = check;
   health["period_seconds"] = p.readiness_period_seconds;
   health["failure_threshold"] = p.readiness_failure_threshold;
-  Doc container = {{"image", ctx.image}, {"port", ctx.serve.port},   {"script", OneLine(ServeShell(ctx))},
+  // A group of several instances is one EAS distributed unit (render_multinode.h): each instance starts
+  // the engine for its RANK_ID, and instance 0 takes the traffic.
+  const int unit_size = ctx.plan.layout.nodes;
+  const std::string script = unit_size > 1
+                                 ? EasUnitScript(ctx, std::string(kModelMount) + "/" + ctx.model.served_name)
+                                 : OneLine(ServeShell(ctx));
+  Doc container = {{"image", ctx.image}, {"port", ctx.serve.port},   {"script", script},
                    {"env", env},         {"startup_check", startup}, {"health_check", health}};
   // Dedicated resource group (quota) instead of public instances; VPC and GPU driver filled by
   // deploy-eas.sh from the environment (spec pai-eas-service-json.md: metadata.resource, cloud.networking,
@@ -91,6 +99,9 @@ Result<std::vector<RenderedFile>> RenderPaiEas(const RenderContext& ctx) {
        {{"min", ctx.plan.replicas},
         {"max", ctx.plan.replicas + 1},
         {"scaleStrategies", Doc::array({Doc{{"metricName", "qps"}, {"threshold", 2}}})}}}};
+  // metadata.instance counts units; unit.size the instances of each (docs/deploy.md: sources, and which
+  // of these fields the public pages left uncertain).
+  if (unit_size > 1) service["unit"] = {{"size", unit_size}};
   const std::string deploy =
       "#!/usr/bin/env bash\n# PAI-EAS service for " + ctx.model.served_name + " on " + ctx.plan.instance.id +
       " (rendered by k3 render): fills service.json from the environment and creates the service.\n"
@@ -110,6 +121,13 @@ Result<std::vector<RenderedFile>> RenderPaiEas(const RenderContext& ctx) {
                     {"the EAS dedicated resource group (quota) until released per contract",
                      "the weights in " + ctx.weights.uri + " (OSS storage)"}));
   std::vector<std::string> apply = {"bash deploy-eas.sh"};
+  if (unit_size > 1) {
+    apply.push_back(fmt::format(
+        "# a distributed service: each of its {} unit(s) is {} instances of {} (RANK_ID 0..{}); EAS sends "
+        "the "
+        "traffic to instance 0 of each unit, and EAS_RESOURCE_ID must be a Lingjun resource quota",
+        ctx.plan.replicas, unit_size, ctx.plan.instance.id, unit_size - 1));
+  }
   apply.push_back("# autoscaler min stays >= 1: scale-to-zero reloads the weights on every cold start");
   files.push_back(RenderNotes(ctx, apply));
   return files;
@@ -149,7 +167,7 @@ Result<std::vector<RenderedFile>> RenderAck(const RenderContext& ctx) {
                {"storageClassName", ""},
                {"resources", {{"requests", {{"storage", pv["spec"]["capacity"]["storage"]}}}}}}}};
   const int gpus = ctx.plan.instance.gpu_count;
-  Doc env = EngineEnvList(ctx, false);  // one node: Render refuses multi-node groups on ACK
+  Doc env = EngineEnvList(ctx, false);  // the one-node InferenceService (groups: AckLeaderWorkerSet)
   Doc mounts = Doc::array(
       {Doc{{"name", "model-cache"}, {"mountPath", std::string(kModelMount) + "/" + ctx.model.served_name}},
        Doc{{"name", "dshm"}, {"mountPath", "/dev/shm"}}});
@@ -183,21 +201,32 @@ Result<std::vector<RenderedFile>> RenderAck(const RenderContext& ctx) {
       "  --restful-port={} \\\n  --image={} \\\n  --data={}:{}/{} \\\n  \"{}\"\n",
       ctx.app_name, gpus, ctx.plan.replicas, ctx.serve.port, ctx.image, pvc_name, kModelMount,
       ctx.model.served_name, OneLine(ServeShell(ctx)));
+  // A group of several nodes is a LeaderWorkerSet over the same OSS volume (render_multinode.h): KServe
+  // would need a ServingRuntime with a worker spec, and its workers carry no node rank.
+  const bool group = ctx.plan.layout.nodes > 1;
+  const AckGroupFiles lws =
+      group ? AckLeaderWorkerSet(ctx, pvc_name, std::string(kModelMount) + "/" + ctx.model.served_name)
+            : AckGroupFiles{};
   std::vector<RenderedFile> files = {
       {"weights.yaml", YamlFile({"OSS-backed weights volume (ACK OSS CSI driver); fill the bucket first: "
                                  "k3 weights sync hf://" +
                                  ctx.model.hf_id + " " + ctx.weights.uri},
-                                {pv, pvc})},
-      {"inferenceservice.yaml",
-       YamlFile({"KServe InferenceService (ack-kserve), RawDeployment mode",
-                 fmt::format("{} x {}: TP={} PP={}", ctx.plan.layout.nodes, ctx.plan.instance.id,
-                             ctx.plan.layout.tp, ctx.plan.layout.pp)},
-                {isvc})},
-  };
+                                {pv, pvc})}};
+  if (group) {
+    files.insert(files.end(), lws.files.begin(), lws.files.end());
+  } else {
+    files.push_back({"inferenceservice.yaml",
+                     YamlFile({"KServe InferenceService (ack-kserve), RawDeployment mode",
+                               fmt::format("{} x {}: TP={} PP={}", ctx.plan.layout.nodes,
+                                           ctx.plan.instance.id, ctx.plan.layout.tp, ctx.plan.layout.pp)},
+                              {isvc})});
+  }
   // arena's --gpus / --cpu flags size a GPU pod: CPU plans use inferenceservice.yaml.
-  if (!ctx.plan.cpu_only) files.push_back({"arena.sh", arena});
+  if (!ctx.plan.cpu_only && !group) files.push_back({"arena.sh", arena});
   std::string cleanup =
-      "run \"inferenceservice.yaml objects\" kubectl delete -f inferenceservice.yaml --ignore-not-found\n"
+      (group ? lws.cleanup
+             : "run \"inferenceservice.yaml objects\" kubectl delete -f inferenceservice.yaml "
+               "--ignore-not-found\n") +
       "run \"weights.yaml objects (PV, PVC; the bucket keeps the weights)\" kubectl delete -f weights.yaml "
       "--ignore-not-found\n"
       "run \"Secret " +
@@ -211,6 +240,7 @@ Result<std::vector<RenderedFile>> RenderAck(const RenderContext& ctx) {
                                 {"the ACK node pool and cluster (delete the node pool first, guide §6.4)",
                                  "the weights in " + ctx.weights.uri + " (OSS storage)"}));
   std::vector<std::string> apply;
+  if (group) apply.push_back(kLwsInstall);
   for (RenderedFile& f : NamespaceFile(ctx)) {
     apply.push_back("kubectl apply -f " + f.path);
     files.push_back(std::move(f));
@@ -219,8 +249,12 @@ Result<std::vector<RenderedFile>> RenderAck(const RenderContext& ctx) {
       "kubectl create secret generic " + OssSecretName(ctx) + " --namespace " + Namespace(ctx) +
       " --from-literal=akId=\"$OSS_ACCESS_KEY_ID\" --from-literal=akSecret=\"$OSS_ACCESS_KEY_SECRET\"");
   apply.push_back("kubectl apply -f weights.yaml");
-  apply.push_back("kubectl apply -f inferenceservice.yaml");
-  apply.push_back("kubectl get inferenceservice" + KubectlNamespace(ctx) + " " + ctx.app_name + " -w");
+  if (group) {
+    apply.insert(apply.end(), lws.apply.begin(), lws.apply.end());
+  } else {
+    apply.push_back("kubectl apply -f inferenceservice.yaml");
+    apply.push_back("kubectl get inferenceservice" + KubectlNamespace(ctx) + " " + ctx.app_name + " -w");
+  }
   files.push_back(RenderNotes(ctx, apply));
   return files;
 }

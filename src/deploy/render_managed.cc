@@ -1,7 +1,10 @@
 // Managed-endpoint targets: azure-ml (Azure ML CLI v2 endpoint + deployment YAML and a Dockerfile that bakes
 // the engine command, since managed deployments take no container args) and gcp-vertex (gcloud script).
 // Both carry the guide's warnings: GB300 SKU availability on AML, Vertex A4X's 18-replica minimum.
+// azure-ml --compute kubernetes: the same deployment on AKS-attached Kubernetes compute
+// (render_azureml_k8s.h).
 #include "src/deploy/plan_format.h"
+#include "src/deploy/render_azureml_k8s.h"
 #include "src/deploy/render_k8s_common.h"
 #include "src/deploy/render_scripts.h"
 
@@ -72,8 +75,14 @@ Result<std::vector<RenderedFile>> RenderAzureMl(const RenderContext& ctx) {
         {"period", p.readiness_period_seconds},
         {"timeout", 10},
         {"failure_threshold", p.startup_failure_threshold}}}};
+  // --compute kubernetes: the same deployment on Kubernetes compute attached to AKS.
+  const bool kubernetes = ctx.options.compute == "kubernetes";
+  const AzureMlKubernetes k8s =
+      kubernetes ? AzureMlOnKubernetes(ctx, endpoint, deployment) : AzureMlKubernetes{};
   std::vector<std::string> header = {
-      "Azure ML managed online endpoint (az ml online-endpoint/deployment create)"};
+      kubernetes ? "Azure ML online endpoint on Kubernetes compute " + std::string(kAmlK8sCompute) +
+                       " (az ml online-endpoint/deployment create)"
+                 : "Azure ML managed online endpoint (az ml online-endpoint/deployment create)"};
   for (const std::string& w : Warnings(ctx)) header.push_back("WARNING: " + w);
   std::string dockerfile =
       "# The managed deployment takes no container args: bake the engine command.\nFROM " + ctx.image +
@@ -86,6 +95,7 @@ Result<std::vector<RenderedFile>> RenderAzureMl(const RenderContext& ctx) {
                                      {"deployment.yml", YamlFile(header, {deployment})},
                                      {"Dockerfile", dockerfile},
                                      {"request.json", request.dump(2) + "\n"}};
+  files.insert(files.end(), k8s.files.begin(), k8s.files.end());
   // Azure ML's v2 commands are the `ml` extension of the Azure CLI; the workspace is named on each command.
   const std::string where = " --resource-group \"$RESOURCE_GROUP\" --workspace-name \"$WORKSPACE\"";
   files.push_back(CleanupScript(
@@ -93,12 +103,15 @@ Result<std::vector<RenderedFile>> RenderAzureMl(const RenderContext& ctx) {
       "RESOURCE_GROUP=${RESOURCE_GROUP:?set RESOURCE_GROUP}\nWORKSPACE=${WORKSPACE:?set WORKSPACE}\n\n"
       "run \"online endpoint " +
           ctx.app_name + " (and its deployments)\" az ml online-endpoint delete --name " + ctx.app_name +
-          where + " --yes\n",
-      {"any capacity reservation group for " + ctx.plan.instance.id + " (delete it separately)"}));
-  files.push_back(RenderNotes(
-      ctx,
-      {"az extension add --name ml --upgrade --yes", "az ml online-endpoint create -f endpoint.yml" + where,
-       "az ml online-deployment create -f deployment.yml --all-traffic" + where}));
+          where + " --yes\n" + k8s.cleanup,
+      kubernetes ? k8s.still_billing
+                 : std::vector<std::string>{"any capacity reservation group for " + ctx.plan.instance.id +
+                                            " (delete it separately)"}));
+  std::vector<std::string> apply = {"az extension add --name ml --upgrade --yes"};
+  if (kubernetes) apply.insert(apply.begin(), "bash setup-aml-k8s.sh");
+  apply.push_back("az ml online-endpoint create -f endpoint.yml" + where);
+  apply.push_back("az ml online-deployment create -f deployment.yml --all-traffic" + where);
+  files.push_back(RenderNotes(ctx, apply));
   return files;
 }
 

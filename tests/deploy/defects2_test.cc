@@ -91,7 +91,10 @@ TEST(DryRun2Defects, Defect202AckRendersOnlyWhatKServeAccepts) {
   RenderOptions o = testing::TestRenderOptions("alibaba-ack", Engine::kVllm);
   o.plan.model = "kimi-k3";  // 3 x 8 H20: a multi-node predictor KServe would reject
   o.plan.max_model_len = 0;
-  ExpectRefused(o, "--target k8s");
+  // A group is a LeaderWorkerSet instead (issue 41): no InferenceService at all.
+  const Files group = MustRender(o);
+  EXPECT_EQ(group.count("inferenceservice.yaml"), 0u);
+  EXPECT_EQ(FindDoc(group, "LeaderWorkerSet")["spec"]["leaderWorkerTemplate"]["size"], 3);
   // One node: no workerSpec, and every mounted volume exists in the pod.
   Files files = testing::RenderFiles("alibaba-ack", Engine::kVllm);
   const Json predictor = FindDoc(files, "InferenceService")["spec"]["predictor"];

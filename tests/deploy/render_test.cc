@@ -74,8 +74,8 @@ TEST(RenderTest, VllmGetsTheCanonicalArgumentsEverywhere) {
       "--tool-call-parser kimi_k3",  "--reasoning-parser kimi_k3",
       "--served-model-name Kimi-K3", "--moe-backend auto",
       "--tensor-parallel-size 8",    "--no-enable-flashinfer-autotune"};
-  // alibaba-pai-eas and alibaba-ack are absent: one 8 x H20 instance cannot hold kimi-k3, and neither
-  // target renders a group of several (defects_test checks the refusals).
+  // alibaba-pai-eas and alibaba-ack are absent: one 8 x H20 instance cannot hold kimi-k3, and their
+  // groups (TP 8 x PP 3) are checked in multinode_test.cc.
   for (const char* target : {"aws-eks", "azure-aks", "gcp-gke", "k8s"}) {
     std::string all;
     for (const auto& [path, text] : testing::RenderFiles(target, Engine::kVllm)) all += text;

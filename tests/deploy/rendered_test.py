@@ -117,19 +117,26 @@ def combinations():
              ["--target", "k8s", "--namespace", "team-a", "--weights", "s3://my-bucket/kimi-k3"] + k3,
              ["--target", "gcp-gke", "--instance", "a3-ultragpu-8g"] + k3,
              ["--target", "aws-hyperpod"] + k3]
+    # Issue 41, multi-node where the guide goes: kimi-k3 as a PAI-EAS distributed unit and an ACK
+    # LeaderWorkerSet (both engines), an ACK group of CPU nodes, Azure ML on Kubernetes compute.
+    oss = ["--weights", "oss://kimi/Kimi-K3", "--region", "cn-hangzhou"]
+    extra += [["--target", "alibaba-pai-eas"] + oss, ["--target", "alibaba-pai-eas"] + oss + k3,
+              ["--target", "alibaba-pai-eas", "--replicas", "2"] + oss,
+              ["--target", "alibaba-ack"] + oss, ["--target", "alibaba-ack", "--namespace", "team-a"] + oss + k3,
+              ["--target", "alibaba-ack", "--instance", "ecs.re6.26xlarge"] + oss + k3,
+              ["--target", "azure-ml", "--compute", "kubernetes"] + SMALL_MODEL,
+              ["--target", "azure-ml", "--compute", "kubernetes", "--instance", "Standard_ND96isr_H200_v5"]
+              + SMALL_MODEL]
     for argv in extra:
         accepted.append((" ".join(argv), argv))
     refused.append(("aws-eks --engine vllm on a CPU instance", ["--target", "aws-eks", "--instance", "x2iedn.32xlarge"]))
     refused.append(("alibaba-pai-eas on a CPU instance", ["--target", "alibaba-pai-eas", "--engine", "k3", "--image",
                                                           "r/k3:t", "--instance", "ecs.re6.52xlarge"]))
     # What a plan cannot run as rendered is refused with a message, not rendered.
-    refused.append(("alibaba-pai-eas kimi-k3 (3 instances)", ["--target", "alibaba-pai-eas", "--weights", "oss://k/K"]))
     refused.append(("gcp-vertex kimi-k3 (2 instances)", ["--target", "gcp-vertex"]))
-    refused.append(("alibaba-ack --engine k3 kimi-k3 (KServe workers)",
-                    ["--target", "alibaba-ack", "--engine", "k3", "--image", "r/k3:t", "--weights", "oss://k/K",
-                     "--region", "cn-hangzhou"]))
-    refused.append(("alibaba-ack kimi-k3 (a multi-node KServe predictor)",
-                    ["--target", "alibaba-ack", "--weights", "oss://k/K", "--region", "cn-hangzhou"]))
+    refused.append(("azure-ml --compute kubernetes kimi-k3 (one container per instance)",
+                    ["--target", "azure-ml", "--compute", "kubernetes"]))
+    refused.append(("azure-aks --compute kubernetes", ["--target", "azure-aks", "--compute", "kubernetes"]))
     # Dry run 2: a bucket of another cloud, weights a target would ignore, placeholders, bad namespaces.
     refused.append(("aws-eks az:// (no Azure identity on EKS)", ["--target", "aws-eks", "--weights", "az://a/c/p"]))
     refused.append(("azure-aks s3:// (no AWS identity on AKS)", ["--target", "azure-aks", "--weights", "s3://b/p"]))
@@ -236,10 +243,13 @@ def check_k3_command_lines(label, d, counts):
                     lines.append(("job", list(c.get("args") or []), {}))
     if os.path.exists(os.path.join(d, "service.json")):
         with open(os.path.join(d, "service.json")) as f:
-            for c in json.load(f)["containers"]:
-                words = shlex.split(c.get("script", ""))
-                if words[:2] == ["k3", "serve"]:
-                    lines.append(("single", words[1:], {}))
+            service = json.load(f)
+        for c in service["containers"]:
+            words = shlex.split(c.get("script", ""))
+            if words[:2] == ["k3", "serve"]:
+                lines.append(("single", words[1:], {}))
+            elif words[:2] == ["bash", "-c"]:
+                lines += eas_unit_lines(label, service, c, counts)
     if "--engine k3" in label and not lines:
         fail(f"{label}: no k3 command line found in the rendered manifests")
     for role, argv, env in lines:
@@ -250,6 +260,66 @@ def check_k3_command_lines(label, d, counts):
             fail(f"{label}: k3 {' '.join(argv)} ({role}) rejected: {r.stdout.strip()} {r.stderr.strip()}")
         elif role == "worker" and "headless" not in r.stdout:
             fail(f"{label}: worker command line would serve HTTP: {r.stdout.strip()}")
+
+
+EAS_ENGINE_STUB = r'''#!/usr/bin/env python3
+import json, os, sys
+with open(os.environ["ENGINE_LOG"], "a") as f:
+    f.write(json.dumps({"engine": os.path.basename(sys.argv[0]), "argv": sys.argv[1:],
+                        "env": {k: os.environ.get(k) for k in ("NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME")}}) + "\n")
+'''
+
+
+def eas_unit_lines(label, service, container, counts):
+    """A PAI-EAS distributed unit: runs the container's `bash -c` script once per instance, with the
+    variables EAS injects (RANK_ID, MASTER_ADDRESS, COMM_IFNAME) and `vllm` / `k3` stubs that record
+    their argv. Every instance must start one engine process of one group: the same --nnodes (= unit.size)
+    and leader, its own --node-rank, --headless on every instance but 0 (the one EAS sends traffic to).
+    Returns the k3 command lines (with their role) for `k3 serve --dry-run`."""
+    size = (service.get("unit") or {}).get("size", 1)
+    out = []
+    with tempfile.TemporaryDirectory(prefix="k3-eas-") as tmp:
+        for engine in ("vllm", "k3"):
+            with open(os.path.join(tmp, engine), "w") as f:
+                f.write(EAS_ENGINE_STUB)
+            os.chmod(os.path.join(tmp, engine), 0o755)
+        log = os.path.join(tmp, "engine.jsonl")
+        for rank in range(size):
+            env = {"PATH": tmp + ":" + os.environ["PATH"], "ENGINE_LOG": log, "RANK_ID": str(rank),
+                   "MASTER_ADDRESS": "10.0.0.10", "COMM_IFNAME": "eth1", "RANK_IP": f"10.0.0.{10 + rank}"}
+            words = shlex.split(container["script"])
+            r = subprocess.run(words, env=env, capture_output=True, text=True, timeout=30)
+            if r.returncode != 0:
+                fail(f"{label}: the unit script failed on RANK_ID {rank}: {r.stderr.strip()}")
+        # Without the variables (a service that is not a unit) the script stops and names them.
+        r = subprocess.run(shlex.split(container["script"]), env={"PATH": tmp + ":" + os.environ["PATH"],
+                                                                  "ENGINE_LOG": log}, capture_output=True,
+                           text=True, timeout=30)
+        if r.returncode == 0 or "RANK_ID" not in r.stderr:
+            fail(f"{label}: the unit script ran without RANK_ID: {r.stderr.strip()}")
+        runs = [json.loads(l) for l in open(log)] if os.path.exists(log) else []
+    counts["EAS unit instances"] = counts.get("EAS unit instances", 0) + len(runs)
+    if len(runs) != size:
+        return fail(f"{label}: {len(runs)} engine processes for a unit of {size}") or []
+    gpus = (service.get("metadata") or {}).get("gpu", 0)
+    for rank, run in enumerate(runs):
+        argv = run["argv"]
+
+        def flag(name):
+            return argv[argv.index(name) + 1] if name in argv else None
+        if flag("--nnodes") != str(size) or flag("--node-rank") != str(rank) or flag("--master-addr") != "10.0.0.10":
+            fail(f"{label}: instance {rank} runs {run['engine']} {' '.join(argv)}")
+        if ("--headless" in argv) != (rank > 0):
+            fail(f"{label}: instance {rank} {'serves' if rank else 'does not serve'} HTTP: {' '.join(argv)}")
+        if run["env"]["GLOO_SOCKET_IFNAME"] != "eth1":
+            fail(f"{label}: instance {rank} does not use COMM_IFNAME for rank traffic: {run['env']}")
+        if run["engine"] == "vllm":
+            ranks = int(flag("--tensor-parallel-size") or 1) * int(flag("--pipeline-parallel-size") or 1)
+            if ranks != gpus * size or run["env"]["NCCL_SOCKET_IFNAME"] != "eth1":
+                fail(f"{label}: vLLM TP x PP = {ranks} on a unit of {size} x {gpus} GPUs ({run['env']})")
+        else:
+            out.append(("worker" if rank else "leader", argv, {}))
+    return out
 
 
 # ------------------------------------------------------------------------------------------ path chain
@@ -372,6 +442,17 @@ def check_path_chain(label, target, argv, d, counts):
         mount = worker["modelVolumeMount"]["mountPath"]
         if read != mount:
             fail(f"{label}: the operator mounts {mount} but the engine reads {read}")
+    elif target == "alibaba-ack" and any(doc.get("kind") == "LeaderWorkerSet" for _, doc in docs):
+        # A group: every pod mounts the OSS claim of weights.yaml where its engine reads.
+        pvc = next(doc for _, doc in docs if doc.get("kind") == "PersistentVolumeClaim")["metadata"]["name"]
+        for _, pod in pod_specs(docs):
+            c = pod["containers"][0]
+            claims = mounts(c, pod.get("volumes") or [])
+            read = served_model(c)
+            if read is not None and claims.get(read) != pvc:
+                fail(f"{label}: the engine reads {read} but the OSS claim {pvc} is mounted at {claims}")
+            if pvc not in claims.values():
+                fail(f"{label}: a pod of the group does not mount {pvc}: {claims}")
     elif target == "alibaba-ack":
         isvc = next(doc for _, doc in docs if doc.get("kind") == "InferenceService")
         c = isvc["spec"]["predictor"]["containers"][0]
@@ -415,6 +496,8 @@ if name == "az" and "--query" in argv and argv[argv.index("--query") + 1:][:1] =
           "Microsoft.ManagedIdentity/userAssignedIdentities/stub-1")
     sys.exit(0)
 if "describe" in argv and "projects" not in argv:  # `X describe || X create`: the create branch runs too
+    sys.exit(1)
+if name == "az" and argv[:3] == ["aks", "nodepool", "show"]:  # `show || add`: the add branch runs too
     sys.exit(1)
 print("stub-1")
 '''
@@ -505,6 +588,8 @@ NEWER_THAN_INSTALLED = {
     ("aws", "purchase-capacity-block"): "EC2 Capacity Blocks need awscli >= 2.13.38",
     ("gcloud", "--accelerator-network-profile"): "A4X Max node pools' flag is newer than gcloud 528",
     ("az", "ml"): "Azure ML v2 is the `ml` extension (az extension add --name ml), not in Debian's azure-cli",
+    ("az", "k8s-extension"): "the k8s-extension extension (az extension add --name k8s-extension) is not in "
+                             "Debian's azure-cli",
     ("az", "--crg-id"): "AKS capacity reservation groups need az >= 2.56 (Debian ships 2.45)",
     ("az", "--enable-workload-identity"): "AKS workload identity went GA after az 2.45",
 }
@@ -798,8 +883,8 @@ def main():
     print(f"rendered: {counts['combinations']} combinations, {counts['refusals']} refusals checked")
     if not shutil.which("shellcheck"):
         print("shellcheck: skipped (not installed; scripts/install-deps.sh installs it)")
-    for k in ["bash -n", "shellcheck", "k3 --dry-run", "path chains", "k3 lint", "cleanup failure runs",
-              "used-folder runs"]:
+    for k in ["bash -n", "shellcheck", "k3 --dry-run", "EAS unit instances", "path chains", "k3 lint",
+              "cleanup failure runs", "used-folder runs"]:
         print(f"  {k}: {counts.get(k, 0)}")
     print(f"cloud CLI invocations recorded: {len(invocations)}; distinct ones checked by the real CLI, per CLI:")
     for cli in CLOUD_CLIS + ["not checked (no offline CLI)"]:
