@@ -295,7 +295,7 @@ int RunServe(const ServeConfig& config) {
   spdlog::info("open files limit: {}{} (hard {})", files.soft,
                files.raised ? fmt::format(", raised from {}", files.before) : std::string(), files.hard);
   OpenAiService service(served_name, config.version);
-  service.SetLogRequests(config.log_requests);
+  service.SetLogRequests(config.log_requests, config.max_log_len);
   model::LoadProgress progress;  // /health's 503 body while loading (declared before the server: outlives it)
   service.SetLoadProgress(&progress);
   Router router;
