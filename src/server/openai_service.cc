@@ -110,8 +110,11 @@ class Generation : public std::enable_shared_from_this<Generation<Plan, Responde
       r.headers.emplace_back("Retry-After", "1");
     } else if (s.code() == StatusCode::kInvalidArgument) {
       r = ErrorResponse(400, s.message());
-    } else {
+    } else if (s.code() == StatusCode::kUnavailable) {
       r = ErrorResponse(503, fmt::format("the engine cannot take requests: {}", s.message()));
+    } else {
+      r = ErrorResponse(
+          500, fmt::format("the engine failed to queue the request (a bug in k3stack): {}", s.ToString()));
     }
     if constexpr (requires(const api::ApiError& e) { Responder::FailureBody(e); })
       r = AnthropicError(std::move(r));
