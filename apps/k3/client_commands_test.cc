@@ -1,6 +1,7 @@
 // `k3 verify` and `k3 bench` as the k3 binary registers them (cmd_verify.cc, cmd_bench.cc), parsed by
 // CLI11 and run against FakeOpenAi over loopback: exit codes, output formats, the files bench writes.
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -11,6 +12,8 @@
 
 #include "apps/k3/commands.h"
 #include "src/client/testing/fake_openai.h"
+#include "src/client/testing/fake_vendor.h"
+#include "src/tokenizer/token_report.h"
 
 namespace k3::app {
 namespace {
@@ -68,11 +71,48 @@ TEST(VerifyCommandTest, ExitCodeCountsFailures) {
   EXPECT_THAT(out, HasSubstr("<testsuite name=\"k3 verify"));
 }
 
+// --suite vendor against a broken endpoint (a token id in finish_reason, prompts miscounted by one, tool
+// arguments that break their schema): named failures and a non-zero exit. Without --tokenizer the counts
+// come from the endpoint's render route.
+TEST(VerifyCommandTest, VendorSuiteAgainstABrokenEndpoint) {
+  static const tokenizer::Tokenizer tokenizer = *tokenizer::LoadOrTrainTokenizer("", 256);
+  client::testing::FakeVendorOptions options;
+  options.tokenizer = &tokenizer;
+  options.render_route = true;
+  client::testing::FakeVendor good(options);
+  std::string out;
+  EXPECT_EQ(RunK3({"verify", "--suite", "vendor", "--endpoint", good.url()}, &out), 0) << out;
+  EXPECT_THAT(out, HasSubstr("PASS  finish-reason"));
+
+  options.finish_reason_leak = "stop_163586";
+  options.prompt_token_error = 1;
+  options.valid_tool_arguments = false;
+  client::testing::FakeVendor broken(options);
+  const int code =
+      RunK3({"verify", "--suite", "vendor", "--endpoint", broken.url(), "--format", "json"}, &out);
+  const auto report = nlohmann::json::parse(out);
+  EXPECT_EQ(code, report["failed"].get<int>());
+  EXPECT_GE(code, 3);
+  std::map<std::string, std::string> detail;
+  for (const auto& check : report["checks"]) {
+    if (check["outcome"] == "fail") detail[check["id"]] = check["detail"];
+  }
+  EXPECT_THAT(detail["finish-reason"], HasSubstr("'stop_163586' is a raw token id"));
+  EXPECT_THAT(detail["prompt-tokens-text"], HasSubstr("MISMATCH"));
+  EXPECT_THAT(detail["tool-args-get_weather"], HasSubstr("breaks the schema"));
+}
+
 TEST(VerifyCommandTest, UsageErrors) {
   std::string out;
   EXPECT_EQ(RunK3({"verify", "--endpoint", "http://127.0.0.1:1", "--format", "xml"}, &out), 2);
   EXPECT_EQ(RunK3({"verify", "--endpoint", "localhost:8000"}, &out), 2);
   EXPECT_NE(RunK3({"verify"}, &out), 0);  // --endpoint is required
+  EXPECT_EQ(RunK3({"verify", "--endpoint", "http://127.0.0.1:1", "--suite", "vendors"}, &out), 2);
+  EXPECT_EQ(RunK3({"verify", "--endpoint", "http://127.0.0.1:1", "--tokenizer", "/tmp"}, &out), 2);
+  EXPECT_EQ(RunK3({"verify", "--endpoint", "http://127.0.0.1:1", "--suite", "vendor", "--tokenizer",
+                   "/nonexistent"},
+                  &out),
+            2);
   EXPECT_EQ(
       RunK3({"verify", "--endpoint", "http://127.0.0.1:1", "--image-processor", "/nonexistent.json"}, &out),
       2);

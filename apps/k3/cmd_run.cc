@@ -29,9 +29,9 @@
 #include "src/base/thread_pool.h"
 #include "src/io/npy.h"
 #include "src/model/greedy.h"
+#include "src/model/load_for_rank.h"
 #include "src/model/model.h"
 #include "src/model/rank_group.h"
-#include "src/model/remote_checkpoint.h"
 #include "src/storage/open_store.h"
 
 namespace k3::app {
@@ -80,17 +80,6 @@ Status WriteHiddenStates(const std::string& dir, const std::vector<std::vector<f
   }
   return io::WriteNpyFloat32(dir + "/final_norm.npy", final_rows.data(),
                              {static_cast<int64_t>(final_rows.size()) / hidden, hidden});
-}
-
-// This process's member of the group of a model in a bucket (each rank reads its own byte ranges).
-Result<model::GroupMember> LoadFromStore(const storage::ObjectUri& uri, const S3Flags& s3, ThreadPool* pool,
-                                         const dist::GroupPlan& group) {
-  storage::StoreOptions options;
-  options.s3 = s3.Options(storage::ProcessEnvironment());
-  K3_ASSIGN_OR_RETURN(std::unique_ptr<storage::ObjectStore> store, storage::OpenObjectStore(uri, options));
-  K3_ASSIGN_OR_RETURN(model::RemoteGroupMember remote,
-                      model::JoinGroupAndLoadFromStore(*store, pool, group, K3_VERSION_STRING, nullptr));
-  return std::move(remote.member);
 }
 
 }  // namespace
@@ -146,16 +135,13 @@ void RegisterRunCommand(CLI::App& app) {
     const int threads = group->world > 1 ? DefaultThreadsPerRank(*group, flags->threads) : flags->threads;
     auto local_ranks = StartLocalRanks(*group, "run");
     if (!local_ranks.ok()) return FailCommand("run", local_ranks.status().ToString());
-    std::string fingerprint;
-    if (group->world > 1 && !remote) {
-      auto fp = dist::GroupFingerprint(K3_VERSION_STRING, dir);
-      if (!fp.ok()) return FailCommand("run", fp.status().ToString());
-      fingerprint = *fp;
-    }
     ThreadPool pool(static_cast<size_t>(threads));
-    auto member = remote ? LoadFromStore(*remote, flags->s3, &pool, *group)
-                         : model::JoinGroupAndLoad(dir, &pool, *group, fingerprint, nullptr);
-    if (!member.ok()) return FailCommand("run", member.status().ToString(), group->world > 1 ? 3 : 1);
+    model::RankLoadOptions load;
+    load.version = K3_VERSION_STRING;
+    if (remote) load.store.s3 = flags->s3.Options(storage::ProcessEnvironment());
+    auto loaded = model::LoadForRank(dir, *group, &pool, std::move(load));
+    if (!loaded.ok()) return FailCommand("run", loaded.status().ToString(), group->world > 1 ? 3 : 1);
+    model::GroupMember* member = &loaded->member;
     if (*local_ranks != nullptr) (*local_ranks)->ExpectExit();
     if (!group->serves_http()) {  // ranks > 0 follow rank 0's steps
       Status done = model::RunWorker(*member->model, *member->comm);

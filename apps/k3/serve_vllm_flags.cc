@@ -82,7 +82,8 @@ void AddVllmServeFlags(CLI::App* cmd, VllmServeFlags* f, const std::string& grou
       ->capture_default_str()
       ->group(group);
   cmd->add_option("--max-log-len", f->max_log_len,
-                  "accepted: the request log (--enable-log-requests) holds no prompt text to cap")
+                  "with --enable-log-requests: each request's line also holds its prompt (decoded text and "
+                  "token ids), cut to N characters and N ids (without it the log holds no prompt)")
       ->group(group);
   cmd->add_flag("--enable-prompt-tokens-details", f->enable_prompt_tokens_details,
                 "accepted: usage always carries prompt_tokens_details.cached_tokens")
@@ -154,8 +155,7 @@ Status ApplyVllmServeFlags(const VllmServeFlags& f, const std::string& model_dir
         f.revision);
   }
   if (f.max_log_len < -1) return InvalidArgument("--max-log-len must be >= 0");
-  if (f.max_log_len >= 0)
-    spdlog::info("--max-log-len: the request log holds no prompt text, so there is nothing to cap");
+  config->max_log_len = f.max_log_len;
   config->response_role = f.response_role;
   config->force_include_usage = f.enable_force_include_usage;
   config->return_tokens_as_token_ids = f.return_tokens_as_token_ids;

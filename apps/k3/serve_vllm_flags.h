@@ -1,7 +1,8 @@
 // k3 serve's remaining vLLM serve flags (issue 42) and the notes for vLLM flags k3 does not take:
 //   --enable-request-id-headers      accepted: every response already carries X-Request-Id
 //   --response-role NAME             the role chat responses name (default assistant)
-//   --max-log-len N                  with --enable-log-requests: logged prompts are cut to N characters
+//   --max-log-len N                  with --enable-log-requests: each request's prompt (text and ids) is
+//                                    logged, cut to N characters and N ids
 //   --enable-prompt-tokens-details   accepted: usage always carries prompt_tokens_details.cached_tokens
 //   --enable-force-include-usage     streams end with a usage chunk even without stream_options
 //   --api-server-count N             1 accepted; more refused (one HTTP server with I/O threads)
@@ -26,7 +27,7 @@ namespace k3::app {
 struct VllmServeFlags {
   bool enable_request_id_headers = false;
   std::string response_role = "assistant";
-  int64_t max_log_len = -1;  // -1: unlimited
+  int64_t max_log_len = -1;  // -1: no prompt in the request log
   bool enable_prompt_tokens_details = false;
   bool enable_force_include_usage = false;
   int32_t api_server_count = 1;

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "src/api/anthropic.h"
+#include "src/api/error_table.h"
 #include "src/api/json_dump.h"
 #include "src/api/json_fields.h"
 
@@ -434,27 +435,6 @@ std::optional<ChatPlan> Translate(std::string_view body, const ServerContext& ct
   return plan;
 }
 
-const char* AnthropicErrorType(int http_status) {
-  switch (http_status) {
-    case 400:
-      return "invalid_request_error";
-    case 401:
-      return "authentication_error";
-    case 403:
-      return "permission_error";
-    case 404:
-      return "not_found_error";
-    case 413:
-      return "request_too_large";
-    case 429:
-      return "rate_limit_error";
-    case 503:
-      return "overloaded_error";
-    default:
-      return http_status >= 400 && http_status < 500 ? "invalid_request_error" : "api_error";
-  }
-}
-
 }  // namespace
 
 std::optional<AnthropicPlan> ParseAnthropicMessages(std::string_view body, const ServerContext& ctx,
@@ -475,9 +455,10 @@ std::optional<std::string> AnthropicCountTokens(std::string_view body, const Ser
 }
 
 std::string AnthropicErrorBody(int http_status, std::string_view message) {
-  return DumpJson(
-      json{{"type", "error"},
-           {"error", {{"type", AnthropicErrorType(http_status)}, {"message", std::string(message)}}}});
+  return DumpJson(json{{"type", "error"},
+                       {"error",
+                        {{"type", std::string(ErrorKindFor(http_status).anthropic_type)},
+                         {"message", std::string(message)}}}});
 }
 
 std::string AnthropicErrorBody(const ApiError& error) {

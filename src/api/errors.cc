@@ -3,13 +3,16 @@
 
 #include <fmt/format.h>
 
+#include "src/api/error_table.h"
 #include "src/api/json_dump.h"
 
 namespace k3::api {
 
 nlohmann::json ErrorJson(const ApiError& error) {
-  nlohmann::json inner = {
-      {"message", error.message}, {"type", error.type}, {"param", nullptr}, {"code", nullptr}};
+  nlohmann::json inner = {{"message", error.message},
+                          {"type", std::string(ErrorKindFor(error.http_status).openai_type)},
+                          {"param", nullptr},
+                          {"code", nullptr}};
   if (!error.param.empty()) inner["param"] = error.param;
   if (!error.code.empty()) inner["code"] = error.code;
   return {{"error", std::move(inner)}};
@@ -22,7 +25,6 @@ ApiError ModelNotFound(const std::string& model, const ServerContext& ctx) {
   for (const std::string& alias : ctx.served_model_aliases) served += ", `" + alias + "`";
   ApiError error;
   error.http_status = 404;
-  error.type = "not_found_error";
   error.param = "model";
   error.code = "model_not_found";
   error.message = fmt::format("The model `{}` does not exist. This server serves {}.", model, served);
@@ -52,7 +54,6 @@ ApiError MaxTokensTooLarge(int64_t max_tokens, int64_t prompt_tokens, int64_t ma
 ApiError EngineFailure(const std::string& message, bool unavailable) {
   ApiError error;
   error.http_status = unavailable ? 503 : 500;
-  error.type = unavailable ? "service_unavailable" : "internal_server_error";
   error.message = message.empty() ? "the engine failed while generating this request" : message;
   return error;
 }

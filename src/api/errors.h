@@ -8,7 +8,7 @@
 
 namespace k3::api {
 
-// 404 not_found_error: "The model `NAME` does not exist." (param "model", code "model_not_found").
+// 404: "The model `NAME` does not exist." (param "model", code "model_not_found").
 // 404 naming `model` and every name this server serves.
 ApiError ModelNotFound(const std::string& model, const ServerContext& ctx);
 
@@ -18,8 +18,8 @@ ApiError PromptTooLong(int64_t prompt_tokens, int64_t max_model_len, const std::
 // 400 when prompt + max_tokens exceed the context (vLLM's wording).
 ApiError MaxTokensTooLarge(int64_t max_tokens, int64_t prompt_tokens, int64_t max_model_len);
 
-// 500 internal_server_error for a choice the engine ended with an error.
-// 500, or 503 when the model itself is unavailable (a sharded model lost a rank).
+// 500 for a choice the engine ended with an error, or 503 when the model itself is unavailable (a sharded
+// model lost a rank).
 ApiError EngineFailure(const std::string& message, bool unavailable = false);
 
 // {"error": {...}} as an nlohmann value (ErrorBody serialises it).

@@ -35,12 +35,12 @@ namespace k3::api {
 struct MediaSettings;
 
 // An OpenAI-shaped error: {"error": {"message", "type", "param", "code"}} with its HTTP status.
+// The error `type` in either API's body comes from http_status alone (error_table.h).
 struct ApiError {
   int http_status = 400;
   std::string message;
-  std::string type = "invalid_request_error";  // authentication_error, not_found_error, ...
-  std::string param;                           // the offending field, or empty (null)
-  std::string code;                            // or empty (null)
+  std::string param;  // the offending field, or empty (null)
+  std::string code;   // or empty (null)
 };
 std::string ErrorBody(const ApiError& error);
 

@@ -23,6 +23,7 @@ enum class StatusCode {
   kUnimplemented,    // a valid input we do not support (yet)
   kInternal,         // a bug in k3stack
   kResourceExhausted,
+  kUnavailable,  // not a fault: the thing is shutting down, asleep, or not up yet (HTTP 503)
   kSentinel,
 };
 
@@ -68,6 +69,10 @@ Status IoError(fmt::format_string<Args...> f, Args&&... args) {
 template <typename... Args>
 Status Unimplemented(fmt::format_string<Args...> f, Args&&... args) {
   return Status(StatusCode::kUnimplemented, fmt::format(f, std::forward<Args>(args)...));
+}
+template <typename... Args>
+Status Unavailable(fmt::format_string<Args...> f, Args&&... args) {
+  return Status(StatusCode::kUnavailable, fmt::format(f, std::forward<Args>(args)...));
 }
 template <typename... Args>
 Status Internal(fmt::format_string<Args...> f, Args&&... args) {

@@ -76,8 +76,10 @@ StreamCapture Run::ChatStream(json body) {
                                        [&](std::string_view piece) {
                                          capture.raw.append(piece);
                                          capture.sse.Feed(piece);
-                                         for (const std::string& e : capture.sse.TakeEvents())
+                                         for (std::string& e : capture.sse.TakeEvents()) {
                                            capture.chat.OnEvent(e);
+                                           capture.events.push_back(std::move(e));
+                                         }
                                        });
   if (!response.ok()) {
     capture.transport = response.status();
@@ -93,7 +95,10 @@ StreamCapture Run::ChatStream(json body) {
     return capture;
   }
   capture.sse.Finish();
-  for (const std::string& e : capture.sse.TakeEvents()) capture.chat.OnEvent(e);
+  for (std::string& e : capture.sse.TakeEvents()) {
+    capture.chat.OnEvent(e);
+    capture.events.push_back(std::move(e));
+  }
   return capture;
 }
 

@@ -3,8 +3,10 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -21,6 +23,7 @@ struct StreamCapture {
   std::string raw;  // the body as received
   SseReader sse;
   ChatStreamAccumulator chat;
+  std::vector<std::string> events;  // every event payload in arrival order ("[DONE]" included)
 };
 
 struct Run {
@@ -74,6 +77,10 @@ CheckResult CheckReasoning(Run& run);
 CheckResult CheckStreamEqualsNonStream(Run& run);
 CheckResult CheckSseFormat(Run& run);
 CheckResult CheckErrorShape(Run& run);
+// width x height RGB bytes of a smooth pattern (not noise), so a large PNG stays small on the wire.
+std::vector<uint8_t> PatternImage(int width, int height);
+// A 4xx whose message says the model takes no images (k3 serve, vLLM, SGLang wordings).
+bool SaysNoImages(const HttpResponse& response);
 // Image prompt tokens against the reference processor (verify_vision_check.cc).
 CheckResult CheckVision(Run& run);
 // Runs the long-context request, then its repeat: two results (long-context, prefix-cache).

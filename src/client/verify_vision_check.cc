@@ -40,20 +40,6 @@ constexpr std::array<VisionCase, 2> kCases = {{
     {image::EncodeFormat::kJpeg, 333, 127, "odd sides, padded"},
 }};
 
-// A smooth pattern (not noise), so the 7300-px PNG stays small on the wire.
-std::vector<uint8_t> Pattern(int width, int height) {
-  std::vector<uint8_t> rgb(static_cast<size_t>(width) * height * 3);
-  for (int y = 0; y < height; ++y) {
-    for (int x = 0; x < width; ++x) {
-      uint8_t* p = &rgb[(static_cast<size_t>(y) * width + x) * 3];
-      p[0] = static_cast<uint8_t>(x * 255 / std::max(1, width - 1));
-      p[1] = static_cast<uint8_t>(y * 255 / std::max(1, height - 1));
-      p[2] = static_cast<uint8_t>(((x / 16) + (y / 16)) % 2 ? 200 : 40);
-    }
-  }
-  return rgb;
-}
-
 json UserMessage(json content) { return json::array({{{"role", "user"}, {"content", std::move(content)}}}); }
 
 json TextPart(const std::string& text) { return {{"type", "text"}, {"text", text}}; }
@@ -105,7 +91,21 @@ Result<TextTokens> CountTextTokens(Run& run, const std::string& text) {
   return TextTokens{with.prompt_tokens - without.prompt_tokens, "a request pair (no /tokenize)"};
 }
 
-// A 400 whose message says the model takes no images (k3 serve, vLLM, SGLang wordings).
+}  // namespace
+
+std::vector<uint8_t> PatternImage(int width, int height) {
+  std::vector<uint8_t> rgb(static_cast<size_t>(width) * height * 3);
+  for (int y = 0; y < height; ++y) {
+    for (int x = 0; x < width; ++x) {
+      uint8_t* p = &rgb[(static_cast<size_t>(y) * width + x) * 3];
+      p[0] = static_cast<uint8_t>(x * 255 / std::max(1, width - 1));
+      p[1] = static_cast<uint8_t>(y * 255 / std::max(1, height - 1));
+      p[2] = static_cast<uint8_t>(((x / 16) + (y / 16)) % 2 ? 200 : 40);
+    }
+  }
+  return rgb;
+}
+
 bool SaysNoImages(const HttpResponse& response) {
   if (response.status != 400 && response.status != 422 && response.status != 501) return false;
   std::string text = response.body;
@@ -118,15 +118,13 @@ bool SaysNoImages(const HttpResponse& response) {
   return false;
 }
 
-}  // namespace
-
 CheckResult CheckVision(Run& run) {
   auto text_only = PromptTokens(run, UserMessage(json::array({TextPart(kText)})));
   if (!text_only.ok()) return Fail("the text-only request failed: " + text_only.status().message());
   std::vector<std::string> found, evidence;
   bool all_match = true;
   for (const VisionCase& c : kCases) {
-    auto encoded = image::EncodeImage(c.format, Pattern(c.width, c.height), c.width, c.height);
+    auto encoded = image::EncodeImage(c.format, PatternImage(c.width, c.height), c.width, c.height);
     if (!encoded.ok()) return Fail("could not build the test image: " + encoded.status().message());
     const image::ImageGeometry g = image::PlanGeometry({c.width, c.height}, run.options.image_processor);
     const std::string label = fmt::format("image {}x{}", c.width, c.height);

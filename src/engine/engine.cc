@@ -144,9 +144,9 @@ Result<uint64_t> EngineImpl::Submit(Request request, EventCallback on_event) {
                                         : options_.max_model_len - prompt_len;
   req->usage.prompt_tokens = prompt_len;
   std::unique_lock<std::mutex> lock(mu_);
-  if (stopping_) return Internal("the engine is shutting down; the request was not queued");
+  if (stopping_) return Unavailable("the engine is shutting down; the request was not queued");
   if (sleeping_) {
-    return Internal("the engine is sleeping (POST /sleep); POST /wake_up before sending requests");
+    return Unavailable("the engine is sleeping (POST /sleep); POST /wake_up before sending requests");
   }
   if (queued_ >= options_.max_waiting) {
     return Status(StatusCode::kResourceExhausted,

@@ -182,8 +182,8 @@ class Engine {
                                                 EngineOptions options);
 
   // Queues a request. Errors: kInvalidArgument (empty prompt, prompt + max_tokens over max_model_len,
-  // token id out of range), kResourceExhausted (waiting queue full: HTTP 429), kUnavailable-like
-  // kInternal after Shutdown. The callback is called on the engine thread for every Event.
+  // token id out of range), kResourceExhausted (waiting queue full: HTTP 429), kUnavailable after
+  // Shutdown and while asleep (HTTP 503). The callback is called on the engine thread for every Event.
   virtual Result<uint64_t> Submit(Request request, EventCallback on_event) = 0;
   // Ends the request's choices with kAbort at the next step and frees their cache. Unknown ids: no-op.
   virtual void Cancel(uint64_t request_id) = 0;
@@ -193,10 +193,10 @@ class Engine {
   // cache), or not at all when the engine has stopped: returns false then.
   virtual bool ResetPrefixCache(std::function<void(int64_t dropped)> done) = 0;
   // Sleep mode (vLLM's POST /sleep, /wake_up, GET /is_sleeping): from the call on, Submit refuses new
-  // requests (kInternal, "the engine is sleeping": HTTP 503); once the requests already queued have finished,
-  // the prefix cache is dropped and the model frees its paged cache memory, then `done` runs on the engine
-  // thread. False (and `done` never runs) when the engine has stopped. WakeUp takes requests again (the
-  // memory is allocated again as they need it).
+  // requests (kUnavailable, "the engine is sleeping": HTTP 503); once the requests already queued have
+  // finished, the prefix cache is dropped and the model frees its paged cache memory, then `done` runs on the
+  // engine thread. False (and `done` never runs) when the engine has stopped. WakeUp takes requests again
+  // (the memory is allocated again as they need it).
   virtual bool Sleep(std::function<void()> done) = 0;
   virtual void WakeUp() = 0;
   virtual bool IsSleeping() const = 0;

@@ -584,7 +584,7 @@ TEST(Engine, QueueFullAndSubmitErrors) {
   engine->Shutdown(true);
   EXPECT_FALSE(engine->Alive());
   EXPECT_EQ(engine->Submit(MakeRequest(Prompt(4, 5), GreedyParams(3)), nullptr).status().code(),
-            StatusCode::kInternal);
+            StatusCode::kUnavailable);
 }
 
 TEST(Engine, PrefixCacheHitGivesTheSameOutput) {

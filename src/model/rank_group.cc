@@ -26,7 +26,7 @@ void LeaderModel::Fail(const Status& status) {
 
 Status LeaderModel::Send(const StepPlan& plan) {
   if (!failed_.ok()) return failed_;
-  if (shut_down_) return Internal("the model group was shut down");
+  if (shut_down_) return Unavailable("the model group was shut down");
   std::string bytes = EncodeStepPlan(plan, ++sequence_);
   const auto t0 = std::chrono::steady_clock::now();
   Status sent = dist::BroadcastBytes(*comm_, &bytes, /*root=*/0, kMaxPlanBytes);

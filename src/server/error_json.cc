@@ -1,26 +1,14 @@
-// OpenAI-shaped error bodies for the HTTP layer's own answers.
+// OpenAI- and Anthropic-shaped error bodies for the HTTP layer's own answers; the types come from
+// src/api/error_table.h, as the API layer's do.
 #include "src/server/error_json.h"
 
 #include <nlohmann/json.hpp>
 
+#include "src/api/error_table.h"
+
 namespace k3::server {
 
-const char* ErrorTypeForStatus(int status) {
-  switch (status) {
-    case 401:
-      return "authentication_error";
-    case 403:
-      return "permission_error";
-    case 404:
-      return "not_found_error";
-    case 429:
-      return "rate_limit_error";
-    case 503:
-      return "service_unavailable_error";
-    default:
-      return status >= 500 ? "server_error" : "invalid_request_error";
-  }
-}
+const char* ErrorTypeForStatus(int status) { return api::ErrorKindFor(status).openai_type.data(); }
 
 std::string ErrorJson(int status, std::string_view message, std::string_view code) {
   nlohmann::json error = {{"message", message},
@@ -39,11 +27,9 @@ HttpResponse ErrorResponse(int status, std::string_view message, std::string_vie
 }
 
 std::string AnthropicErrorJson(int status, std::string_view message) {
-  const char* type = status == 401   ? "authentication_error"
-                     : status == 404 ? "not_found_error"
-                     : status >= 500 ? "api_error"
-                                     : "invalid_request_error";
-  nlohmann::json body = {{"type", "error"}, {"error", {{"type", type}, {"message", message}}}};
+  nlohmann::json body = {
+      {"type", "error"},
+      {"error", {{"type", std::string(api::ErrorKindFor(status).anthropic_type)}, {"message", message}}}};
   return body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 

@@ -9,7 +9,7 @@
 
 namespace k3::server {
 
-// The OpenAI error type for an HTTP status ("invalid_request_error", "authentication_error", ...).
+// The OpenAI error type for an HTTP status (api::ErrorKindFor: "invalid_request_error", ...).
 const char* ErrorTypeForStatus(int status);
 std::string ErrorJson(int status, std::string_view message, std::string_view code = {});
 HttpResponse ErrorResponse(int status, std::string_view message, std::string_view code = {});

@@ -16,6 +16,7 @@
 #include "src/api/responses.h"
 #include "src/server/error_json.h"
 #include "src/server/request_id.h"
+#include "src/server/request_log.h"
 
 namespace k3::server {
 namespace {
@@ -109,8 +110,11 @@ class Generation : public std::enable_shared_from_this<Generation<Plan, Responde
       r.headers.emplace_back("Retry-After", "1");
     } else if (s.code() == StatusCode::kInvalidArgument) {
       r = ErrorResponse(400, s.message());
-    } else {
+    } else if (s.code() == StatusCode::kUnavailable) {
       r = ErrorResponse(503, fmt::format("the engine cannot take requests: {}", s.message()));
+    } else {
+      r = ErrorResponse(
+          500, fmt::format("the engine failed to queue the request (a bug in k3stack): {}", s.ToString()));
     }
     if constexpr (requires(const api::ApiError& e) { Responder::FailureBody(e); })
       r = AnthropicError(std::move(r));
@@ -222,9 +226,10 @@ void OpenAiService::Chat(const std::shared_ptr<Exchange>& ex) {
   auto plan = api::ParseChatCompletion(ex->request().body, ready->ctx, &error);
   if (!plan) return ex->Respond(ApiErrorResponse(error));
   if (log_requests_) {
-    spdlog::info("request {}: chat, model {}, {} prompt tokens, max_tokens {}, n {}, stream {}",
+    spdlog::info("request {}: chat, model {}, {} prompt tokens, max_tokens {}, n {}, stream {}{}",
                  ex->request().request_id, plan->model, plan->prompt_tokens,
-                 plan->request.sampling.max_tokens, plan->n, plan->stream);
+                 plan->request.sampling.max_tokens, plan->n, plan->stream,
+                 LoggedPrompt(*ready, plan->request.prompt));
   }
   std::vector<engine::Request> requests;
   requests.push_back(std::move(plan->request));
@@ -240,9 +245,10 @@ void OpenAiService::Responses(const std::shared_ptr<Exchange>& ex) {
   auto plan = api::ParseResponses(ex->request().body, ready->ctx, &error);
   if (!plan) return ex->Respond(ApiErrorResponse(error));
   if (log_requests_) {
-    spdlog::info("request {}: responses, model {}, {} prompt tokens, max_tokens {}, stream {}",
+    spdlog::info("request {}: responses, model {}, {} prompt tokens, max_tokens {}, stream {}{}",
                  ex->request().request_id, plan->chat.model, plan->chat.prompt_tokens,
-                 plan->chat.request.sampling.max_tokens, plan->stream);
+                 plan->chat.request.sampling.max_tokens, plan->stream,
+                 LoggedPrompt(*ready, plan->chat.request.prompt));
   }
   std::vector<engine::Request> requests;
   requests.push_back(std::move(plan->chat.request));
@@ -258,9 +264,10 @@ void OpenAiService::Messages(const std::shared_ptr<Exchange>& ex) {
   auto plan = api::ParseAnthropicMessages(ex->request().body, ready->ctx, &error);
   if (!plan) return ex->Respond(JsonResponse(error.http_status, api::AnthropicErrorBody(error)));
   if (log_requests_) {
-    spdlog::info("request {}: messages, model {}, {} prompt tokens, max_tokens {}, stream {}",
+    spdlog::info("request {}: messages, model {}, {} prompt tokens, max_tokens {}, stream {}{}",
                  ex->request().request_id, plan->chat.model, plan->chat.prompt_tokens,
-                 plan->chat.request.sampling.max_tokens, plan->stream);
+                 plan->chat.request.sampling.max_tokens, plan->stream,
+                 LoggedPrompt(*ready, plan->chat.request.prompt));
   }
   std::vector<engine::Request> requests;
   requests.push_back(std::move(plan->chat.request));
@@ -281,6 +288,12 @@ void OpenAiService::Completion(const std::shared_ptr<Exchange>& ex) {
                  plan->request.sampling.max_tokens, plan->stream);
   }
   std::vector<engine::Request> requests = api::CompletionRequests(&*plan);
+  if (log_requests_ && max_log_len_ >= 0) {
+    for (size_t i = 0; i < requests.size(); ++i) {
+      spdlog::info("request {}: completion prompt {}{}", ex->request().request_id, i,
+                   LoggedPrompt(*ready, requests[i].prompt));
+    }
+  }
   auto generation = std::make_shared<Generation<api::CompletionPlan, api::CompletionResponder>>(
       ex, std::move(*plan), ready->ctx, "cmpl-" + GenerateRequestId(), &metrics_);
   generation->Start(ready->engine, std::move(requests));
@@ -300,6 +313,11 @@ void OpenAiService::Embedding(const std::shared_ptr<Exchange>& ex) {
   auto generation = std::make_shared<Generation<api::EmbeddingPlan, api::EmbeddingResponder>>(
       ex, std::move(*plan), ready->ctx, "embd-" + GenerateRequestId(), &metrics_);
   generation->Start(ready->engine, std::move(requests));
+}
+
+std::string OpenAiService::LoggedPrompt(const Ready& ready, std::span<const int32_t> ids) const {
+  if (max_log_len_ < 0 || ready.ctx.tokenizer == nullptr) return "";
+  return ", " + PromptForLog(*ready.ctx.tokenizer, ids, max_log_len_);
 }
 
 void OpenAiService::AddRoutes(Router* router) {

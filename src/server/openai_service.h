@@ -21,6 +21,7 @@
 
 #include <atomic>
 #include <memory>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -43,8 +44,12 @@ class OpenAiService {
   // From now on requests are served. The engine and ctx.tokenizer must outlive the server's exchanges.
   void SetReady(engine::Engine* engine, api::ServerContext ctx);
   // One info line per accepted generation request (vLLM's --enable-log-requests): id, route, prompt
-  // tokens, max_tokens, n, stream; never the prompt text.
-  void SetLogRequests(bool on) { log_requests_ = on; }
+  // tokens, max_tokens, n, stream. The prompt itself (text and ids, request_log.h) only when
+  // max_log_len >= 0 (--max-log-len N), cut to N characters and N ids.
+  void SetLogRequests(bool on, int64_t max_log_len = -1) {
+    log_requests_ = on;
+    max_log_len_ = max_log_len;
+  }
   // While not ready, /health's 503 body reports this load's progress (it must outlive the server).
   void SetLoadProgress(const model::LoadProgress* progress) { load_progress_.store(progress); }
   // /health answers 503 from now on (shutdown); requests in flight continue.
@@ -74,7 +79,11 @@ class OpenAiService {
   std::atomic<const Ready*> ready_{nullptr};
   std::atomic<bool> draining_{false};
   std::atomic<const model::LoadProgress*> load_progress_{nullptr};
+  // ", prompt: ..., prompt_token_ids: [...]" with --max-log-len, else "".
+  std::string LoggedPrompt(const Ready& ready, std::span<const int32_t> ids) const;
+
   bool log_requests_ = false;
+  int64_t max_log_len_ = -1;
   ServingMetrics metrics_;
 };
 

@@ -20,6 +20,7 @@
 #include "src/base/thread_pool.h"
 #include "src/cache/kv_cache.h"
 #include "src/model/cache_dtype.h"
+#include "src/model/load_for_rank.h"
 #include "src/model/model.h"
 #include "src/model/rank_group.h"
 #include "src/model/tensors.h"
@@ -49,21 +50,13 @@ struct Loaded {
   std::unique_ptr<engine::Engine> engine;
 };
 
-// The parsed URI when the model is in object storage (s3://...); nullopt for local paths.
-std::optional<storage::ObjectUri> RemoteModelUri(const std::string& model) {
-  if (model.find("://") == std::string::npos) return std::nullopt;
-  auto uri = storage::ParseObjectUri(model);
-  if (!uri.ok() || uri->scheme == storage::UriScheme::kFile) return std::nullopt;
-  return *uri;
-}
-
 Result<std::string> ResolveModelDir(const ServeConfig& config) {
   std::string dir = config.model_dir;
   if (dir.empty()) {
     if (!config.resolve_model) return InvalidArgument("no --model given");
     K3_ASSIGN_OR_RETURN(dir, config.resolve_model());
   }
-  if (RemoteModelUri(dir)) return dir;
+  if (model::RemoteModelUri(dir)) return dir;
   if (!std::filesystem::is_directory(dir)) {
     return NotFound(
         "--model {}: not a directory. k3 serve loads a local checkpoint directory (config.json, "
@@ -109,8 +102,8 @@ Result<api::SamplingDefaults> GenerationDefaults(const ServeConfig& config, cons
   return defaults;
 }
 
-// Joins the group (if any) and loads the model of this rank from a directory or a bucket (`dir` is a URI);
-// a bucket's tokenizer and generation files come back in *remote_files (when not null).
+// Joins the group (if any) and loads the model of this rank from a directory or a bucket (`dir` is a URI,
+// model::LoadForRank); a bucket's tokenizer and generation files come back in *remote_files (when not null).
 Status LoadModel(const ServeConfig& config, const std::string& dir, ThreadPool* pool,
                  std::function<void(const Status&)> on_failure, model::LoadProgress* progress,
                  model::GroupMember* out, model::RemoteModelFiles* remote_files) {
@@ -120,25 +113,16 @@ Status LoadModel(const ServeConfig& config, const std::string& dir, ThreadPool* 
         config.group.expert_parallel ? "tensor + expert parallel" : "tensor parallel", config.group.node_rank,
         config.group.nnodes, config.group.master_addr, config.group.master_port);
   }
-  if (std::optional<storage::ObjectUri> uri = RemoteModelUri(dir)) {
-    K3_ASSIGN_OR_RETURN(std::unique_ptr<storage::ObjectStore> store,
-                        storage::OpenObjectStore(*uri, config.store));
-    model::RemoteLoadOptions remote_load = config.remote_load;
-    remote_load.progress = progress;
-    if (progress != nullptr) progress->SetPhase(fmt::format("listing {}", store->Describe()));
-    K3_ASSIGN_OR_RETURN(model::RemoteGroupMember remote,
-                        model::JoinGroupAndLoadFromStore(*store, pool, config.group, config.version,
-                                                         std::move(on_failure), remote_load));
-    *out = std::move(remote.member);
-    if (remote_files != nullptr) *remote_files = std::move(remote.files);
-  } else {
-    std::string fingerprint;
-    if (config.group.world > 1) {
-      K3_ASSIGN_OR_RETURN(fingerprint, dist::GroupFingerprint(config.version, dir));
-    }
-    K3_ASSIGN_OR_RETURN(*out,
-                        model::JoinGroupAndLoad(dir, pool, config.group, fingerprint, std::move(on_failure)));
-  }
+  model::RankLoadOptions options;
+  options.version = config.version;
+  options.store = config.store;
+  options.remote = config.remote_load;
+  options.progress = progress;
+  options.on_failure = std::move(on_failure);
+  K3_ASSIGN_OR_RETURN(model::RankLoad loaded,
+                      model::LoadForRank(dir, config.group, pool, std::move(options)));
+  *out = std::move(loaded.member);
+  if (remote_files != nullptr && loaded.remote_files) *remote_files = std::move(*loaded.remote_files);
   if (config.on_group_formed) config.on_group_formed();
   return OkStatus();
 }
@@ -155,7 +139,7 @@ Result<std::shared_ptr<const api::MediaSettings>> MediaFor(const ServeConfig& co
   media->processor = image::K3ProcessorConfig();
   if (!has_vision) return std::shared_ptr<const api::MediaSettings>(std::move(media));
   const std::string path = dir + "/preprocessor_config.json";
-  if (!RemoteModelUri(dir) && std::filesystem::exists(path)) {
+  if (!model::RemoteModelUri(dir) && std::filesystem::exists(path)) {
     K3_ASSIGN_OR_RETURN(std::string text, ReadFileToString(path));
     K3_ASSIGN_OR_RETURN(media->processor, image::ParseProcessorConfig(text, path));
   } else {
@@ -180,7 +164,7 @@ Status Load(const ServeConfig& config, OpenAiService* service, const std::string
   const auto t0 = std::chrono::steady_clock::now();
   out->pool = std::make_unique<ThreadPool>(static_cast<size_t>(config.threads));
   std::optional<std::string> remote_generation_config;
-  if (RemoteModelUri(dir)) {
+  if (model::RemoteModelUri(dir)) {
     model::RemoteModelFiles files;
     K3_RETURN_IF_ERROR(
         LoadModel(config, dir, out->pool.get(), std::move(on_failure), progress, &out->member, &files));
@@ -311,7 +295,7 @@ int RunServe(const ServeConfig& config) {
   spdlog::info("open files limit: {}{} (hard {})", files.soft,
                files.raised ? fmt::format(", raised from {}", files.before) : std::string(), files.hard);
   OpenAiService service(served_name, config.version);
-  service.SetLogRequests(config.log_requests);
+  service.SetLogRequests(config.log_requests, config.max_log_len);
   model::LoadProgress progress;  // /health's 503 body while loading (declared before the server: outlives it)
   service.SetLoadProgress(&progress);
   Router router;

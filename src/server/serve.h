@@ -31,6 +31,7 @@ struct ServeConfig {
   std::vector<std::string> served_model_aliases;       // more names requests may use (vLLM's list)
   int32_t max_logprobs = 20;                           // --max-logprobs
   bool log_requests = false;                           // --enable-log-requests
+  int64_t max_log_len = -1;  // --max-log-len: >= 0 logs each prompt cut to N characters / ids
   // Default sampling: "auto" (the model folder's generation_config.json, when present), "vllm" (none) or
   // a folder holding one; the override is layered on top (--override-generation-config).
   std::string generation_config = "auto";

@@ -77,7 +77,25 @@ TEST(ErrorJsonTest, OpenAiShape) {
   EXPECT_EQ(k["error"]["type"], "invalid_request_error");
   EXPECT_TRUE(k["error"]["code"].is_null());
   EXPECT_EQ(std::string(ErrorTypeForStatus(401)), "authentication_error");
-  EXPECT_EQ(std::string(ErrorTypeForStatus(500)), "server_error");
+  EXPECT_EQ(std::string(ErrorTypeForStatus(500)), "internal_server_error");
+}
+
+// One table (src/api/error_table.h) names every status in both shapes; unlisted statuses fall back to
+// 400's and 500's names.
+TEST(ErrorJsonTest, OneTableForBothShapes) {
+  EXPECT_EQ(std::string(ErrorTypeForStatus(503)), "service_unavailable_error");
+  EXPECT_EQ(std::string(ErrorTypeForStatus(429)), "rate_limit_error");
+  EXPECT_EQ(std::string(ErrorTypeForStatus(418)), "invalid_request_error");
+  EXPECT_EQ(std::string(ErrorTypeForStatus(502)), "internal_server_error");
+  auto anthropic = [](int status) {
+    return nlohmann::json::parse(AnthropicErrorJson(status, "m"))["error"]["type"].get<std::string>();
+  };
+  EXPECT_EQ(anthropic(401), "authentication_error");
+  EXPECT_EQ(anthropic(413), "request_too_large");
+  EXPECT_EQ(anthropic(429), "rate_limit_error");
+  EXPECT_EQ(anthropic(500), "api_error");
+  EXPECT_EQ(anthropic(503), "overloaded_error");
+  EXPECT_EQ(anthropic(431), "invalid_request_error");
 }
 
 TEST(MetricsTest, HistogramIsCumulative) {

@@ -38,6 +38,21 @@ async function tokenize(body) {
   return r.json.tokens;
 }
 
+test('--max-log-len 100 with --enable-log-requests: the prompt text and ids are logged, each cut to 100', async () => {
+  const long = 'Tell me about lighthouses. '.repeat(20);
+  const r = await client.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: long }],
+                                                   max_tokens: 1 });
+  const lines = server.log().split('\n').filter((l) => l.includes(': chat, model') && l.includes('prompt_token_ids'));
+  const line = lines[lines.length - 1];
+  assert.ok(line, server.log());
+  const m = line.match(/prompt: "(.*)"\(\+(\d+) more characters\), prompt_token_ids: \[([\d, ]+)\]\(\+(\d+) more\)/);
+  assert.ok(m, line);
+  assert.equal(Number(m[4]) + 100, r.usage.prompt_tokens, line);
+  assert.equal(m[3].split(', ').length, 100, line);
+  assert.ok(m[1].length > 0, line);
+  assert.ok(Number(m[2]) > 0, line);
+});
+
 test('add_generation_prompt false leaves out the assistant prefix (tokenize and chat usage)', async () => {
   const messages = [{ role: 'user', content: 'hi' }];
   const withPrompt = await tokenize({ messages });
