@@ -1,5 +1,5 @@
 // Causal softmax attention of a batch's absorbed MLA queries over each sequence's latent cache (step 4 of
-// MlaForward, spec §2.4): how the work of one step is cut into pool tasks.
+// the MLA layer, spec §2.4): how the work of one step is cut into pool tasks.
 //
 // A query sees the cached rows 0 .. its position. Rows are taken in key chunks of
 // kernels::kLatentKeysPerChunk at fixed positions (layer_ops.h): a query that sees one chunk gets one kernel
@@ -15,30 +15,22 @@
 
 #include <cstdint>
 #include <span>
-#include <vector>
 
-#include "src/base/bf16.h"
-#include "src/base/thread_pool.h"
-#include "src/model/layer_util.h"
+#include "src/kernels/latent_rows.h"
+#include "src/kernels/step_env.h"
 
-namespace k3::model {
+namespace k3::kernels {
 
-struct LatentAttentionScratch {
-  std::vector<std::vector<float>> scores;               // per worker: [heads of a task, keys of a chunk]
-  std::vector<std::vector<const float*>> rows;          // per worker: the cached rows of a part (fp32 cache)
-  std::vector<std::vector<const bf16*>> rows_bf16;      // per worker: the same for a bf16 cache
-  std::vector<std::vector<const float*>> head_queries;  // per worker: [heads of a task] their queries
-  std::vector<std::vector<float*>> head_ctx;            // per worker: [heads of a task] where ctx goes
-  std::vector<std::vector<float>> chunk_stats;          // per worker: [2, heads of a task] max, sum
-  std::vector<std::vector<float>> partials;             // per worker: [heads of a task] chunk results
-  std::vector<float> shared_partials;                   // split parts: [T, H] chunk results
+// The batch's absorbed queries: query [H, T, R + Rp], query[h, t] = [Wuk_h^T q_nope, q_pe].
+struct LatentQueries {
+  const float* query;
+  int64_t H, T, R, Rp;
+  float scale;  // 1 / sqrt(Q)
 };
 
-// query: [H, T, R + Rp] absorbed queries (query[h, t] = [Wuk_h^T q_nope, q_pe]); ctx: [H, T, R] out,
-// ctx[h, t] = sum_j softmax_j(scale * query[h, t] . row_j) c_j over the rows j <= t's position of layer
-// `mla_index` of t's sequence (which already holds the step's new rows).
-void CausalLatentAttention(int64_t H, int64_t R, int64_t Rp, int64_t mla_index, const float* query, int64_t T,
-                           std::span<const SequenceSegment> segments, float scale, LatentAttentionScratch* s,
-                           ThreadPool* pool, float* ctx);
+// ctx: [H, T, R] out, ctx[h, t] = sum_j softmax_j(scale * query[h, t] . row_j) c_j over the rows j <= t's
+// position of t's sequence (whose cache already holds the step's new rows). Working memory from env.arena.
+void CausalLatentAttention(StepEnv& env, const LatentQueries& queries,
+                           std::span<const LatentSequence> sequences, float* ctx);
 
-}  // namespace k3::model
+}  // namespace k3::kernels
