@@ -136,7 +136,11 @@ struct LocalRanks::Impl {
       if (r == c.pid || (r < 0 && errno == ECHILD)) {
         c.exited = true;
         c.status = r == c.pid ? status : 0;
-        if (!expected.load() && on_unexpected_exit) on_unexpected_exit(c.local_rank, Describe(c.status));
+        // A rank that exited with 0 finished its work (it followed rank 0's shutdown, which can reach it
+        // before rank 0 gets to ExpectExit()): only a crash or a failed start is unexpected.
+        const bool clean = r == c.pid && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+        if (!expected.load() && !clean && on_unexpected_exit)
+          on_unexpected_exit(c.local_rank, Describe(c.status));
       } else {
         all = false;
       }

@@ -71,7 +71,9 @@ class LocalRanks {
  public:
   // Starts `argv` (argv[0] is replaced by this executable) for local ranks 1..plan.ranks_per_node-1.
   // on_unexpected_exit(local_rank, description) is called from a watcher thread when a child ends
-  // before ExpectExit() (a crash, a failed start-up): the caller decides how to stop.
+  // before ExpectExit() other than with exit code 0 (a crash, a failed start-up): the caller decides how
+  // to stop. A child that exits with 0 finished its work (it followed rank 0's shutdown, which may reach
+  // it before this process gets to ExpectExit()) and is never reported.
   static Result<std::unique_ptr<LocalRanks>> Start(
       const std::vector<std::string>& argv, const GroupPlan& plan,
       std::function<void(int local_rank, const std::string& description)> on_unexpected_exit);

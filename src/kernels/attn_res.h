@@ -7,10 +7,22 @@
 
 #include <cstdint>
 
+#include "src/kernels/step_env.h"
+
 namespace k3::kernels {
 
 // sources: n pointers to [D] bf16-valued rows; key_scratch: [D]; out: [D] (may alias no source).
 void AttnResMix(const float* const* sources, int64_t n, const float* query, int64_t D, float eps,
                 float* key_scratch, float* out);
+
+// The mixer over a step's rows: out[i] = Mix(bank[t, 0 .. bank_size), current[t]; query) for t = rows[i],
+// i < num_rows. bank: [T, B, D] frozen block sums; current: [T, D]; out: [num_rows, D]. On the pool.
+struct AttnResBank {
+  const float* bank;  // [T, B, D]
+  int64_t B;          // entries per token at most
+  int64_t bank_size;  // entries in use
+};
+void AttnResMixRows(StepEnv& env, const AttnResBank& bank, const float* current, const int64_t* rows,
+                    int64_t num_rows, const float* query, int64_t D, float eps, float* out);
 
 }  // namespace k3::kernels

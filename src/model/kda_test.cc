@@ -25,15 +25,14 @@ KdaRun RunInPieces(const io::ModelConfig& cfg, const LayerWeights& layer, const 
                    int64_t T, const std::vector<int64_t>& pieces, ThreadPool* pool, KdaPrefillForm form) {
   const int64_t D = cfg.hidden_size;
   ModelSequenceState state(cfg);
-  KdaScratch scratch;
-  scratch.prefill_form = form;
+  kernels::StepEnv env{.pool = pool};
   KdaRun run;
   run.out.resize(T * D);
   int64_t pos = 0;
   for (int64_t len : pieces) {
     SequenceSegment seg{&state, 0, len, pos};
-    KdaForward(cfg, layer.kda, layer.kda_index, x.data() + pos * D, len, std::span(&seg, 1), &scratch, pool,
-               run.out.data() + pos * D);
+    const LayerStep step{cfg, len, std::span(&seg, 1), env, form};
+    KdaForward(step, layer.kda, layer.kda_index, x.data() + pos * D, run.out.data() + pos * D);
     state.Advance(len);
     pos += len;
   }

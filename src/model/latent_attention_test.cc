@@ -2,7 +2,7 @@
 // softmax against one softmax over all keys in double precision, and the same bits whatever the thread
 // count, the batch around a sequence, or prefill against decode (the tasks split a sequence's chunks over
 // threads only in some of these cases; the results may not depend on it). Both cache dtypes.
-#include "src/model/latent_attention.h"
+#include "src/kernels/latent_attention.h"
 
 #include <cmath>
 #include <cstring>
@@ -12,6 +12,8 @@
 #include <gtest/gtest.h>
 
 #include "src/kernels/layer_ops.h"
+#include "src/kernels/step_env.h"
+#include "src/model/layer_util.h"
 #include "src/model/sequence_state.h"
 #include "src/model/testing/random_model.h"
 
@@ -73,7 +75,11 @@ class LatentAttentionTest : public ::testing::TestWithParam<CacheDtype> {
   std::vector<float> Run(const std::vector<float>& query, int64_t T, const std::vector<SequenceSegment>& segs,
                          ThreadPool* pool) {
     std::vector<float> ctx(static_cast<size_t>(kHeads * T * R_), -1.0f);
-    CausalLatentAttention(kHeads, R_, Rp_, 0, query.data(), T, segs, kScale, &scratch_, pool, ctx.data());
+    std::vector<kernels::LatentSequence> sequences;
+    for (const SequenceSegment& seg : segs)
+      sequences.push_back({seg.row_begin, seg.rows, seg.start_pos, seg.state->MlaRows(0)});
+    kernels::StepEnv env{.pool = pool};
+    kernels::CausalLatentAttention(env, {query.data(), kHeads, T, R_, Rp_, kScale}, sequences, ctx.data());
     return ctx;
   }
 
@@ -81,7 +87,6 @@ class LatentAttentionTest : public ::testing::TestWithParam<CacheDtype> {
   io::ModelConfig cfg_;
   int64_t R_ = 0, Rp_ = 0;
   std::unique_ptr<ModelSequenceState> states_[2];
-  LatentAttentionScratch scratch_;
 };
 
 bool SameBits(const float* a, const float* b, int64_t n) {

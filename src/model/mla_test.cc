@@ -13,19 +13,26 @@
 namespace k3::model {
 namespace {
 
+// y [T, rows(W)] = bf16(x [T, cols(W)] @ W^T), the reference's nn.Linear.
+void Linear(const float* x, int64_t T, const Bf16Matrix& W, float* y) {
+  kernels::MatMulBf16(x, static_cast<size_t>(T), static_cast<size_t>(W.cols), W.data,
+                      static_cast<size_t>(W.rows), y, nullptr);
+  kernels::RoundToBf16(y, static_cast<size_t>(T * W.rows));
+}
+
 // Expanded (non-absorbed) gated MLA for a whole sequence from position 0: x [T, D] -> out [T, D].
 std::vector<float> ExpandedMla(const io::ModelConfig& cfg, const MlaWeights& w, const std::vector<float>& x,
                                int64_t T) {
   const int64_t D = cfg.hidden_size, H = cfg.mla_num_heads, nope = cfg.qk_nope_head_dim;
   const int64_t Rp = cfg.qk_rope_head_dim, Q = nope + Rp, R = cfg.kv_lora_rank, Vh = cfg.v_head_dim;
   std::vector<float> q_low(T * cfg.q_lora_rank), q(T * H * Q), ckv(T * (R + Rp));
-  Linear(x.data(), T, w.q_a_proj, q_low.data(), nullptr);
+  Linear(x.data(), T, w.q_a_proj, q_low.data());
   for (int64_t t = 0; t < T; ++t) {
     kernels::RmsNorm(&q_low[t * cfg.q_lora_rank], w.q_a_norm.data(), cfg.q_lora_rank, cfg.rms_norm_eps,
                      &q_low[t * cfg.q_lora_rank]);
   }
-  Linear(q_low.data(), T, w.q_b_proj, q.data(), nullptr);
-  Linear(x.data(), T, w.kv_a_proj, ckv.data(), nullptr);
+  Linear(q_low.data(), T, w.q_b_proj, q.data());
+  Linear(x.data(), T, w.kv_a_proj, ckv.data());
   for (int64_t t = 0; t < T; ++t) {
     kernels::RmsNorm(&ckv[t * (R + Rp)], w.kv_a_norm.data(), R, cfg.rms_norm_eps, &ckv[t * (R + Rp)]);
   }
@@ -53,9 +60,9 @@ std::vector<float> ExpandedMla(const io::ModelConfig& cfg, const MlaWeights& w, 
   }
   kernels::RoundToBf16(o.data(), o.size());
   std::vector<float> gate(T * H * Vh), out(T * D);
-  Linear(x.data(), T, w.g_proj, gate.data(), nullptr);
+  Linear(x.data(), T, w.g_proj, gate.data());
   for (size_t i = 0; i < o.size(); ++i) o[i] = RoundBf16(o[i] / (1.0f + std::exp(-gate[i])));
-  Linear(o.data(), T, w.o_proj, out.data(), nullptr);
+  Linear(o.data(), T, w.o_proj, out.data());
   return out;
 }
 
@@ -76,13 +83,12 @@ TEST(MlaTest, AbsorbedMatchesExpanded) {
   const std::vector<float> want = ExpandedMla(cfg, layer.mla, x, T);
 
   // Prefill: the whole sequence as one chunk.
-  MlaScratch scratch;
+  kernels::StepEnv env;
   ModelSequenceState prefill_state(cfg);
   prefill_state.ReserveMlaTokens(T);
   SequenceSegment seg{&prefill_state, 0, T, 0};
   std::vector<float> prefill(T * D);
-  MlaForward(cfg, layer.mla, layer.mla_index, x.data(), T, std::span(&seg, 1), &scratch, nullptr,
-             prefill.data());
+  MlaForward({cfg, T, std::span(&seg, 1), env}, layer.mla, layer.mla_index, x.data(), prefill.data());
 
   // Decode: one token at a time against the growing latent cache.
   ModelSequenceState decode_state(cfg);
@@ -90,7 +96,7 @@ TEST(MlaTest, AbsorbedMatchesExpanded) {
   for (int64_t t = 0; t < T; ++t) {
     decode_state.ReserveMlaTokens(t + 1);
     SequenceSegment one{&decode_state, 0, 1, t};
-    MlaForward(cfg, layer.mla, layer.mla_index, x.data() + t * D, 1, std::span(&one, 1), &scratch, nullptr,
+    MlaForward({cfg, 1, std::span(&one, 1), env}, layer.mla, layer.mla_index, x.data() + t * D,
                decode.data() + t * D);
     decode_state.Advance(1);
   }

@@ -1,10 +1,7 @@
-// GLU MLP and one routed expert (spec §2.2, §2.5 step 2).
+// GLU MLP and the routed experts (spec §2.2, §2.5 step 2).
 #include "src/model/mlp.h"
 
 #include <algorithm>
-
-#include "src/kernels/ops.h"
-#include "src/model/layer_util.h"
 
 namespace k3::model {
 namespace {
@@ -21,33 +18,28 @@ kernels::MatMulJob ExpertJob(const float* x, int64_t M, const ExpertMatrix& W, f
 
 }  // namespace
 
-void GluActivation(const io::ModelConfig& cfg, const float* a, const float* b, int64_t n, float* out) {
-  if (cfg.activation == io::Activation::kSitu) {
-    kernels::SituGlu(a, b, n, cfg.situ_beta, cfg.situ_linear_beta, out);
-  } else {
-    kernels::SiluGlu(a, b, n, out);
-  }
+kernels::Glu GluOf(const io::ModelConfig& cfg) {
+  return {cfg.activation == io::Activation::kSitu, cfg.situ_beta, cfg.situ_linear_beta};
 }
 
-void MlpForward(const io::ModelConfig& cfg, const MlpWeights& w, const float* x, int64_t T,
-                MlpScratch* scratch, ThreadPool* pool, float* out, Collectives* collectives) {
-  const int64_t I = w.gate.rows;
-  float* gate = Grow(scratch->gate, T * I);  // [T, I]
-  float* up = Grow(scratch->up, T * I);      // [T, I]
+void MlpForward(const LayerStep& step, const MlpWeights& w, const float* x, float* out) {
+  kernels::StepEnv& env = step.env;
+  const int64_t T = step.T, I = w.gate.rows;
+  kernels::ScratchArena::Frame frame(env.arena);
+  float* gate = env.arena.Take<float>(T * I);  // [T, I]
+  float* up = env.arena.Take<float>(T * I);    // [T, I]
   const kernels::MatMulJob gate_up[] = {LinearJob(x, T, w.gate, gate), LinearJob(x, T, w.up, up)};
-  Linears(gate_up, 2, pool);
-  ParallelRows(pool, T, I, [&](int64_t begin, int64_t end) {
-    GluActivation(cfg, gate + begin * I, up + begin * I, (end - begin) * I, gate + begin * I);
-  });
-  RowParallelLinear(gate, T, w.down, out, pool, collectives);
+  kernels::Linears(env, gate_up, 2);
+  kernels::GluRows(env, GluOf(step.cfg), gate, up, T, I, /*round_inputs=*/false);
+  kernels::RowParallelLinear(env, LinearJob(gate, T, w.down, out));
 }
 
-void ExpertsForward(const io::ModelConfig& cfg, const std::vector<ExpertWeights>& experts,
-                    const int32_t* row_begin, const float* x, MlpScratch* scratch, ThreadPool* pool,
-                    float* out, const BesideExperts& beside) {
+void ExpertsForward(const LayerStep& step, const std::vector<ExpertWeights>& experts,
+                    const int32_t* row_begin, const float* x, float* out, const BesideExperts& beside) {
+  kernels::StepEnv& env = step.env;
   const int64_t E = static_cast<int64_t>(experts.size());
   const int64_t R = row_begin[E];
-  const int64_t Lw = cfg.expert_io_dim();
+  const int64_t Lw = step.cfg.expert_io_dim();
   int64_t I = 0;  // this rank's part of the expert width (the same for every expert it holds)
   for (const ExpertWeights& e : experts) I = std::max(I, e.gate.rows);
   // The rows of experts this rank does not hold stay zero (their sums come from other ranks); the down
@@ -57,38 +49,30 @@ void ExpertsForward(const io::ModelConfig& cfg, const std::vector<ExpertWeights>
       std::fill(out + row_begin[e] * Lw, out + row_begin[e + 1] * Lw, 0.0f);
   }
   const bool any_rows = R > 0 && I > 0;
-  float* gate = any_rows ? Grow(scratch->gate, R * I) : nullptr;  // [R, I]
-  float* up = any_rows ? Grow(scratch->up, R * I) : nullptr;      // [R, I]
-  thread_local std::vector<kernels::MatMulJob> jobs;
-  jobs.clear();
+  kernels::ScratchArena::Frame frame(env.arena);
+  float* gate = any_rows ? env.arena.Take<float>(R * I) : nullptr;  // [R, I]
+  float* up = any_rows ? env.arena.Take<float>(R * I) : nullptr;    // [R, I]
+  kernels::MatMulJob* jobs = env.arena.Take<kernels::MatMulJob>(2 * E + beside.num_first + beside.num_second);
+  size_t num_jobs = 0;
   for (int64_t e = 0; any_rows && e < E; ++e) {
     const int64_t M = row_begin[e + 1] - row_begin[e];
     if (M == 0 || experts[e].gate.rows == 0) continue;
     const float* xe = x + row_begin[e] * Lw;
-    jobs.push_back(ExpertJob(xe, M, experts[e].gate, gate + row_begin[e] * I));
-    jobs.push_back(ExpertJob(xe, M, experts[e].up, up + row_begin[e] * I));
+    jobs[num_jobs++] = ExpertJob(xe, M, experts[e].gate, gate + row_begin[e] * I);
+    jobs[num_jobs++] = ExpertJob(xe, M, experts[e].up, up + row_begin[e] * I);
   }
-  jobs.insert(jobs.end(), beside.first, beside.first + beside.num_first);
-  if (!jobs.empty()) kernels::MatMulGroup(jobs.data(), jobs.size(), pool);
-  if (any_rows) {
-    ParallelRows(pool, R, I, [&](int64_t begin, int64_t end) {
-      const size_t n = static_cast<size_t>((end - begin) * I);
-      float* g = gate + begin * I;
-      float* u = up + begin * I;
-      kernels::RoundToBf16(g, n);
-      kernels::RoundToBf16(u, n);
-      GluActivation(cfg, g, u, static_cast<int64_t>(n), g);
-    });
-  }
+  for (size_t j = 0; j < beside.num_first; ++j) jobs[num_jobs++] = beside.first[j];
+  if (num_jobs > 0) kernels::MatMulGroup(env, jobs, num_jobs);
+  if (any_rows) kernels::GluRows(env, GluOf(step.cfg), gate, up, R, I, /*round_inputs=*/true);
   if (beside.between) beside.between();
-  jobs.clear();
+  num_jobs = 0;
   for (int64_t e = 0; any_rows && e < E; ++e) {
     const int64_t M = row_begin[e + 1] - row_begin[e];
     if (M > 0 && experts[e].down.rows > 0)
-      jobs.push_back(ExpertJob(gate + row_begin[e] * I, M, experts[e].down, out + row_begin[e] * Lw));
+      jobs[num_jobs++] = ExpertJob(gate + row_begin[e] * I, M, experts[e].down, out + row_begin[e] * Lw);
   }
-  jobs.insert(jobs.end(), beside.second, beside.second + beside.num_second);
-  if (!jobs.empty()) kernels::MatMulGroup(jobs.data(), jobs.size(), pool);
+  for (size_t j = 0; j < beside.num_second; ++j) jobs[num_jobs++] = beside.second[j];
+  if (num_jobs > 0) kernels::MatMulGroup(env, jobs, num_jobs);
 }
 
 }  // namespace k3::model

@@ -7,25 +7,19 @@
 #include <functional>
 #include <vector>
 
-#include "src/base/thread_pool.h"
 #include "src/io/model_config.h"
 #include "src/kernels/ops.h"
-#include "src/model/collectives.h"
+#include "src/kernels/step_ops.h"
+#include "src/model/layer_util.h"
 #include "src/model/weights.h"
 
 namespace k3::model {
 
-struct MlpScratch {
-  std::vector<float> gate;  // [T, I]
-  std::vector<float> up;    // [T, I]
-};
+// The config's GLU activation for the kernels.
+kernels::Glu GluOf(const io::ModelConfig& cfg);
 
-// out[i] = bf16(act(a[i]) * lin(b[i])) for the config's activation; out may alias a.
-void GluActivation(const io::ModelConfig& cfg, const float* a, const float* b, int64_t n, float* out);
-
-// x: [T, D] -> out: [T, D].
-void MlpForward(const io::ModelConfig& cfg, const MlpWeights& w, const float* x, int64_t T,
-                MlpScratch* scratch, ThreadPool* pool, float* out, Collectives* collectives = nullptr);
+// x: [T, D] -> out: [T, D]. Sharded: the rank's slice of I; down is row-parallel.
+void MlpForward(const LayerStep& step, const MlpWeights& w, const float* x, float* out);
 
 // The selected routed experts of a MoE layer on their tokens, all under one fork-join per matrix stage
 // (gate and up of every expert, then every down): x: [R, Lw] with expert e's rows at
@@ -45,8 +39,7 @@ struct BesideExperts {
   const kernels::MatMulJob* second = nullptr;
   size_t num_second = 0;
 };
-void ExpertsForward(const io::ModelConfig& cfg, const std::vector<ExpertWeights>& experts,
-                    const int32_t* row_begin, const float* x, MlpScratch* scratch, ThreadPool* pool,
-                    float* out, const BesideExperts& beside = {});
+void ExpertsForward(const LayerStep& step, const std::vector<ExpertWeights>& experts,
+                    const int32_t* row_begin, const float* x, float* out, const BesideExperts& beside = {});
 
 }  // namespace k3::model

@@ -16,6 +16,9 @@
 #include "src/kernels/attn_res.h"
 #include "src/kernels/layer_ops.h"
 #include "src/kernels/ops.h"
+#include "src/kernels/step_env.h"
+#include "src/kernels/step_ops.h"
+#include "src/model/collectives.h"
 #include "src/model/kda.h"
 #include "src/model/layer_util.h"
 #include "src/model/mla.h"
@@ -28,22 +31,6 @@
 
 namespace k3::model {
 namespace {
-
-// Activations of one Forward, reused across layers and calls.
-struct ForwardScratch {
-  std::vector<float> prefix;                    // [T, D] running block sum (AttnRes) or residual stream
-  std::vector<float> bank;                      // [T, B, D] frozen block sums per token (AttnRes)
-  std::vector<float> mixed;                     // [T, D] mixer output
-  std::vector<float> normed;                    // [T, D] RMSNorm output (sub-block input)
-  std::vector<float> sublayer;                  // [T, D] attention / FFN output
-  std::vector<float> final_rows;                // [rows, D] hidden rows that need logits
-  std::vector<std::vector<float>> key_scratch;  // per worker [D]
-  std::vector<const float*> sources;            // per worker: B + 1 source pointers
-  KdaScratch kda;
-  MlaScratch mla;
-  MlpScratch mlp;
-  MoeScratch moe;
-};
 
 Status CheckSupported(const io::ModelConfig& cfg) {
   if (cfg.hidden_size <= 0 || cfg.vocab_size <= 0 || cfg.num_layers <= 0) {
@@ -77,9 +64,10 @@ class ModelImpl final : public Model {
         shard_(parallelism.shard),
         weights_(std::move(weights)),
         storage_(std::move(storage)),
-        pool_(pool),
         collectives_(parallelism.comm),
         slots_(local_cfg_) {
+    env_.pool = pool;
+    env_.collectives = &collectives_;
     bank_capacity_ =
         cfg_.has_attn_res() ? (cfg_.num_layers + cfg_.attn_res_block_size - 1) / cfg_.attn_res_block_size : 0;
   }
@@ -89,7 +77,7 @@ class ModelImpl final : public Model {
   const ShardSpec& shard() const override { return shard_; }
   double CollectiveSeconds() const override { return collectives_.seconds(); }
   Status Execute(const StepPlan& plan, ForwardOutput* out) override;
-  void SetKdaPrefillForm(KdaPrefillForm form) override { s_.kda.prefill_form = form; }
+  void SetKdaPrefillForm(KdaPrefillForm form) override { kda_prefill_form_ = form; }
   std::vector<std::span<const uint8_t>> ViewedStorage() const override {
     std::vector<std::span<const uint8_t>> viewed = ViewedBytes(*weights_);
     if (vision_ != nullptr) {
@@ -104,59 +92,21 @@ class ModelImpl final : public Model {
   // The forward pass over the batch's segments (their states prepared, tokens checked).
   Status Forward(std::span<const SequenceSegment> segments, std::span<const StepItem> items,
                  ForwardOutput* out);
-  // Attention sub-block of `layer` on normed [T, D] -> s_.sublayer.
-  void Attention(const LayerWeights& layer, int64_t T, std::span<const SequenceSegment> segments) {
-    float* a = Grow(s_.sublayer, T * cfg_.hidden_size);
+  // Attention sub-block of `layer`: normed [T, D] -> sublayer [T, D].
+  void Attention(const LayerStep& step, const LayerWeights& layer, const float* normed, float* sublayer) {
     if (layer.attention == io::AttentionKind::kKda) {
-      KdaForward(local_cfg_, layer.kda, layer.kda_index, s_.normed.data(), T, segments, &s_.kda, pool_, a,
-                 &collectives_);
+      KdaForward(step, layer.kda, layer.kda_index, normed, sublayer);
     } else {
-      MlaForward(local_cfg_, layer.mla, layer.mla_index, s_.normed.data(), T, segments, &s_.mla, pool_, a,
-                 &collectives_);
+      MlaForward(step, layer.mla, layer.mla_index, normed, sublayer);
     }
   }
-  // FFN sub-block of `layer` on normed [T, D] -> s_.sublayer.
-  void Ffn(const LayerWeights& layer, int64_t T) {
-    float* f = Grow(s_.sublayer, T * cfg_.hidden_size);
+  // FFN sub-block of `layer`: normed [T, D] -> sublayer [T, D]; the routed experts it ran (MoE).
+  int64_t Ffn(const LayerStep& step, const LayerWeights& layer, const float* normed, float* sublayer) {
     if (layer.ffn == io::FfnKind::kDense) {
-      MlpForward(local_cfg_, layer.mlp, s_.normed.data(), T, &s_.mlp, pool_, f, &collectives_);
-    } else {
-      MoeForward(local_cfg_, layer.moe, s_.normed.data(), T, &s_.moe, pool_, f, &collectives_);
+      MlpForward(step, layer.mlp, normed, sublayer);
+      return 0;
     }
-  }
-  // normed[t] = RMSNorm(src[t]; w) for every row.
-  void NormRows(const float* src, const std::vector<bf16>& w, int64_t T) {
-    const int64_t D = cfg_.hidden_size;
-    float* normed = Grow(s_.normed, T * D);
-    ParallelRows(pool_, T, D, [&](int64_t t0, int64_t t1) {
-      kernels::RmsNormRows(src + t0 * D, static_cast<size_t>(t1 - t0), D, D, w.data(), cfg_.rms_norm_eps,
-                           normed + t0 * D);
-    });
-  }
-  // h[t] = bf16(h[t] + sublayer[t]) for every row.
-  void AddSublayer(float* h, int64_t T) {
-    const int64_t D = cfg_.hidden_size;
-    ParallelRows(pool_, T, D, [&](int64_t t0, int64_t t1) {
-      kernels::AddRoundBf16(h + t0 * D, s_.sublayer.data() + t0 * D, static_cast<size_t>((t1 - t0) * D));
-    });
-  }
-  // out[t] = Mix(bank[t, 0..bank_size), current[t]; mixer) for rows `rows` (spec §2.6).
-  void MixRows(const float* current, const AttnResMixer& mixer, int64_t bank_size,
-               std::span<const int64_t> rows, float* out) {
-    const int64_t D = cfg_.hidden_size, B = bank_capacity_;
-    const size_t workers = NumWorkers(pool_);
-    if (s_.key_scratch.size() < workers) s_.key_scratch.resize(workers);
-    Grow(s_.sources, workers * (B + 1));
-    ParallelTasks(pool_, static_cast<int64_t>(rows.size()), (bank_size + 1) * 3 * D,
-                  [&](size_t i, size_t worker) {
-                    const int64_t t = rows[i];
-                    const float** sources = s_.sources.data() + worker * (B + 1);
-                    for (int64_t b = 0; b < bank_size; ++b) sources[b] = s_.bank.data() + (t * B + b) * D;
-                    sources[bank_size] = current + t * D;
-                    float* keys = Grow(s_.key_scratch[worker], static_cast<size_t>(D));
-                    kernels::AttnResMix(sources, bank_size + 1, mixer.query.data(), D, cfg_.rms_norm_eps,
-                                        keys, out + i * D);
-                  });
+    return MoeForward(step, layer.moe, normed, sublayer);
   }
 
   io::ModelConfig cfg_;
@@ -164,16 +114,13 @@ class ModelImpl final : public Model {
   ShardSpec shard_;
   std::unique_ptr<ModelWeights> weights_;
   std::shared_ptr<const void> storage_;
-  ThreadPool* pool_;
   std::unique_ptr<VisionEncoder> vision_;  // rank 0 of a model with a vision tower
   Collectives collectives_;
   StateSlots slots_;
+  kernels::StepEnv env_;  // the kernels' pool, scratch arena, collectives, numerics
+  KdaPrefillForm kda_prefill_form_ = KdaPrefillForm::kRecurrent;
   std::vector<SequenceSegment> segments_;  // this step's items
-  std::vector<float> local_logits_;        // [rows, N/t] (sharded)
-  std::vector<float> gathered_;            // [t, rows, N/t] (rank 0)
   int64_t bank_capacity_ = 0;              // B: frozen entries per token at most
-  ForwardScratch s_;
-  std::vector<int64_t> all_rows_;  // 0..T-1
 };
 
 Status ModelImpl::Execute(const StepPlan& plan, ForwardOutput* out) {
@@ -212,8 +159,27 @@ Status ModelImpl::Forward(std::span<const SequenceSegment> segments, std::span<c
     seg.state->ReserveMlaTokens(seg.start_pos + seg.rows);
   }
 
+  // The step's activations (the arena's memory of the last step is reused).
+  env_.arena.Reset();
+  auto take = [&](int64_t n) { return env_.arena.Take<float>(static_cast<size_t>(n)); };
+  float* h = take(T * D);  // [T, D] residual stream, or running block sum (AttnRes)
+  float* bank = take(T * std::max<int64_t>(B, 1) * D);  // [T, B, D] frozen block sums (AttnRes)
+  float* mixed = take(T * D);                           // [T, D] mixer output (AttnRes)
+  float* normed = take(T * D);                          // [T, D] RMSNorm output (sub-block input)
+  float* sublayer = take(T * D);                        // [T, D] attention / FFN output
+  int64_t* all_rows = env_.arena.Take<int64_t>(T);      // 0..T-1
+  for (int64_t t = 0; t < T; ++t) all_rows[t] = t;
+  const LayerStep step{local_cfg_, T, segments, env_, kda_prefill_form_};
+  const float eps = cfg_.rms_norm_eps;
+  int64_t bank_size = 0;
+  // out = Mix(bank[t, 0..bank_size), current[t]; mixer) for the rows `rows` (spec §2.6).
+  auto mix = [&](const float* current, const AttnResMixer& mixer, const int64_t* rows, int64_t n,
+                 float* mix_out) {
+    kernels::AttnResMixRows(env_, {bank, B, bank_size}, current, rows, n, mixer.query.data(), D, eps,
+                            mix_out);
+  };
+
   // Embedding rows: h [T, D]; an item's embedding runs (image rows) replace its tokens' rows.
-  float* h = Grow(s_.prefix, T * D);
   {
     int64_t row = 0;
     for (const StepItem& item : items) {
@@ -228,17 +194,12 @@ Status ModelImpl::Forward(std::span<const SequenceSegment> segments, std::span<c
       }
     }
   }
-  all_rows_.resize(T);
-  for (int64_t t = 0; t < T; ++t) all_rows_[t] = t;
   auto capture = [&](int64_t layer) {
     if (out->capture_hidden) out->layer_hidden[layer].assign(h, h + T * D);
   };
   if (out->capture_hidden) out->layer_hidden.resize(static_cast<size_t>(cfg_.num_layers + 1));
   capture(0);
   out->routed_experts_run = 0;
-  float* bank = Grow(s_.bank, T * std::max<int64_t>(B, 1) * D);
-  float* mixed = Grow(s_.mixed, T * D);
-  int64_t bank_size = 0;
 
   for (int64_t l = 0; l < cfg_.num_layers; ++l) {
     const LayerWeights& layer = weights_->layers[l];
@@ -246,57 +207,58 @@ Status ModelImpl::Forward(std::span<const SequenceSegment> segments, std::span<c
       // prefix = h (the running block sum). Pre-attention mix uses the bank before this layer's push.
       const float* attn_input = h;
       if (bank_size > 0) {
-        MixRows(h, layer.attention_mixer, bank_size, all_rows_, mixed);
+        mix(h, layer.attention_mixer, all_rows, T, mixed);
         attn_input = mixed;
       }
-      NormRows(attn_input, layer.input_norm, T);
+      kernels::RmsNormRows(env_, attn_input, T, D, layer.input_norm.data(), eps, normed);
       const bool block_start = l % cfg_.attn_res_block_size == 0;
       if (block_start) {  // freeze the finished block (the raw prefix, not the mixed value)
         K3_CHECK(bank_size < B);
         kernels::CopyRows(h, D, bank + bank_size * D, B * D, T, D);  // bank[t, bank_size] = h[t]
         ++bank_size;
       }
-      Attention(layer, T, segments);
+      Attention(step, layer, normed, sublayer);
       if (block_start) {  // a new block's running sum starts at the attention output
-        std::memcpy(h, s_.sublayer.data(), sizeof(float) * static_cast<size_t>(T * D));
+        std::memcpy(h, sublayer, sizeof(float) * static_cast<size_t>(T * D));
       } else {
-        AddSublayer(h, T);
+        kernels::AddRoundBf16Rows(env_, h, sublayer, T, D);
       }
-      MixRows(h, layer.ffn_mixer, bank_size, all_rows_, mixed);
-      NormRows(mixed, layer.post_attention_norm, T);
+      mix(h, layer.ffn_mixer, all_rows, T, mixed);
+      kernels::RmsNormRows(env_, mixed, T, D, layer.post_attention_norm.data(), eps, normed);
     } else {
-      NormRows(h, layer.input_norm, T);
-      Attention(layer, T, segments);
-      AddSublayer(h, T);
-      NormRows(h, layer.post_attention_norm, T);
+      kernels::RmsNormRows(env_, h, T, D, layer.input_norm.data(), eps, normed);
+      Attention(step, layer, normed, sublayer);
+      kernels::AddRoundBf16Rows(env_, h, sublayer, T, D);
+      kernels::RmsNormRows(env_, h, T, D, layer.post_attention_norm.data(), eps, normed);
     }
-    Ffn(layer, T);
-    if (layer.ffn == io::FfnKind::kMoe) out->routed_experts_run += s_.moe.experts_run;
-    AddSublayer(h, T);
+    out->routed_experts_run += Ffn(step, layer, normed, sublayer);
+    kernels::AddRoundBf16Rows(env_, h, sublayer, T, D);
     capture(l + 1);
   }
 
   // Final mixer (AttnRes), final norm and lm_head on the rows that need logits.
   const int64_t rows = static_cast<int64_t>(logit_rows.size());
-  float* final_rows = Grow(s_.final_rows, rows * D);
+  float* final_rows = take(rows * D);  // [rows, D]
   if (cfg_.has_attn_res()) {
-    MixRows(h, weights_->output_mixer, bank_size, logit_rows, final_rows);
+    mix(h, weights_->output_mixer, logit_rows.data(), rows, final_rows);
   } else {
     kernels::GatherRows(h, static_cast<size_t>(D), logit_rows.data(), static_cast<size_t>(rows), final_rows);
   }
-  kernels::RmsNormRows(final_rows, rows, D, D, weights_->final_norm.data(), cfg_.rms_norm_eps, final_rows);
+  kernels::RmsNormRows(final_rows, rows, D, D, weights_->final_norm.data(), eps, final_rows);
   out->rows = rows;
   if (out->capture_hidden || out->capture_final_hidden)
     out->final_hidden.assign(final_rows, final_rows + rows * D);
   if (!collectives_.sharded()) {
     out->logits.resize(static_cast<size_t>(rows * N));
-    kernels::MatMulBf16(final_rows, rows, D, weights_->lm_head.data, N, out->logits.data(), pool_);
+    kernels::MatMulBf16(final_rows, rows, D, weights_->lm_head.data, N, out->logits.data(), env_.pool);
   } else {  // vocabulary-split lm_head: rank 0 gathers the ranks' column blocks
     const int64_t local_n = weights_->lm_head.rows;
-    float* local = Grow(local_logits_, rows * local_n);
-    kernels::MatMulBf16(final_rows, rows, D, weights_->lm_head.data, local_n, local, pool_);
+    float* local = take(rows * local_n);  // [rows, N/t]
+    float* gathered =
+        collectives_.rank() == 0 ? take(collectives_.world() * rows * local_n) : nullptr;  // [t, rows, N/t]
+    kernels::MatMulBf16(final_rows, rows, D, weights_->lm_head.data, local_n, local, env_.pool);
     if (collectives_.rank() == 0) out->logits.resize(static_cast<size_t>(rows * N));
-    collectives_.GatherColumns(local, rows, local_n, &gathered_, out->logits.data());
+    collectives_.GatherColumns(local, rows, local_n, gathered, out->logits.data());
   }
 
   for (const SequenceSegment& seg : segments) seg.state->Advance(seg.rows);

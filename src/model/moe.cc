@@ -1,14 +1,12 @@
 // Latent MoE: router, expert grouping over the batch, weighted combine, latent norm/up, shared experts.
 #include "src/model/moe.h"
 
-#include <algorithm>
 #include <cstring>
-#include <numeric>
 
-#include "src/base/check.h"
 #include "src/kernels/layer_ops.h"
-#include "src/kernels/ops.h"
-#include "src/model/layer_util.h"
+#include "src/kernels/moe_step.h"
+#include "src/kernels/step_ops.h"
+#include "src/model/mlp.h"
 
 namespace k3::model {
 
@@ -18,24 +16,29 @@ void RouteTokens(const float* logits, int64_t T, int64_t E, const float* correct
                             static_cast<size_t>(top_k), renormalize, routed_scaling_factor, experts, weights);
 }
 
-void MoeForward(const io::ModelConfig& cfg, const MoeWeights& w, const float* x, int64_t T, MoeScratch* s,
-                ThreadPool* pool, float* out, Collectives* collectives) {
+int64_t MoeForward(const LayerStep& step, const MoeWeights& w, const float* x, float* out) {
+  const io::ModelConfig& cfg = step.cfg;
+  kernels::StepEnv& env = step.env;
+  const int64_t T = step.T;
   const int64_t D = cfg.hidden_size, E = cfg.num_experts, Ek = cfg.num_experts_per_token;
-  const int64_t Lw = cfg.expert_io_dim();
+  const int64_t Lw = cfg.expert_io_dim(), R = T * Ek;
   const bool latent = w.latent_down.data != nullptr;
+  kernels::ScratchArena::Frame frame(env.arena);
+  auto take = [&](int64_t n) { return env.arena.Take<float>(static_cast<size_t>(n)); };
 
   // The products of x the routing needs under one fork-join: the router logits (fp32 logits of bf16 inputs
   // and upcast bf16 weights, not rounded) and the expert inputs z [T, Lw] (the latent down-projection, or x
   // itself). The shared experts' gate and up [T, Is] (Linear products, rounded) join them, except at decode
   // sizes the kernels overlap (T <= kMatMulOverlapMaxRows, ops.h), where they run beside the routed experts'
   // gate and up instead (below): there the MXFP4 experts leave memory idle that their bf16 rows can use.
-  float* logits = Grow(s->logits, T * E);
-  int32_t* experts = Grow(s->experts, T * Ek);
-  float* weights = Grow(s->weights, T * Ek);
-  const float* z = latent ? Grow(s->z, T * Lw) : x;
+  float* logits = take(T * E);                         // [T, E]
+  int32_t* experts = env.arena.Take<int32_t>(T * Ek);  // [T, Ek]
+  float* weights = take(T * Ek);                       // [T, Ek]
+  float* z_latent = latent ? take(T * Lw) : nullptr;   // [T, Lw] expert inputs
+  const float* z = latent ? z_latent : x;
   const int64_t Is = w.has_shared ? w.shared.gate.rows : 0;
-  float* shared_gate = w.has_shared ? Grow(s->shared_mlp.gate, T * Is) : nullptr;
-  float* shared_up = w.has_shared ? Grow(s->shared_mlp.up, T * Is) : nullptr;
+  float* shared_gate = w.has_shared ? take(T * Is) : nullptr;  // [T, Is]
+  float* shared_up = w.has_shared ? take(T * Is) : nullptr;    // [T, Is]
   const bool shared_beside_experts =
       w.has_shared && T <= static_cast<int64_t>(kernels::kMatMulOverlapMaxRows);
   kernels::MatMulJob shared_gate_up[2];
@@ -46,47 +49,36 @@ void MoeForward(const io::ModelConfig& cfg, const MoeWeights& w, const float* x,
   kernels::MatMulJob projections[4];
   size_t num_projections = 0;
   projections[num_projections++] = kernels::MatMulJob::Bf16(x, T, D, w.router.data, E, logits);
-  if (latent) projections[num_projections++] = LinearJob(x, T, w.latent_down, s->z.data());
+  if (latent) projections[num_projections++] = LinearJob(x, T, w.latent_down, z_latent);
   if (w.has_shared && !shared_beside_experts) {
     projections[num_projections++] = shared_gate_up[0];
     projections[num_projections++] = shared_gate_up[1];
   }
-  kernels::MatMulGroup(projections, num_projections, pool);
+  kernels::MatMulGroup(env, projections, num_projections);
   for (size_t j = 1; j < num_projections; ++j) {  // the Linear products; the router logits stay fp32
-    RoundRowsToBf16(projections[j].y, T, static_cast<int64_t>(projections[j].N), pool);
+    kernels::RoundToBf16Rows(env, projections[j].y, T, static_cast<int64_t>(projections[j].N));
   }
   RouteTokens(logits, T, E, w.correction_bias.data(), Ek, cfg.moe_renormalize, cfg.routed_scaling_factor,
               experts, weights);
 
-  // Group (token, slot) pairs by expert (counting sort keeps token order inside an expert).
-  int32_t* begin = Grow(s->expert_begin, E + 1);
-  int32_t* order = Grow(s->slot_order, T * Ek);
-  std::fill(begin, begin + E + 1, 0);
-  for (int64_t i = 0; i < T * Ek; ++i) ++begin[experts[i] + 1];
-  for (int64_t e = 0; e < E; ++e) begin[e + 1] += begin[e];
-  int32_t* next = Grow(s->expert_fill, E);  // next free slot per expert
-  std::copy(begin, begin + E, next);
-  for (int64_t i = 0; i < T * Ek; ++i) order[next[experts[i]]++] = static_cast<int32_t>(i);
-  s->experts_run = 0;
-  for (int64_t e = 0; e < E; ++e) s->experts_run += begin[e + 1] > begin[e];
+  // The (token, slot) pairs grouped by expert: expert e's rows are order[begin[e] .. begin[e + 1]).
+  int32_t* begin = env.arena.Take<int32_t>(E + 1);  // [E + 1]
+  int32_t* order = env.arena.Take<int32_t>(R);      // [R]
+  const int64_t experts_run = kernels::GroupByExpert(env, experts, T, Ek, E, begin, order);
 
-  // Every selected expert over its rows: the rows of expert e are z of the tokens of its slots
-  // order[begin[e]..begin[e + 1]); its outputs go back to slot_out[(token, slot)].
-  const int64_t R = T * Ek;
+  // Every selected expert over its rows: the rows of expert e are z of the tokens of its slots; its
+  // outputs go back to slot_out[(token, slot)].
   // Split across ranks, the shared experts' down projection runs before the experts' all-reduce and its
   // partial sums [T, D] travel behind expert_out in the same all-reduce: one latency per MoE layer instead
   // of two (the sums, and so the results, are the same).
-  const bool one_reduce = w.has_shared && collectives != nullptr && collectives->sharded();
-  float* gathered = Grow(s->gathered, R * Lw);  // [R, Lw], expert by expert
+  const bool one_reduce = w.has_shared && env.sharded();
+  float* gathered = take(R * Lw);  // [R, Lw], expert by expert
   // [R, Lw], same rows; then the shared experts' [T, D] when one_reduce
-  float* expert_out = Grow(s->expert_out, R * Lw + (one_reduce ? T * D : 0));
-  float* shared = !w.has_shared ? nullptr : one_reduce ? expert_out + R * Lw : Grow(s->shared_out, T * D);
-  int32_t* token_of = Grow(s->token_of, R);  // the token of each grouped row
+  float* expert_out = take(R * Lw + (one_reduce ? T * D : 0));
+  float* shared = !w.has_shared ? nullptr : one_reduce ? expert_out + R * Lw : take(T * D);
+  int32_t* token_of = env.arena.Take<int32_t>(R);  // the token of each grouped row
   for (int64_t r = 0; r < R; ++r) token_of[r] = order[r] / static_cast<int32_t>(Ek);
-  ParallelRows(pool, R, Lw, [&](int64_t r0, int64_t r1) {
-    kernels::GatherRows(z, static_cast<size_t>(Lw), token_of + r0, static_cast<size_t>(r1 - r0),
-                        gathered + r0 * Lw);
-  });
+  kernels::GatherRows(env, z, Lw, token_of, R, gathered);
   // The shared experts beside the routed ones (BesideExperts): their gate and up in the experts' first
   // fork-join where they were not computed above, act(gate) * up between, and their down projection in the
   // experts' second fork-join where it runs at decode sizes or before the one all-reduce (split across
@@ -100,47 +92,31 @@ void MoeForward(const io::ModelConfig& cfg, const MoeWeights& w, const float* x,
       beside.num_first = 2;
     }
     beside.between = [&] {
-      if (shared_beside_experts) {
-        RoundRowsToBf16(shared_gate, T, Is, pool);
-        RoundRowsToBf16(shared_up, T, Is, pool);
-      }
-      ParallelRows(pool, T, Is, [&](int64_t t0, int64_t t1) {
-        GluActivation(cfg, shared_gate + t0 * Is, shared_up + t0 * Is, (t1 - t0) * Is, shared_gate + t0 * Is);
-      });
+      kernels::GluRows(env, GluOf(cfg), shared_gate, shared_up, T, Is,
+                       /*round_inputs=*/shared_beside_experts);
     };
     if (shared_beside_experts || one_reduce) {
       beside.second = &shared_down;
       beside.num_second = 1;
     }
   }
-  ExpertsForward(cfg, w.experts, begin, gathered, &s->mlp, pool, expert_out, beside);
+  ExpertsForward(step, w.experts, begin, gathered, expert_out, beside);
   // Sharded: each rank holds its experts' rows (EP; zeros elsewhere, so the sum is exact) or a partial
   // sum over its slice of every expert's width (TP). Summed before the rounding, then rounded once.
   if (one_reduce) {
-    collectives->AllReduceSum(expert_out, R * Lw + T * D);
-  } else if (collectives != nullptr) {
-    collectives->AllReduceSum(expert_out, R * Lw);
+    env.collectives->AllReduceSum(expert_out, R * Lw + T * D);
+  } else if (env.collectives != nullptr) {
+    env.collectives->AllReduceSum(expert_out, R * Lw);
   }
-  float* slot_out = Grow(s->slot_out, R * Lw);
-  ParallelRows(pool, R, Lw, [&](int64_t r0, int64_t r1) {
-    kernels::RoundToBf16(expert_out + r0 * Lw, static_cast<size_t>((r1 - r0) * Lw));
-    kernels::ScatterRows(expert_out + r0 * Lw, static_cast<size_t>(Lw), order + r0,
-                         static_cast<size_t>(r1 - r0), slot_out);
-  });
+  float* slot_out = take(R * Lw);  // [R, Lw] expert outputs per (token, slot)
+  kernels::RoundScatterRows(env, expert_out, Lw, order, R, slot_out);
 
   // r = bf16(sum_k w_k y_k) (fp32 sum in slot order, independent of the rest of the batch); latent:
   // then its RMSNorm.
-  float* combined = Grow(s->combined, T * Lw);
-  ParallelRows(pool, T, Ek * Lw, [&](int64_t t0, int64_t t1) {
-    float* rows = combined + t0 * Lw;
-    kernels::WeightedRowSum(slot_out + t0 * Ek * Lw, weights + t0 * Ek, static_cast<size_t>(t1 - t0),
-                            static_cast<size_t>(Ek), static_cast<size_t>(Lw), rows);
-    kernels::RoundToBf16(rows, static_cast<size_t>((t1 - t0) * Lw));
-    if (latent && !w.latent_norm.empty()) {
-      kernels::RmsNormRows(rows, static_cast<size_t>(t1 - t0), Lw, Lw, w.latent_norm.data(), cfg.rms_norm_eps,
-                           rows);
-    }
-  });
+  float* combined = take(T * Lw);  // [T, Lw]
+  kernels::CombineExpertSlots(env, slot_out, weights, T, Ek, Lw,
+                              latent && !w.latent_norm.empty() ? w.latent_norm.data() : nullptr,
+                              cfg.rms_norm_eps, combined);
 
   // Latent: the up-projection to D, beside the shared experts' down projection where it did not run with
   // the experts (one fork-join); then the bf16 add.
@@ -149,17 +125,11 @@ void MoeForward(const io::ModelConfig& cfg, const MoeWeights& w, const float* x,
   size_t num_outputs = 0;
   if (latent) outputs[num_outputs++] = LinearJob(combined, T, w.latent_up, out);
   if (w.has_shared && beside.num_second == 0) outputs[num_outputs++] = shared_down;
-  kernels::MatMulGroup(outputs, num_outputs, pool);
+  kernels::MatMulGroup(env, outputs, num_outputs);
   // The shared experts' down projection is row-parallel.
-  if (w.has_shared && collectives != nullptr && !one_reduce) collectives->AllReduceSum(shared, T * D);
-  ParallelRows(pool, T, D, [&](int64_t t0, int64_t t1) {
-    const size_t n = static_cast<size_t>((t1 - t0) * D);
-    if (latent) kernels::RoundToBf16(out + t0 * D, n);
-    if (w.has_shared) {
-      kernels::RoundToBf16(shared + t0 * D, n);
-      kernels::AddRoundBf16(out + t0 * D, shared + t0 * D, n);
-    }
-  });
+  if (w.has_shared && env.collectives != nullptr && !one_reduce) env.collectives->AllReduceSum(shared, T * D);
+  kernels::RoundAddRows(env, out, /*round_out=*/latent, w.has_shared ? shared : nullptr, T, D);
+  return experts_run;
 }
 
 }  // namespace k3::model

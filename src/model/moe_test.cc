@@ -80,12 +80,12 @@ TEST(MoeForwardTest, BatchEqualsTokensOneByOne) {
       state = state * 1664525u + 1013904223u;
       v = RoundBf16(static_cast<float>(static_cast<int32_t>(state >> 8) % 2001 - 1000) / 500.0f);
     }
-    MoeScratch scratch;
     ThreadPool pool(2);
+    kernels::StepEnv pooled{.pool = &pool}, alone;
     std::vector<float> batched(T * D), single(T * D);
-    MoeForward(cfg, moe, x.data(), T, &scratch, &pool, batched.data());
+    MoeForward({cfg, T, {}, pooled}, moe, x.data(), batched.data());
     for (int64_t t = 0; t < T; ++t)
-      MoeForward(cfg, moe, x.data() + t * D, 1, &scratch, nullptr, single.data() + t * D);
+      MoeForward({cfg, 1, {}, alone}, moe, x.data() + t * D, single.data() + t * D);
     EXPECT_EQ(batched, single);
     double norm = 0.0;
     for (float v : batched) norm += v * v;

@@ -22,6 +22,7 @@
 #include "src/base/bf16.h"
 #include "src/base/check.h"
 #include "src/io/model_config.h"
+#include "src/kernels/latent_rows.h"
 #include "src/model/cache_dtype.h"
 
 namespace k3::model {
@@ -65,6 +66,11 @@ class ModelSequenceState {
     return reinterpret_cast<float*>(MlaRowBytes(mla_index, pos));
   }
   int64_t mla_row_width() const { return mla_row_width_; }
+  // The kernels' view of MLA layer `mla_index`'s rows (valid until the block table changes).
+  kernels::LatentRows MlaRows(int64_t mla_index) {
+    return {blocks_.data(), block_tokens_, mla_index * block_tokens_,
+            mla_row_width_ * CacheDtypeBytes(cache_dtype_), cache_dtype_ == CacheDtype::kBf16};
+  }
   // Marks n more tokens as processed.
   void Advance(int64_t n) { num_tokens_ += n; }
 
