@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "src/deploy/render_k8s_common.h"
+#include "src/deploy/render_ops.h"
 #include "src/deploy/render_scripts.h"
 
 namespace k3::deploy {
@@ -87,10 +88,7 @@ Result<std::vector<RenderedFile>> RenderPaiEas(const RenderContext& ctx) {
       {"storage",
        Doc::array({Doc{{"mount_path", std::string(kModelMount) + "/" + ctx.model.served_name + "/"},
                        {"oss", {{"path", OssPath(ctx)}, {"readOnly", true}}}}})},
-      {"autoscaler",
-       {{"min", ctx.plan.replicas},
-        {"max", ctx.plan.replicas + 1},
-        {"scaleStrategies", Doc::array({Doc{{"metricName", "qps"}, {"threshold", 2}}})}}}};
+      {"autoscaler", PaiEasAutoscaler(ctx)}};
   const std::string deploy =
       "#!/usr/bin/env bash\n# PAI-EAS service for " + ctx.model.served_name + " on " + ctx.plan.instance.id +
       " (rendered by k3 render): fills service.json from the environment and creates the service.\n"
@@ -110,7 +108,9 @@ Result<std::vector<RenderedFile>> RenderPaiEas(const RenderContext& ctx) {
                     {"the EAS dedicated resource group (quota) until released per contract",
                      "the weights in " + ctx.weights.uri + " (OSS storage)"}));
   std::vector<std::string> apply = {"bash deploy-eas.sh"};
-  apply.push_back("# autoscaler min stays >= 1: scale-to-zero reloads the weights on every cold start");
+  if (!ctx.options.autoscale.enabled) {
+    apply.push_back("# autoscaler min stays >= 1: scale-to-zero reloads the weights on every cold start");
+  }
   files.push_back(RenderNotes(ctx, apply));
   return files;
 }
