@@ -8,6 +8,7 @@
 #include "apps/k3/commands.h"
 #include "src/base/file.h"
 #include "src/deploy/render.h"
+#include "src/deploy/render_ops.h"
 #include "src/deploy/render_output.h"
 
 namespace k3::app {
@@ -18,6 +19,7 @@ void RegisterRenderCommand(CLI::App& app) {
     std::string engine = "vllm";
     std::string out;
     std::string parallel = "tp";
+    std::string autoscale;  // MIN:MAX
     bool force = false;
   };
   auto flags = std::make_shared<Flags>();
@@ -44,6 +46,17 @@ void RegisterRenderCommand(CLI::App& app) {
   cmd->add_option("--compute", flags->options.compute,
                   "azure-ml: managed (default, a managed online endpoint) | kubernetes (Kubernetes compute: "
                   "the AzureML extension on an AKS cluster)");
+  cmd->add_option("--autoscale", flags->autoscale,
+                  "MIN:MAX serving groups, scaled on vllm:num_requests_waiting / vllm:kv_cache_usage_perc "
+                  "(Kubernetes targets: KEDA or HPA; alibaba-pai-eas: the service's autoscaler)");
+  cmd->add_option("--autoscaler", flags->options.autoscale.autoscaler,
+                  "keda (ScaledObject, default) | hpa (HorizontalPodAutoscaler + prometheus-adapter)");
+  cmd->add_option("--max-cold-start", flags->options.autoscale.max_cold_start_seconds,
+                  "seconds of cold start (weight load) accepted for --autoscale 0:MAX (scale to zero)");
+  cmd->add_option("--prometheus-url", flags->options.autoscale.prometheus_url,
+                  "Prometheus API the autoscaler queries (default: the target's metrics stack)");
+  cmd->add_flag("--monitoring", flags->options.monitoring,
+                "scrape object of the platform's Prometheus + grafana-dashboard.json (vLLM metric names)");
   cmd->add_option("--model", flags->options.plan.model, "kimi-k3 | kimi-linear-48b | checkpoint DIR")
       ->capture_default_str();
   const auto& instances = deploy::EmbeddedCatalog();
@@ -71,6 +84,10 @@ void RegisterRenderCommand(CLI::App& app) {
     auto engine = deploy::ParseEngine(flags->engine);
     if (!engine.ok()) return FailCommand("render", engine.status().message(), 2);
     flags->options.engine = *engine;
+    if (!flags->autoscale.empty()) {
+      Status range = deploy::ParseAutoscaleRange(flags->autoscale, flags->options.autoscale);
+      if (!range.ok()) return FailCommand("render", range.message(), 2);
+    }
     auto files = deploy::Render(*catalog, flags->options);
     if (!files.ok()) return FailCommand("render", files.status().message(), 2);
     if (flags->out == "-") {

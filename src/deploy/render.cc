@@ -8,6 +8,7 @@
 #include "src/deploy/plan_format.h"
 #include "src/deploy/render_gateway.h"
 #include "src/deploy/render_k8s_common.h"
+#include "src/deploy/render_ops.h"
 
 namespace k3::deploy {
 namespace {
@@ -290,10 +291,16 @@ RenderedFile RenderNotes(const RenderContext& ctx, const std::vector<std::string
   }
   if (!ctx.volume_rate_note.empty()) s += "- Weights volume: " + ctx.volume_rate_note + "\n";
   for (const std::string& w : p.warnings) s += "- WARNING: " + w + "\n";
+  s += OpsNotes(ctx);
   s += "\n## Capacity and cleanup\n\n";
   for (const std::string& n : p.notes) s += "- " + n + "\n";
   s += "\n## Apply\n\n```sh\n";
-  for (const std::string& c : apply_commands) s += c + "\n";
+  // --autoscale / --monitoring steps go after the target's own, before a closing watch (`... -w`).
+  std::vector<std::string> apply = apply_commands;
+  const bool watch = !apply.empty() && apply.back().size() > 3 && apply.back().ends_with(" -w");
+  const std::vector<std::string> ops = OpsApplyCommands(ctx);
+  apply.insert(watch ? apply.end() - 1 : apply.end(), ops.begin(), ops.end());
+  for (const std::string& c : apply) s += c + "\n";
   s += "```\n\n## Verify\n\n```sh\nk3 lint .\n";
   for (const std::string& line : VerifyCommands(ctx)) s += line + "\n";
   s += "```\n\n## Cleanup\n\nbash cleanup.sh: deletes what these files and scripts created, continues past "
@@ -419,7 +426,10 @@ Result<std::vector<RenderedFile>> Render(const Catalog& catalog, const RenderOpt
       return InvalidArgument("--compute '{}': one of managed, kubernetes", options.compute);
     }
   }
-  return renderer->second(ctx);
+  K3_RETURN_IF_ERROR(CheckOps(ctx));
+  K3_ASSIGN_OR_RETURN(std::vector<RenderedFile> files, renderer->second(ctx));
+  for (RenderedFile& f : OpsFiles(ctx)) files.push_back(std::move(f));
+  return files;
 }
 
 }  // namespace k3::deploy

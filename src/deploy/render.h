@@ -14,6 +14,16 @@
 
 namespace k3::deploy {
 
+// --autoscale MIN:MAX and its companions (render_ops.h): queue-driven replica counts.
+struct AutoscaleOptions {
+  bool enabled = false;
+  int min = 1;  // MIN 0 = scale to zero (PAI-EAS only, within --max-cold-start)
+  int max = 1;
+  std::string autoscaler;           // --autoscaler keda | hpa ("" = keda)
+  int max_cold_start_seconds = -1;  // --max-cold-start: the cold start the user accepts (-1 = not set)
+  std::string prometheus_url;       // --prometheus-url ("" = the target's metrics stack, render_ops.h)
+};
+
 struct RenderOptions {
   std::string target;
   Engine engine = Engine::kVllm;
@@ -31,6 +41,8 @@ struct RenderOptions {
   bool gateway = false;      // Inference Gateway stack (render_gateway.h)
   std::string gateway_impl;  // --gateway-impl: kgateway | istio (gke on gcp-gke); "" = the target's default
   PlanOptions plan;          // model, instance, max-model-len, bandwidth, prefer_pp
+  AutoscaleOptions autoscale;
+  bool monitoring = false;  // --monitoring: scrape object + Grafana dashboard (render_ops.h)
 };
 
 struct WeightsSource {
@@ -63,6 +75,12 @@ struct RenderContext {
   bool stream_weights = false;
   // weights.yaml holds a pre-sync Job (and, without streaming, the PVC it fills).
   bool presync_job() const { return !stream_weights || options.engine == Engine::kK3; }
+  // The most serving groups that may run at once: --replicas, or --autoscale's MAX when larger (a volume
+  // they share is ReadWriteMany).
+  int max_replicas() const {
+    return options.autoscale.enabled && options.autoscale.max > plan.replicas ? options.autoscale.max
+                                                                              : plan.replicas;
+  }
   std::string version;  // app.kubernetes.io/version
   // Where the rendered weights volume reads slower than --weights-bandwidth: why, and the probes are sized
   // from the volume's rate ("" = the plan's bandwidth holds).

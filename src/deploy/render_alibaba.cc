@@ -6,6 +6,7 @@
 
 #include "src/deploy/render_k8s_common.h"
 #include "src/deploy/render_multinode.h"
+#include "src/deploy/render_ops.h"
 #include "src/deploy/render_scripts.h"
 
 namespace k3::deploy {
@@ -95,10 +96,7 @@ Result<std::vector<RenderedFile>> RenderPaiEas(const RenderContext& ctx) {
       {"storage",
        Doc::array({Doc{{"mount_path", std::string(kModelMount) + "/" + ctx.model.served_name + "/"},
                        {"oss", {{"path", OssPath(ctx)}, {"readOnly", true}}}}})},
-      {"autoscaler",
-       {{"min", ctx.plan.replicas},
-        {"max", ctx.plan.replicas + 1},
-        {"scaleStrategies", Doc::array({Doc{{"metricName", "qps"}, {"threshold", 2}}})}}}};
+      {"autoscaler", PaiEasAutoscaler(ctx)}};
   // metadata.instance counts units; unit.size the instances of each (docs/deploy.md: sources, and which
   // of these fields the public pages left uncertain).
   if (unit_size > 1) service["unit"] = {{"size", unit_size}};
@@ -128,7 +126,9 @@ Result<std::vector<RenderedFile>> RenderPaiEas(const RenderContext& ctx) {
         "traffic to instance 0 of each unit, and EAS_RESOURCE_ID must be a Lingjun resource quota",
         ctx.plan.replicas, unit_size, ctx.plan.instance.id, unit_size - 1));
   }
-  apply.push_back("# autoscaler min stays >= 1: scale-to-zero reloads the weights on every cold start");
+  if (!ctx.options.autoscale.enabled) {
+    apply.push_back("# autoscaler min stays >= 1: scale-to-zero reloads the weights on every cold start");
+  }
   files.push_back(RenderNotes(ctx, apply));
   return files;
 }

@@ -171,7 +171,7 @@ double WeightsVolumeReadBps(const RenderContext& ctx, std::string& why) {
         gib, gib, gib, mib_s);
     return static_cast<double>(mib_s) * kMiB * 8;
   }
-  const bool shared = ctx.plan.layout.nodes * ctx.plan.replicas > 1;
+  const bool shared = ctx.plan.layout.nodes * ctx.max_replicas() > 1;
   if (t == "aws-eks" && !shared) {
     why =
         "an EBS volume of the cluster's default StorageClass reads at most 125 MiB/s (gp3 baseline; gp2 "
@@ -185,7 +185,7 @@ Doc WeightsPvc(const RenderContext& ctx, const std::string& storage_class) {
   const long long gib = WeightsPvcGib(ctx);
   Doc spec = Doc::object();
   // More than one pod (nodes of a group, or replicas) mounts the volume: ReadWriteMany.
-  const bool shared = ctx.plan.layout.nodes * ctx.plan.replicas > 1;
+  const bool shared = ctx.plan.layout.nodes * ctx.max_replicas() > 1;
   spec["accessModes"] = Doc::array({shared ? "ReadWriteMany" : "ReadWriteOnce"});
   if (!storage_class.empty()) spec["storageClassName"] = storage_class;
   spec["resources"] = Doc{{"requests", {{"storage", std::to_string(gib) + "Gi"}}}};

@@ -7,6 +7,7 @@
 #include "src/deploy/render_gateway.h"
 #include "src/deploy/render_identity.h"
 #include "src/deploy/render_k8s_common.h"
+#include "src/deploy/render_ops.h"
 #include "src/deploy/render_workload.h"
 
 namespace k3::deploy {
@@ -49,7 +50,7 @@ std::string CleanupSummary(const std::vector<std::string>& still_billing) {
 
 // kubectl deletes of the rendered files, gateway first (it routes to the workload).
 std::string KubectlDeletes(const RenderContext& ctx, const std::string& manifest) {
-  std::string s;
+  std::string s = OpsCleanup(ctx);  // --autoscale / --monitoring objects first
   if (ctx.options.gateway)
     s += "run \"gateway.yaml objects\" kubectl delete -f gateway.yaml --ignore-not-found\n";
   s += "run \"" + manifest + " objects\" kubectl delete -f " + manifest + " --ignore-not-found\n";
@@ -252,7 +253,8 @@ std::vector<RenderedFile> GcpScripts(const RenderContext& ctx, const std::string
 
 std::vector<RenderedFile> EksScripts(const RenderContext& ctx, const std::string& manifest) {
   std::string setup = Header(ctx, "EKS capacity and GPU prerequisites");
-  const bool shared = PoolNodes(ctx) > 1 && !ctx.stream_weights;  // pods share the weights volume
+  const bool shared =
+      ctx.plan.layout.nodes * ctx.max_replicas() > 1 && !ctx.stream_weights;  // pods share the volume
   setup += fmt::format(
       "CLUSTER=${{CLUSTER:?set CLUSTER to the EKS cluster name}}\n{2}{3}\n"
       "# 1. Provision the EKS cluster (VPC, managed node groups, IAM) — the guide points to the AI on EKS\n"
@@ -378,7 +380,7 @@ std::vector<RenderedFile> GcpCpuScripts(const RenderContext& ctx, const std::str
 
 std::vector<RenderedFile> EksCpuScripts(const RenderContext& ctx, const std::string& manifest) {
   std::string setup = Header(ctx, "EKS CPU node group");
-  const bool shared = PoolNodes(ctx) > 1;
+  const bool shared = ctx.plan.layout.nodes * ctx.max_replicas() > 1;
   const std::string ami =
       ctx.plan.instance.cpu_arch == "arm64" ? "AL2023_ARM_64_STANDARD" : "AL2023_x86_64_STANDARD";
   setup += fmt::format(

@@ -127,7 +127,7 @@ CloudOverlay OverlayFor(const RenderContext& ctx) {
   if (ctx.plan.instance.CpuOnly()) {
     // CPU nodes: the well-known instance-type label every cloud's nodes carry; no GPU taint to tolerate.
     o.node_selector["node.kubernetes.io/instance-type"] = ctx.plan.instance.id;
-    const bool shared = ctx.plan.layout.nodes * ctx.plan.replicas > 1;
+    const bool shared = ctx.plan.layout.nodes * ctx.max_replicas() > 1;
     if (target == "azure-aks") o.storage_class = "azurefile-csi-premium";
     if (target == "gcp-gke") o.storage_class = "premium-rwx";
     if (target == "aws-eks" && shared) o.storage_class = kEksSharedStorageClass;
@@ -143,7 +143,7 @@ CloudOverlay OverlayFor(const RenderContext& ctx) {
   } else if (target == "aws-eks") {
     o.node_selector["node.kubernetes.io/instance-type"] = ctx.plan.instance.id;
     // EBS (the default gp2 / gp3) is ReadWriteOnce: several pods share the weights through EFS.
-    if (ctx.plan.layout.nodes * ctx.plan.replicas > 1) o.storage_class = kEksSharedStorageClass;
+    if (ctx.plan.layout.nodes * ctx.max_replicas() > 1) o.storage_class = kEksSharedStorageClass;
   } else {
     o.node_selector["nvidia.com/gpu.present"] = "true";
   }

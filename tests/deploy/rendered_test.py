@@ -116,7 +116,19 @@ def combinations():
              ["--target", "gcp-vertex", "--instance", "a3-ultragpu-8g"] + SMALL_MODEL,
              ["--target", "k8s", "--namespace", "team-a", "--weights", "s3://my-bucket/kimi-k3"] + k3,
              ["--target", "gcp-gke", "--instance", "a3-ultragpu-8g"] + k3,
-             ["--target", "aws-hyperpod"] + k3]
+             ["--target", "aws-hyperpod"] + k3,
+             # --autoscale / --monitoring (render_ops.h): KEDA and HPA, a Deployment and LWS groups, GMP on GKE
+             # (with the frontend's IAM binding on a workload-pool cluster), PAI-EAS's autoscaler body.
+             ["--target", "aws-eks", "--autoscale", "1:3", "--monitoring"],
+             ["--target", "azure-aks", "--autoscale", "1:2", "--autoscaler", "hpa", "--monitoring", "--namespace",
+              "team-a"],
+             ["--target", "gcp-gke", "--autoscale", "1:2", "--monitoring", "--weights", "gs://my-bucket/Kimi-K3"],
+             ["--target", "gcp-gke", "--autoscale", "1:2", "--autoscaler", "hpa"],
+             ["--target", "k8s", "--autoscale", "1:2", "--monitoring"] + k3,
+             ["--target", "alibaba-pai-eas", "--autoscale", "0:2", "--max-cold-start", "100000", "--weights",
+              "oss://kimi/Kimi-K3", "--region", "cn-hangzhou"] + SMALL_MODEL,
+             ["--target", "alibaba-pai-eas", "--autoscale", "1:3", "--weights", "oss://kimi/Kimi-K3", "--region",
+              "cn-hangzhou"] + SMALL_MODEL]
     # Issue 41, multi-node where the guide goes: kimi-k3 as a PAI-EAS distributed unit and an ACK
     # LeaderWorkerSet (both engines), an ACK group of CPU nodes, Azure ML on Kubernetes compute.
     oss = ["--weights", "oss://kimi/Kimi-K3", "--region", "cn-hangzhou"]
@@ -145,6 +157,16 @@ def combinations():
     refused.append(("aws-hyperpod s3:// without --region", ["--target", "aws-hyperpod", "--weights", "s3://b/p"]))
     refused.append(("azure-aks --namespace Bad_NS", ["--target", "azure-aks", "--namespace", "Bad_NS"]))
     refused.append(("aws-hyperpod --gateway", ["--target", "aws-hyperpod", "--gateway"]))
+    refused.append(("k8s --autoscale 0:2 (no pod measures demand at zero)", ["--target", "k8s", "--autoscale", "0:2"]))
+    refused.append(("alibaba-pai-eas --autoscale 0:2 without --max-cold-start",
+                    ["--target", "alibaba-pai-eas", "--autoscale", "0:2", "--weights", "oss://k/K"] + SMALL_MODEL))
+    refused.append(("alibaba-pai-eas --autoscale 0:2 above --max-cold-start",
+                    ["--target", "alibaba-pai-eas", "--autoscale", "0:2", "--max-cold-start", "5", "--weights",
+                     "oss://k/K"] + SMALL_MODEL))
+    refused.append(("aws-hyperpod --monitoring", ["--target", "aws-hyperpod", "--monitoring"]))
+    refused.append(("alibaba-ack --autoscale (KServe owns the HPA)",
+                    ["--target", "alibaba-ack", "--autoscale", "1:2", "--weights", "oss://k/K", "--region",
+                     "cn-hangzhou"] + SMALL_MODEL))
     return accepted, refused
 
 
@@ -692,7 +714,7 @@ def check_core_schemas(work, counts):
         print("core schemas: skipped (needs node and `npm ci --prefix tests/deploy/core_schemas`)")
         return
     files = sorted(os.path.join(root, f) for root, _, names in os.walk(work) for f in names
-                   if f.endswith((".yaml", ".yml")) and "/refused" not in root)
+                   if f.endswith((".yaml", ".yml")) and "/refused" not in root and "/schemas" not in root)
     r = subprocess.run(["node", os.path.join(here, "validate.mjs"), *files], capture_output=True, text=True,
                        timeout=300)
     print(r.stdout.strip()[-4000:])
@@ -722,12 +744,29 @@ def check_cleanup_continues(label, d, stub_dir, work, fail_pattern, later):
     return len(ran)
 
 
+SCHEMA_DIR = None  # ../shared/schemas (or K3_SCHEMA_DIR) plus tests/deploy/crds, copied together by main()
+
+
+def combined_schema_dir(work):
+    """One --schema-dir with the shared CRDs and the add-ons' CRDs (KEDA, Prometheus Operator, GMP)."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    shared = os.environ.get("K3_SCHEMA_DIR") or os.path.join(here, "..", "..", "..", "shared", "schemas")
+    out = os.path.join(work, "schemas")
+    os.makedirs(out)
+    for src in [shared, os.path.join(here, "crds")]:
+        if not os.path.isdir(src):
+            print(f"k3 lint: no CRDs at {src}")
+            continue
+        for name in os.listdir(src):
+            if name.endswith((".yaml", ".yml")):
+                shutil.copy(os.path.join(src, name), os.path.join(out, name))
+    return out
+
+
 def check_lint(label, d, counts):
     """`k3 lint DIR --schema-dir` (strict CRDs) passes every rendered folder: no error finding. Warnings
     (an image whose arm64 variant is unknown) are allowed."""
-    schemas = os.environ.get("K3_SCHEMA_DIR") or os.path.join(
-        os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "shared", "schemas")
-    argv = [K3, "lint", d, "--format", "json"] + (["--schema-dir", schemas] if os.path.isdir(schemas) else [])
+    argv = [K3, "lint", d, "--format", "json"] + (["--schema-dir", SCHEMA_DIR] if SCHEMA_DIR else [])
     r = subprocess.run(argv, capture_output=True, text=True, timeout=60)
     counts["k3 lint"] = counts.get("k3 lint", 0) + 1
     try:
@@ -772,7 +811,8 @@ def check_identity(label, d):
         re.search(r"subject/ns/([a-z0-9-]+)/sa/([a-z0-9-]+)", text)
     if not m:
         return
-    for kind, pod in pod_specs([(n, doc) for n, doc in all_docs(d) if n != "gateway.yaml"]):
+    # The endpoint picker (gateway.yaml) and GMP's query frontend (monitoring.yaml) never read the bucket.
+    for kind, pod in pod_specs([(n, doc) for n, doc in all_docs(d) if n not in ("gateway.yaml", "monitoring.yaml")]):
         if pod.get("serviceAccountName") != m.group(2):
             fail(f"{label}: setup federates {m.group(1)}/{m.group(2)} but a {kind} pod runs as "
                  f"{pod.get('serviceAccountName')}")
@@ -834,7 +874,7 @@ def check_combination(d, label, argv, stub_dir):
 
 
 def main():
-    global K3
+    global K3, SCHEMA_DIR
     if len(sys.argv) != 2:
         print(__doc__)
         return 2
@@ -854,6 +894,7 @@ def main():
             os.chmod(os.path.join(stub_dir, cli), 0o755)
         home = os.path.join(work, "home")
         os.makedirs(home)
+        SCHEMA_DIR = combined_schema_dir(work)
         # Each combination renders into its own folder and logs its stub runs there: nproc at a time.
         with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, os.cpu_count() or 1)) as pool:
             jobs = [pool.submit(check_combination, os.path.join(work, f"r{i}"), label, argv, stub_dir)
