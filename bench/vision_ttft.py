@@ -118,17 +118,23 @@ class TorchPeer:
             self.processor_cfg = dict(k3_reference_processor.K3_CONFIG, **json.load(f))
 
     def first_token(self, png, prompt_ids):
-        """PNG bytes + the served prompt's ids -> the greedy first token id."""
+        """PNG bytes + the served prompt's ids -> the greedy first token id; self.phases gets the seconds of
+        preprocessing, the tower and the text prefill."""
+        t0 = time.perf_counter()
         image = Image.open(io.BytesIO(png))
         image.load()
         patches, (gh, gw), _ = k3_reference_processor.process(image, self.processor_cfg)
+        t1 = time.perf_counter()
         rows = self.vision.encode(patches.reshape(gh * gw, -1), gh, gw)
+        t2 = time.perf_counter()
         pad = self.vision.cfg.media_pad
         positions = [i for i, t in enumerate(prompt_ids) if t == pad]
         if len(positions) != rows.shape[0]:
             raise RuntimeError(f"prompt has {len(positions)} image pads, the tower made {rows.shape[0]} rows")
         logits = self.text.forward(prompt_ids, media=(positions, rows), last_only=True)
-        return int(torch.argmax(logits[-1]))
+        token = int(torch.argmax(logits[-1]))
+        self.phases = {"preprocess_s": t1 - t0, "tower_s": t2 - t1, "prefill_s": time.perf_counter() - t2}
+        return token
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -293,10 +299,13 @@ def main():
                     token = peer.first_token(png, ids)
                     result["torch_s"] = time.perf_counter() - t0
                     result["torch_text"] = server.detokenize(token)
+                    result["torch_phases"] = {k: round(v, 2) for k, v in peer.phases.items()}
             result["same_first_token"] = result["k3_text"] == result["torch_text"]
             agree += result["same_first_token"]
             runs.append(result)
             print(f"run {r}: load {load:.2f}, k3 {result['k3_s']:.2f} s, PyTorch {result['torch_s']:.2f} s, "
+                  f"(preprocess {result['torch_phases']['preprocess_s']} s, tower {result['torch_phases']['tower_s']} s, "
+                  f"prefill {result['torch_phases']['prefill_s']} s), "
                   f"first tokens {'agree' if result['same_first_token'] else 'differ'}", flush=True)
         k3_median = statistics.median(x["k3_s"] for x in runs)
         torch_median = statistics.median(x["torch_s"] for x in runs)
