@@ -67,44 +67,24 @@ def native_linear(x, w):
     return x @ w.reshape(w.shape[0], -1).t()
 
 
-def grouped_moe(self, layer, x, trace=None):
-    """Reference.moe with the routed experts run once per expert over the tokens that chose it."""
-    cfg = self.cfg
-    m = "block_sparse_moe."
-    wide = k3_reference.wide
-    logits = wide(x) @ wide(self.lt(layer, m + "gate.weight")).t()
-    s = torch.sigmoid(logits)
-    sel = s + wide(self.lt(layer, m + "gate.e_score_correction_bias"))
-    idx = torch.topk(sel, cfg.top_k, dim=-1).indices                                       # [T, k]
-    wts = torch.gather(s, 1, idx)
-    if cfg.renormalize:
-        wts = wts / (wts.sum(-1, keepdim=True) + 1e-20)
-    wts = wts * cfg.routed_scaling
-    z = native_linear(x, self.lt(layer, m + "routed_expert_down_proj.weight")) if cfg.latent > 0 else x
-    acc = torch.zeros(x.shape[0], z.shape[1], dtype=k3_reference.WIDE)
+def grouped_routed_experts(self, layer, z, idx, wts):
+    """Reference.routed_experts run once per expert over the tokens that chose it."""
+    acc = torch.zeros(z.shape[0], z.shape[1], dtype=k3_reference.WIDE)
     for e in torch.unique(idx).tolist():
         rows, slot = (idx == e).nonzero(as_tuple=True)
         ze = z[rows]
         a = native_linear(ze, self.expert(layer, e, "w1"))
         b = native_linear(ze, self.expert(layer, e, "w3"))
-        y = native_linear(k3_reference.glu(cfg, a, b), self.expert(layer, e, "w2"))
-        acc.index_add_(0, rows, wts[rows, slot][:, None] * wide(y))
-    r = k3_reference.to_bf16(acc)
-    if cfg.latent > 0:
-        if cfg.latent_norm:
-            r = k3_reference.rms_norm(r, self.lt(layer, m + "routed_expert_norm.weight"), cfg.eps)
-        r = native_linear(r, self.lt(layer, m + "routed_expert_up_proj.weight"))
-    if cfg.num_shared > 0:
-        sh = self.mlp(layer, m + "shared_experts.", x)
-        r = k3_reference.to_bf16(wide(r) + wide(sh))
-    return r
+        y = native_linear(k3_reference.glu(self.cfg, a, b), self.expert(layer, e, "w2"))
+        acc.index_add_(0, rows, wts[rows, slot][:, None] * k3_reference.wide(y))
+    return acc
 
 
 def use_fast_torch_paths():
     for module in (k3_reference, vision_reference):
         module.WIDE = torch.float32
         module.linear = native_linear
-    k3_reference.Reference.moe = grouped_moe
+    k3_reference.Reference.routed_experts = grouped_routed_experts
 
 
 class TorchPeer:

@@ -440,7 +440,6 @@ class Reference:
     def moe(self, layer, x, trace=None):
         cfg = self.cfg
         m = "block_sparse_moe."
-        T = x.shape[0]
         # Router, all fp32.
         logits = wide(x) @ wide(self.lt(layer, m + "gate.weight")).t()
         s = torch.sigmoid(logits)
@@ -453,16 +452,7 @@ class Reference:
         if trace is not None:
             trace.append({"layer": layer, "idx": idx.clone(), "sel": sel.clone()})
         z = linear(x, self.lt(layer, m + "routed_expert_down_proj.weight")) if cfg.latent > 0 else x
-        acc = torch.zeros(T, z.shape[1], dtype=WIDE)
-        for t in range(T):
-            zt = z[t:t + 1]
-            for j in range(cfg.top_k):
-                e = int(idx[t, j])
-                a = linear(zt, self.expert(layer, e, "w1"))
-                b = linear(zt, self.expert(layer, e, "w3"))
-                y = linear(glu(cfg, a, b), self.expert(layer, e, "w2"))
-                acc[t] += wts[t, j] * wide(y[0])
-        r = to_bf16(acc)
+        r = to_bf16(self.routed_experts(layer, z, idx, wts))
         if cfg.latent > 0:
             if cfg.latent_norm:
                 r = rms_norm(r, self.lt(layer, m + "routed_expert_norm.weight"), cfg.eps)
@@ -471,6 +461,21 @@ class Reference:
             sh = self.mlp(layer, m + "shared_experts.", x)
             r = to_bf16(wide(r) + wide(sh))
         return r
+
+    def routed_experts(self, layer, z, idx, wts):
+        """sum_j wts[t, j] * expert_{idx[t, j]}(z[t]) -> [T, width] wide, token by token (the oracle's order;
+        bench/vision_ttft.py replaces it with a loop over experts)."""
+        cfg = self.cfg
+        acc = torch.zeros(z.shape[0], z.shape[1], dtype=WIDE)
+        for t in range(z.shape[0]):
+            zt = z[t:t + 1]
+            for j in range(cfg.top_k):
+                e = int(idx[t, j])
+                a = linear(zt, self.expert(layer, e, "w1"))
+                b = linear(zt, self.expert(layer, e, "w3"))
+                y = linear(glu(cfg, a, b), self.expert(layer, e, "w2"))
+                acc[t] += wts[t, j] * wide(y[0])
+        return acc
 
     def attn(self, layer, x):
         return self.kda(layer, x) if self.cfg.attention(layer) == "kda" else self.mla(layer, x)
